@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Idempotent set-up: a virtual environment in .venv with the pinned stack, the project installed
+# editable, DVC/Prefect telemetry off. Sourced by scripts/repro.sh and scripts/test.sh.
+#
+# torch is pinned to 2.13.0 exactly: an unpinned torch pulls several GB of CUDA wheels on a machine
+# that only needs the CPU build, and the same pin gives the CUDA build on a GPU machine.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "[setup] creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+# Reinstall only when the lock or the project metadata changed (a second run costs ~1 s).
+stamp=$(cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)
+if [ "$(cat .venv/.setup-stamp 2>/dev/null)" != "$stamp" ]; then
+  echo "[setup] installing the pinned stack (first time: ~3 min)"
+  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade "pip>=24"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -c requirements.lock -e ".[dev]"
+  echo "$stamp" > .venv/.setup-stamp
+fi
+# Offline-friendly defaults; every one can still be overridden by the caller's environment.
+export DO_NOT_TRACK=${DO_NOT_TRACK:-1}
+export DVC_NO_ANALYTICS=${DVC_NO_ANALYTICS:-1}
+export PREFECT_SERVER_ANALYTICS_ENABLED=${PREFECT_SERVER_ANALYTICS_ENABLED:-false}
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=${PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS:-90}
+export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
+export TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1}
+export TOKENIZERS_PARALLELISM=${TOKENIZERS_PARALLELISM:-false}
+# shellcheck disable=SC1091
+source .venv/bin/activate

@@ -1,0 +1,307 @@
+"""The ingest stage: validate a manifest, hash and check every media file, sample video frames.
+
+Outputs (in ``out_dir``):
+
+- ``items.parquet``: one row per valid item (see :data:`ITEMS_SCHEMA`).
+- ``quarantine.parquet``: ``id``, ``line``, ``reason``, ``raw`` for every rejected row.
+- ``capjudge.duckdb``: both tables, for later stages to join against.
+- ``tiles/``: labelled frame/view tiles, named by content hash and policy.
+- ``summary.json``: counts (items by kind, quarantined by reason).
+
+A bad row never stops the stage and is never dropped silently: it is quarantined with a
+readable reason. Only a manifest that cannot be read at all raises :class:`ManifestError`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from capjudge.manifest import ManifestError, ValidRow, read_rows, validate_fields
+from capjudge.media import (
+    MediaError,
+    SampledTile,
+    check_image,
+    sample_video_tile_isolated,
+    sha256_file,
+    sha256_text,
+    tile_views,
+)
+
+log = logging.getLogger(__name__)
+
+ITEMS_SCHEMA = pa.schema([
+    ("id", pa.string()),
+    ("line", pa.int64()),
+    ("task", pa.string()),
+    ("media_kind", pa.string()),
+    ("media_root", pa.string()),
+    ("media_path", pa.string()),  # as written in the manifest (first view for 3D items)
+    ("view_paths", pa.list_(pa.string())),
+    ("view_sha256", pa.list_(pa.string())),
+    ("media_sha256", pa.string()),  # file hash; for views, the hash of the view hashes
+    ("width", pa.int64()),
+    ("height", pa.int64()),
+    ("n_frames", pa.int64()),
+    ("fps", pa.float64()),
+    ("duration_s", pa.float64()),
+    ("tile_path", pa.string()),
+    ("tile_sha256", pa.string()),
+    ("frame_policy", pa.string()),
+    ("frame_indices", pa.list_(pa.int64())),
+    ("frame_timestamps_s", pa.list_(pa.float64())),
+    ("candidate", pa.string()),
+    ("references", pa.list_(pa.string())),
+    ("question", pa.string()),
+    ("system", pa.string()),
+    ("labels", pa.string()),  # JSON: criterion -> number | [numbers]
+    ("extra", pa.string()),  # JSON: unknown manifest keys, kept verbatim
+])
+
+QUARANTINE_SCHEMA = pa.schema([
+    ("id", pa.string()),
+    ("line", pa.int64()),
+    ("reason", pa.string()),
+    ("raw", pa.string()),
+])
+
+_URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    """Ingest settings (``params.yaml: ingest``)."""
+
+    frame_policy: str = "first_middle_last"
+    uniform_frames: int = 3
+    decode_timeout_s: float = 60.0
+
+
+@dataclass
+class IngestResult:
+    """Counts returned to the CLI / flow."""
+
+    n_rows: int
+    n_items: int
+    n_quarantined: int
+    by_kind: dict[str, int]
+    reasons: dict[str, int]
+    out_dir: str
+
+
+def resolve_media(media_root: Path, value: str) -> Path:
+    """Resolve a manifest path under the media root, refusing anything that escapes it.
+
+    Symlinks are resolved before the check, so a link pointing outside the root is refused too.
+
+    Raises:
+        MediaError: URL, escape from the root, missing or non-regular file.
+    """
+    if _URL.match(value) and not (len(value) > 1 and value[1] == ":" and os.name == "nt"):
+        raise MediaError(f"URLs are not allowed as media paths: {value!r}")
+    root = media_root.resolve()
+    candidate = Path(value)
+    full = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    if full != root and root not in full.parents:
+        raise MediaError(f"path escapes the media root: {value!r}")
+    if not full.exists():
+        raise MediaError(f"file not found: {value!r}")
+    if not full.is_file():
+        raise MediaError(f"not a regular file: {value!r}")
+    if full.stat().st_size == 0:
+        raise MediaError(f"zero-byte file: {value!r}")
+    return full
+
+
+class _TileCache:
+    """Tiles keyed by (content hash, policy); also remembered in memory for repeated media."""
+
+    def __init__(self, tiles_dir: Path, config: IngestConfig) -> None:
+        self.dir = tiles_dir
+        self.config = config
+        self.videos: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def video(self, path: Path, sha: str) -> dict[str, Any]:
+        policy = self.config.frame_policy
+        if policy == "uniform":
+            policy = f"uniform{self.config.uniform_frames}"
+        key = (sha, policy)
+        if key in self.videos:
+            return self.videos[key]
+        tile = self.dir / f"{sha}-{policy}.png"
+        sidecar = tile.with_suffix(".json")
+        if tile.is_file() and sidecar.is_file():
+            meta = json.loads(sidecar.read_text())
+            if meta.get("tile_sha256") == sha256_file(tile):
+                self.videos[key] = meta
+                return meta
+        result: SampledTile = sample_video_tile_isolated(
+            str(path), str(tile), self.config.frame_policy, self.config.uniform_frames,
+            self.config.decode_timeout_s,
+        )
+        info = result.info
+        meta = {
+            "tile_path": str(tile), "tile_sha256": result.tile_sha256, "policy": policy,
+            "indices": result.indices, "timestamps_s": result.timestamps_s,
+            "width": info.width, "height": info.height, "n_frames": info.n_frames,
+            "fps": info.fps, "duration_s": info.duration_s, "codec": info.codec,
+        }
+        sidecar.write_text(json.dumps(meta, indent=1))
+        self.videos[key] = meta
+        return meta
+
+    def views(self, paths: list[Path], sha: str) -> tuple[str, str]:
+        tile = self.dir / f"{sha}-views.png"
+        if tile.is_file():
+            return str(tile), sha256_file(tile)
+        for p in paths:
+            check_image(p)
+        return tile_views([str(p) for p in paths], str(tile))
+
+
+def _media_record(row: ValidRow, media_root: Path, tiles: _TileCache,
+                  hashes: dict[Path, str]) -> dict[str, Any]:
+    def hashed(p: Path) -> str:
+        if p not in hashes:
+            hashes[p] = sha256_file(p)
+        return hashes[p]
+
+    paths = [resolve_media(media_root, m) for m in row.media]
+    rec: dict[str, Any] = {
+        "media_kind": row.media_kind, "media_path": row.media[0],
+        "view_paths": None, "view_sha256": None, "width": None, "height": None,
+        "n_frames": None, "fps": None, "duration_s": None, "tile_path": None,
+        "tile_sha256": None, "frame_policy": None, "frame_indices": None,
+        "frame_timestamps_s": None,
+    }
+    if row.media_kind == "image":
+        info = check_image(paths[0])
+        rec.update(media_sha256=hashed(paths[0]), width=info.width, height=info.height)
+    elif row.media_kind == "video":
+        sha = hashed(paths[0])
+        meta = tiles.video(paths[0], sha)
+        rec.update(
+            media_sha256=sha, width=meta["width"], height=meta["height"],
+            n_frames=meta["n_frames"], fps=meta["fps"], duration_s=meta["duration_s"],
+            tile_path=meta["tile_path"], tile_sha256=meta["tile_sha256"],
+            frame_policy=meta["policy"], frame_indices=meta["indices"],
+            frame_timestamps_s=meta["timestamps_s"],
+        )
+    else:
+        if len(paths) < 1:
+            raise MediaError("'views' is empty")
+        view_shas = [hashed(p) for p in paths]
+        sha = sha256_text(*view_shas)
+        tile_path, tile_sha = tiles.views(paths, sha)
+        rec.update(media_sha256=sha, view_paths=row.media, view_sha256=view_shas,
+                   tile_path=tile_path, tile_sha256=tile_sha, frame_policy="views")
+    return rec
+
+
+def _reason_kind(reason: str) -> str:
+    """A short bucket for the summary counts ("file not found: 'x'" -> "file not found")."""
+    return re.split(r"[:(]", reason, maxsplit=1)[0].strip()
+
+
+def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
+           config: IngestConfig | None = None) -> IngestResult:
+    """Validate a manifest and write the items/quarantine tables, tiles and DuckDB database.
+
+    Args:
+        manifest: JSONL (reference), CSV or Parquet manifest.
+        media_root: directory that relative media paths resolve under; nothing outside it is
+            ever read.
+        out_dir: output directory (created).
+        config: frame sampling and decoding settings.
+
+    Raises:
+        ManifestError: the manifest cannot be read at all.
+    """
+    config = config or IngestConfig()
+    manifest = Path(manifest)
+    media_root = Path(media_root)
+    if not media_root.is_dir():
+        raise ManifestError(f"{media_root}: media root is not a directory")
+    out = Path(out_dir)
+    (out / "tiles").mkdir(parents=True, exist_ok=True)
+    tiles = _TileCache(out / "tiles", config)
+    hashes: dict[Path, str] = {}
+
+    items: list[dict[str, Any]] = []
+    quarantine: list[dict[str, Any]] = []
+    first_line: dict[str, int] = {}
+    n_rows = 0
+    for raw in read_rows(manifest):
+        n_rows += 1
+        row, reasons = validate_fields(raw)
+        raw_id = raw.data.get("id") if raw.data else None
+        qid = raw_id if isinstance(raw_id, str) else None
+        if row is not None and row.id in first_line:
+            reasons = [f"duplicate id {row.id!r} (first at line {first_line[row.id]})"]
+            row = None
+        if row is None:
+            quarantine.append({"id": qid, "line": raw.line, "reason": "; ".join(reasons),
+                               "raw": raw.raw})
+            continue
+        try:
+            media = _media_record(row, media_root, tiles, hashes)
+        except (MediaError, OSError) as exc:
+            quarantine.append({"id": row.id, "line": raw.line, "reason": str(exc),
+                               "raw": raw.raw})
+            continue
+        first_line[row.id] = raw.line
+        items.append({
+            "id": row.id, "line": row.line, "task": row.task, "media_root": str(media_root),
+            **media,
+            "candidate": row.candidate, "references": row.references,
+            "question": row.question, "system": row.system,
+            "labels": json.dumps(row.labels, sort_keys=True),
+            "extra": json.dumps(row.extra, sort_keys=True, ensure_ascii=False),
+        })
+        if n_rows % 50 == 0:
+            log.info("ingest: %d rows read, %d items, %d quarantined", n_rows, len(items),
+                     len(quarantine))
+
+    write_tables(out, items, quarantine)
+    by_kind = dict(Counter(i["media_kind"] for i in items))
+    reason_counts = dict(Counter(_reason_kind(q["reason"]) for q in quarantine))
+    summary = {"manifest": str(manifest), "rows": n_rows, "items": len(items),
+               "quarantined": len(quarantine), "items_by_kind": by_kind,
+               "quarantined_by_reason": reason_counts, "frame_policy": config.frame_policy}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    for q in quarantine:
+        log.warning("quarantined line %s (id=%s): %s", q["line"], q["id"], q["reason"])
+    return IngestResult(n_rows=n_rows, n_items=len(items), n_quarantined=len(quarantine),
+                        by_kind=by_kind, reasons=reason_counts, out_dir=str(out))
+
+
+def write_tables(out: Path, items: list[dict[str, Any]], quarantine: list[dict[str, Any]]
+                 ) -> None:
+    """Write the Parquet tables and (re)build the DuckDB database from them."""
+    import duckdb
+
+    items_path = out / "items.parquet"
+    quarantine_path = out / "quarantine.parquet"
+    pq.write_table(pa.Table.from_pylist(items, schema=ITEMS_SCHEMA), items_path)
+    pq.write_table(pa.Table.from_pylist(quarantine, schema=QUARANTINE_SCHEMA), quarantine_path)
+    db_path = out / "capjudge.duckdb"
+    tmp = out / ".capjudge.duckdb.tmp"
+    for stale in (tmp, Path(f"{tmp}.wal")):
+        stale.unlink(missing_ok=True)
+    con = duckdb.connect(str(tmp))
+    try:
+        con.execute("CREATE TABLE items AS SELECT * FROM read_parquet(?)", [str(items_path)])
+        con.execute("CREATE TABLE quarantine AS SELECT * FROM read_parquet(?)",
+                    [str(quarantine_path)])
+    finally:
+        con.close()
+    os.replace(tmp, db_path)

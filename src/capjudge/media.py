@@ -1,0 +1,399 @@
+"""Media handling: content hashes, safe image/video decoding, frame sampling and tiling.
+
+Everything downstream is keyed by the sha256 of a file's bytes, never by its name, so two videos
+called ``clip.mp4`` in different folders never share a tile or a cached judgement.
+
+Video decoding uses PyAV (the FFmpeg libraries) with input seeking, restricted to local files
+(``protocol_whitelist=file``) and to an allow-list of container formats, so a manifest cannot make
+the pipeline fetch a URL or follow an HLS/concat playlist. Each decode runs in a child process
+with a timeout (see :func:`sample_video_tile_isolated`): a hostile file can hang a decoder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from PIL import Image, ImageDraw, ImageFont
+
+PANEL = 512
+"""Side of one square panel in a tile (G-VEval: three 512x512 frames make a 1536x512 image)."""
+
+FramePolicy = Literal["first_middle_last", "gveval_code", "uniform"]
+FRAME_POLICIES: tuple[str, ...] = ("first_middle_last", "gveval_code", "uniform")
+
+# Container formats we are willing to demux. Playlist/indirection formats (hls, concat, dash,
+# image2 patterns, tee, sdp, rtsp) are excluded on purpose: they open further files or URLs.
+ALLOWED_VIDEO_FORMATS = frozenset(
+    {"mov", "mp4", "m4a", "3gp", "3g2", "mj2", "matroska", "webm", "avi", "gif", "mpeg",
+     "mpegts", "flv", "ogg", "h264", "hevc", "mjpeg", "mpegvideo", "asf", "ivf"}
+)
+
+
+class MediaError(ValueError):
+    """A media file that cannot be used; the message is a user-readable quarantine reason."""
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    """Return the hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_text(*parts: str) -> str:
+    """Hash several strings unambiguously (length-prefixed so ``("ab","c") != ("a","bc")``)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# Images
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """What ingest records about an image."""
+
+    width: int
+    height: int
+    format: str
+
+
+def check_image(path: str | Path) -> ImageInfo:
+    """Fully decode an image to prove it is usable.
+
+    Pillow's decompression-bomb limit stays on: an image over the limit raises
+    ``DecompressionBombError`` (turned into :class:`MediaError`) instead of eating memory.
+
+    Raises:
+        MediaError: empty, truncated, undecodable or oversized image.
+    """
+    p = Path(path)
+    if p.stat().st_size == 0:
+        raise MediaError("zero-byte file")
+    try:
+        with Image.open(p) as img:
+            fmt = img.format or "unknown"
+            img.load()  # decodes every byte: truncated files fail here, not later in a judge
+            width, height = img.size
+    except Image.DecompressionBombError as exc:
+        raise MediaError(f"decompression bomb refused: {exc}") from exc
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise MediaError(f"undecodable image: {exc}") from exc
+    if width < 1 or height < 1:
+        raise MediaError(f"image has no pixels ({width}x{height})")
+    return ImageInfo(width=width, height=height, format=fmt)
+
+
+def letterbox(img: Image.Image, side: int = PANEL, fill: tuple[int, int, int] = (0, 0, 0)
+              ) -> Image.Image:
+    """Resize keeping the aspect ratio to fit a ``side`` x ``side`` square, padding the rest."""
+    img = img.convert("RGB")
+    scale = min(side / img.width, side / img.height)
+    new_size = (max(1, round(img.width * scale)), max(1, round(img.height * scale)))
+    resized = img.resize(new_size, Image.Resampling.LANCZOS)
+    canvas = Image.new("RGB", (side, side), fill)
+    canvas.paste(resized, ((side - new_size[0]) // 2, (side - new_size[1]) // 2))
+    return canvas
+
+
+def _label(panel: Image.Image, text: str) -> None:
+    draw = ImageDraw.Draw(panel)
+    font = ImageFont.load_default(size=32)
+    left, top, right, bottom = draw.textbbox((12, 10), text, font=font)
+    # A solid box behind the label keeps it legible on any frame content.
+    draw.rectangle((left - 6, top - 4, right + 6, bottom + 4), fill=(255, 255, 255))
+    draw.text((12, 10), text, fill=(0, 0, 0), font=font)
+
+
+def tile_panels(images: Sequence[Image.Image], label: str) -> Image.Image:
+    """Letterbox each image to 512x512, label it ``"{label} i"`` and place them side by side.
+
+    Three video frames give the 1536x512 image G-VEval sends to the judge.
+    """
+    if not images:
+        raise MediaError("nothing to tile")
+    tile = Image.new("RGB", (PANEL * len(images), PANEL), (0, 0, 0))
+    for i, image in enumerate(images):
+        panel = letterbox(image)
+        _label(panel, f"{label} {i + 1}")
+        tile.paste(panel, (i * PANEL, 0))
+    return tile
+
+
+def save_png(img: Image.Image, path: Path) -> str:
+    """Write a PNG atomically and return its sha256."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    img.save(tmp, format="PNG", optimize=False)
+    os.replace(tmp, path)
+    return sha256_file(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Video
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """Stream facts gathered by demuxing (no decoding): exact frame count and timestamps."""
+
+    width: int
+    height: int
+    n_frames: int
+    fps: float
+    duration_s: float
+    format: str
+    codec: str
+    pts: tuple[int, ...] = field(repr=False)
+    time_base: float = field(repr=False)
+
+
+def _open_container(path: str) -> Any:
+    import av  # imported lazily: ingest of image-only manifests never loads FFmpeg
+
+    container = av.open(
+        path,
+        options={"protocol_whitelist": "file"},
+        metadata_errors="ignore",
+    )
+    names = set(container.format.name.split(","))
+    if not names & ALLOWED_VIDEO_FORMATS:
+        container.close()
+        raise MediaError(f"container format {container.format.name!r} is not allowed")
+    if not container.streams.video:
+        container.close()
+        raise MediaError("no video stream")
+    return container
+
+
+def probe_video(path: str) -> VideoInfo:
+    """Demux every packet of the first video stream to learn the exact frames and timestamps.
+
+    Container metadata (``stream.frames``) is missing for WebM and wrong for some MP4s, so the
+    true last frame is found from the packets themselves. Demuxing without decoding is cheap.
+    """
+    import av
+
+    if os.path.getsize(path) == 0:
+        raise MediaError("zero-byte file")
+    try:
+        container = _open_container(path)
+    except MediaError:
+        raise
+    except (av.FFmpegError, OSError, ValueError) as exc:
+        raise MediaError(f"undecodable video: {exc}") from exc
+    try:
+        stream = container.streams.video[0]
+        pts: list[int] = []
+        for packet in container.demux(stream):
+            if packet.pts is not None and packet.size > 0:
+                pts.append(int(packet.pts))
+        if not pts:
+            raise MediaError("video stream has no frames")
+        pts.sort()
+        time_base = float(stream.time_base) if stream.time_base else 1.0
+        rate = stream.average_rate or stream.guessed_rate
+        fps = float(rate) if rate else (len(pts) - 1) / max((pts[-1] - pts[0]) * time_base, 1e-9)
+        duration = (pts[-1] - pts[0]) * time_base + (1.0 / fps if fps else 0.0)
+        ctx = stream.codec_context
+        return VideoInfo(
+            width=int(ctx.width), height=int(ctx.height), n_frames=len(pts), fps=fps,
+            duration_s=duration, format=container.format.name, codec=ctx.name,
+            pts=tuple(pts), time_base=time_base,
+        )
+    except av.FFmpegError as exc:
+        raise MediaError(f"undecodable video: {exc}") from exc
+    finally:
+        container.close()
+
+
+def frame_indices(n_frames: int, policy: str, n: int = 3) -> list[int]:
+    """Indices of the frames a sampling policy picks from a clip of ``n_frames`` frames.
+
+    Args:
+        n_frames: exact number of frames in the clip.
+        policy: ``first_middle_last`` (G-VEval paper §3.5: first, middle and the true last
+            frame), ``gveval_code`` (0, 1/3 and 2/3 of the clip, what the G-VEval repository
+            does; use it to reproduce its numbers) or ``uniform`` (``n`` evenly spaced frames
+            from first to last).
+        n: number of frames for ``uniform``.
+    """
+    if n_frames < 1:
+        raise MediaError("video stream has no frames")
+    last = n_frames - 1
+    if policy == "first_middle_last":
+        return [0, last // 2, last]
+    if policy == "gveval_code":
+        return [0, n_frames // 3, (2 * n_frames) // 3]
+    if policy == "uniform":
+        if n < 1:
+            raise ValueError("uniform sampling needs n >= 1")
+        if n == 1:
+            return [last // 2]
+        return [round(i * last / (n - 1)) for i in range(n)]
+    raise ValueError(f"unknown frame policy {policy!r}; choose one of {FRAME_POLICIES}")
+
+
+def decode_frames_seek(path: str, info: VideoInfo, indices: Sequence[int]) -> list[Image.Image]:
+    """Decode only the wanted frames: seek to the keyframe before each, decode up to it."""
+    import av
+
+    container = _open_container(path)
+    try:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        frames: dict[int, Image.Image] = {}
+        for index in sorted(set(indices)):
+            target = info.pts[index]
+            container.seek(target, stream=stream, backward=True, any_frame=False)
+            found = None
+            for frame in container.decode(stream):
+                if frame.pts is None:
+                    continue
+                if frame.pts >= target:
+                    found = frame
+                    break
+            if found is None:
+                raise MediaError(f"could not decode frame {index} (pts {target})")
+            frames[index] = found.to_image()
+        return [frames[i] for i in indices]
+    except av.FFmpegError as exc:
+        raise MediaError(f"undecodable video: {exc}") from exc
+    finally:
+        container.close()
+
+
+def decode_frames_all(path: str, indices: Sequence[int]) -> list[Image.Image]:
+    """Decode every frame in order and keep the wanted ones (the baseline seeking is measured
+    against in ``bench/``; also a fallback for streams whose seeking is broken)."""
+    container = _open_container(path)
+    wanted = set(indices)
+    kept: dict[int, Image.Image] = {}
+    try:
+        stream = container.streams.video[0]
+        decoded = sorted(
+            ((f.pts, f) for f in container.decode(stream) if f.pts is not None),
+            key=lambda pair: pair[0],
+        )
+        for i, (_, frame) in enumerate(decoded):
+            if i in wanted:
+                kept[i] = frame.to_image()
+    finally:
+        container.close()
+    missing = wanted - kept.keys()
+    if missing:
+        raise MediaError(f"frames {sorted(missing)} not decodable")
+    return [kept[i] for i in indices]
+
+
+@dataclass(frozen=True)
+class SampledTile:
+    """Result of sampling a video into a labelled tile."""
+
+    tile_path: str
+    tile_sha256: str
+    policy: str
+    indices: list[int]
+    timestamps_s: list[float]
+    info: VideoInfo
+
+
+def sample_video_tile(path: str, tile_path: str, policy: str = "first_middle_last",
+                      n: int = 3) -> SampledTile:
+    """Probe a video, decode the policy's frames by seeking and write the labelled tile.
+
+    Seeking can land off-target on streams with broken indexes; the decoded frame count is
+    checked and, when seeking fails, the whole stream is decoded instead (slower, same frames).
+    """
+    info = probe_video(path)
+    indices = frame_indices(info.n_frames, policy, n)
+    try:
+        images = decode_frames_seek(path, info, indices)
+    except MediaError:
+        images = decode_frames_all(path, indices)
+    tile = tile_panels(images, "Frame")
+    digest = save_png(tile, Path(tile_path))
+    stamps = [round((info.pts[i] - info.pts[0]) * info.time_base, 6) for i in indices]
+    return SampledTile(tile_path=tile_path, tile_sha256=digest, policy=policy,
+                       indices=indices, timestamps_s=stamps, info=info)
+
+
+def tile_views(paths: Sequence[str], tile_path: str) -> tuple[str, str]:
+    """Tile a 3D object's rendered views side by side, labelled View 1..n; returns (path, sha)."""
+    images = []
+    for p in paths:
+        with Image.open(p) as img:
+            images.append(img.convert("RGB"))
+    digest = save_png(tile_panels(images, "View"), Path(tile_path))
+    return tile_path, digest
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding in a separate process, with a timeout
+
+
+def sample_video_tile_isolated(path: str, tile_path: str, policy: str = "first_middle_last",
+                               n: int = 3, timeout_s: float = 60.0) -> SampledTile:
+    """:func:`sample_video_tile` in a child process that is killed after ``timeout_s`` seconds.
+
+    A decoder stuck on a hostile file cannot be interrupted from Python; a process can. The
+    child is a fresh ``python -m capjudge.media`` (not a multiprocessing fork: the caller may be
+    a Prefect task in a thread pool, and multiprocessing's spawn would re-import the caller's
+    ``__main__``, i.e. Prefect, for every video).
+
+    Raises:
+        MediaError: timeout, crash of the decoder, or whatever the sampling raised.
+    """
+    request = json.dumps({"path": path, "tile_path": tile_path, "policy": policy, "n": n})
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "capjudge.media"], input=request, capture_output=True,
+            text=True, timeout=timeout_s, check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise MediaError(f"decoding timed out after {timeout_s:g} s") from exc
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        raise MediaError(f"decoder crashed: {tail[0]}")
+    reply = json.loads(lines[-1])
+    if "error" in reply:
+        raise MediaError(reply["error"])
+    info = reply["info"]
+    info["pts"] = tuple(info["pts"])
+    return SampledTile(tile_path=reply["tile_path"], tile_sha256=reply["tile_sha256"],
+                       policy=reply["policy"], indices=reply["indices"],
+                       timestamps_s=reply["timestamps_s"], info=VideoInfo(**info))
+
+
+def _worker_main() -> int:
+    request = json.loads(sys.stdin.read())
+    try:
+        result = sample_video_tile(request["path"], request["tile_path"], request["policy"],
+                                   int(request["n"]))
+        reply: dict[str, Any] = asdict(result)
+    except MediaError as exc:
+        reply = {"error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - any decoder failure is a quarantine reason
+        reply = {"error": f"undecodable video: {type(exc).__name__}: {exc}"}
+    print(json.dumps(reply))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker_main())

@@ -1,0 +1,14 @@
+"""Prefect task wrappers: small, retry-aware calls into ``capjudge`` (all logic lives there).
+
+Importing this package switches off telemetry before Prefect is imported.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

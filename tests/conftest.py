@@ -1,0 +1,55 @@
+"""Shared fixtures. The default run is hermetic: no network, Prefect state in a temp dir."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+
+# Before anything imports Prefect: private home (cached results must not leak across runs),
+# no telemetry, a start-up timeout that survives a loaded 2-core machine.
+_PREFECT_HOME = tempfile.mkdtemp(prefix="capjudge-prefect-")
+os.environ["PREFECT_HOME"] = _PREFECT_HOME
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+# flows/ and tasks/ are top-level packages of the project, not of the installed library.
+sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="session")
+def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample suite, generated once per test session."""
+    from capjudge.sample import generate_sample
+
+    out = tmp_path_factory.mktemp("sample")
+    generate_sample(out, seed=0)
+    return out
+
+
+@pytest.fixture(scope="session")
+def ingested(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample suite after ingest (items.parquet, tiles, DuckDB)."""
+    from capjudge.ingest import ingest
+
+    out = tmp_path_factory.mktemp("ingest")
+    ingest(sample_dir / "manifest.jsonl", sample_dir, out)
+    return out
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """../shared, or skip: it exists for developers and CI, never on a user's machine."""
+    if not SHARED.is_dir():
+        pytest.skip("../shared is not present")
+    return SHARED
