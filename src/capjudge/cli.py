@@ -56,6 +56,195 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
+    from capjudge.judge import JudgeConfig
+
+    options: dict[str, Any] = {}
+    if args.base_url:
+        options["base_url"] = args.base_url
+    prices: dict[str, Any] = {}
+    params = Path(args.params)
+    if params.is_file():
+        import yaml
+
+        prices = (yaml.safe_load(params.read_text()) or {}).get("judge", {}).get("prices", {})
+    return JudgeConfig(method=args.method, backend=args.backend, modes=modes,
+                       max_tokens=args.max_tokens, min_mass=args.min_mass,
+                       backend_options=options, prices=prices,
+                       cache_dir=str(args.cache_dir) if args.cache_dir else None)
+
+
+def _adhoc_item(args: argparse.Namespace) -> dict[str, Any]:
+    """An item built from --image/--video and --caption/--ref, hashed like ingest does."""
+    from capjudge.cache import default_cache_dir
+    from capjudge.ingest import IngestConfig
+    from capjudge.media import MediaError, check_image, sha256_file, sha256_text, tile_views
+
+    item: dict[str, Any] = {"id": "cli", "task": "caption", "candidate": args.caption,
+                            "references": args.ref or [], "question": args.question,
+                            "system": None, "media_kind": "none", "media_root": ".",
+                            "media_path": None, "media_sha256": None, "tile_path": None,
+                            "tile_sha256": None}
+    try:
+        if args.image:
+            path = Path(args.image)
+            check_image(path)
+            item.update(media_kind="image", media_root=str(path.parent), media_path=path.name,
+                        media_sha256=sha256_file(path))
+        elif args.video:
+            from capjudge.ingest import _TileCache
+
+            path = Path(args.video)
+            tiles = _TileCache(Path(args.cache_dir or default_cache_dir()) / "tiles",
+                               IngestConfig())
+            sha = sha256_file(path)
+            meta = tiles.video(path, sha)
+            item.update(media_kind="video", media_root=str(path.parent), media_path=path.name,
+                        media_sha256=sha, tile_path=meta["tile_path"],
+                        tile_sha256=meta["tile_sha256"])
+        elif getattr(args, "views", None):
+            paths = [Path(v) for v in args.views]
+            for v in paths:
+                check_image(v)
+            sha = sha256_text(*[sha256_file(v) for v in paths])
+            tile = Path(args.cache_dir or default_cache_dir()) / "tiles" / f"{sha}-views.png"
+            tile_path, tile_sha = tile_views([str(v) for v in paths], str(tile))
+            item.update(media_kind="views", media_root=".", media_path=str(paths[0]),
+                        media_sha256=sha, tile_path=tile_path, tile_sha256=tile_sha)
+    except (MediaError, OSError) as exc:
+        raise UsageError(str(exc)) from exc
+    return item
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from capjudge.backends.base import BackendError
+    from capjudge.judge import make_backend, make_client, plan, response_rows
+    from capjudge.methods import Skip
+
+    config = _judge_config(args, [args.mode])
+    item = _adhoc_item(args)
+    try:
+        backend = make_backend(config)
+    except BackendError as exc:
+        raise UsageError(str(exc)) from exc
+    planned, skipped = plan([item], config, backend.capabilities.vision)
+    if skipped:
+        s: Skip = skipped[0]
+        result: dict[str, Any] = {"score": None, "status": "skipped", "reason": s.reason,
+                                  "mass": None, "distribution": None, "reasoning": None,
+                                  "backend": backend.backend_id, "model": None,
+                                  "template": s.template}
+        _print_result(result, args.json)
+        return EXIT_STRICT
+    client = make_client(config, backend)
+    response = client.run([planned[0].request])[0]
+    rows = response_rows(planned[0], response, item, args.method, backend,
+                         client.key(planned[0].request), None)
+    row = rows[0]
+    probs = row.get("probs")
+    result = {
+        "score": row.get("score"), "status": row["status"], "reason": row.get("reason"),
+        "mass": row.get("mass"), "argmax": row.get("argmax"), "sd": row.get("sd"),
+        "entropy": row.get("entropy"),
+        "distribution": ({str(v): p for v, p in zip(row["values"], probs, strict=True) if p > 0}
+                         if probs else None),
+        "reasoning": response.text, "backend": backend.backend_id,
+        "model": response.model or None, "snapshot": backend.snapshot(),
+        "system_fingerprint": response.system_fingerprint, "template": row["template"],
+        "cached": response.cached, "source": row.get("source"),
+        "anchor_forced": row.get("anchor_forced"),
+        "usage": {"prompt_tokens": response.usage.prompt_tokens,
+                  "completion_tokens": response.usage.completion_tokens},
+    }
+    _print_result(result, args.json)
+    return EXIT_OK if result["status"] in ("ok", "low_mass") else EXIT_STRICT
+
+
+def _print_result(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    score = result.get("score")
+    print(f"status:  {result['status']}" + (f" ({result['reason']})" if result.get("reason")
+                                            else ""))
+    print(f"score:   {score:.2f}" if score is not None else "score:   -")
+    if result.get("mass") is not None:
+        print(f"mass:    {result['mass']:.3f}   argmax: {result.get('argmax')}   "
+              f"sd: {result.get('sd'):.2f}   entropy: {result.get('entropy'):.3f}")
+    dist = result.get("distribution") or {}
+    top = sorted(dist.items(), key=lambda kv: -kv[1])[:5]
+    if top:
+        print("top:     " + ", ".join(f"{k}: {v:.3f}" for k, v in top))
+    print(f"backend: {result['backend']}  model: {result.get('model')}  "
+          f"template: {result.get('template')}")
+    if result.get("reasoning"):
+        print("reasoning:\n" + str(result["reasoning"]).strip())
+
+
+def _cmd_judge(args: argparse.Namespace) -> int:
+    from capjudge.backends.base import BackendError
+    from capjudge.judge import run_judge
+
+    config = _judge_config(args, args.modes)
+    config.limit = args.limit
+    try:
+        summary = run_judge(args.items, args.out, config)
+    except BackendError as exc:
+        raise UsageError(str(exc)) from exc
+    print(json.dumps({k: summary[k] for k in ("by_status", "model_calls", "cache_hits",
+                                              "modes_ran", "modes_skipped")}, indent=2))
+    if args.strict and summary["failure_rate"] > 0:
+        return EXIT_STRICT
+    return EXIT_OK
+
+
+def _cmd_estimate_cost(args: argparse.Namespace) -> int:
+    from capjudge.cost import estimate, price_for
+    from capjudge.judge import load_items, plan
+
+    config = _judge_config(args, args.modes)
+    items = load_items(args.items)
+    planned, skipped = plan(items, config, vision=not args.text_only)
+    model = args.backend.split("/", 1)[1]
+    price = price_for(model, config.prices)
+    est = estimate([p.request for p in planned], price, args.expected_completion)
+    out = {"backend": args.backend, "method": args.method, "requests": est.requests,
+           "skipped": len(skipped), "prompt_tokens": est.prompt_tokens,
+           "image_tokens": est.image_tokens,
+           "expected_completion_tokens": est.expected_completion_tokens,
+           "max_completion_tokens": est.max_completion_tokens,
+           "usd_expected": None if est.usd_expected is None else round(est.usd_expected, 4),
+           "usd_max": None if est.usd_max is None else round(est.usd_max, 4),
+           "price": None if price is None else vars(price)}
+    if price is None:
+        out["note"] = f"no price for {model!r} in params.yaml judge.prices"
+    print(json.dumps(out, indent=2))
+    return EXIT_OK
+
+
+def _cmd_prepare_model(args: argparse.Namespace) -> int:
+    from capjudge.backends.embedded import prepare_embedded
+
+    print(prepare_embedded(args.name))
+    return EXIT_OK
+
+
+def _add_judge_options(p: argparse.ArgumentParser, method_default: str | None = "gveval"
+                       ) -> None:
+    from capjudge.backends import DEFAULT_BACKEND
+
+    p.add_argument("--method", default=method_default, required=method_default is None)
+    p.add_argument("--backend", default=DEFAULT_BACKEND,
+                   help="openai/<model>, hf/<path>, embedded/gemma-3-270m, fake/<script>")
+    p.add_argument("--base-url", help="OpenAI-compatible server (else $OPENAI_BASE_URL)")
+    p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--min-mass", type=float, default=0.5,
+                   help="below this captured probability mass a judgement is 'low_mass'")
+    p.add_argument("--cache-dir", type=Path,
+                   help="request cache (default $CAPJUDGE_CACHE_DIR or .capjudge-cache)")
+    p.add_argument("--params", default="params.yaml", help="for the price table")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     from capjudge.media import FRAME_POLICIES
@@ -81,6 +270,41 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds allowed to decode one video")
     p.add_argument("--strict", action="store_true", help="exit 3 if any row is quarantined")
     p.set_defaults(func=_cmd_ingest)
+
+    p = sub.add_parser("score", help="score one caption with one method/mode/backend")
+    _add_judge_options(p)
+    p.add_argument("--mode", default="ref-only")
+    media = p.add_mutually_exclusive_group()
+    media.add_argument("--image", type=Path)
+    media.add_argument("--video", type=Path)
+    media.add_argument("--views", type=Path, nargs="+", help="a 3D object's rendered views")
+    p.add_argument("--caption", required=True)
+    p.add_argument("--ref", action="append", help="a reference caption (repeatable)")
+    p.add_argument("--question")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_score)
+
+    p = sub.add_parser("judge", help="run one judge over ingested items (no Prefect)")
+    _add_judge_options(p)
+    p.add_argument("--items", type=Path, default=Path("data/ingest/items.parquet"))
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--modes", nargs="+")
+    p.add_argument("--limit", type=int, help="only the first N items")
+    p.add_argument("--strict", action="store_true", help="exit 3 if any judgement failed")
+    p.set_defaults(func=_cmd_judge)
+
+    p = sub.add_parser("estimate-cost", help="predict a run's tokens and dollars, no calls")
+    _add_judge_options(p)
+    p.add_argument("--items", type=Path, default=Path("data/ingest/items.parquet"))
+    p.add_argument("--modes", nargs="+")
+    p.add_argument("--text-only", action="store_true", help="as for a backend without vision")
+    p.add_argument("--expected-completion", type=int, default=250,
+                   help="typical reasoning length in tokens")
+    p.set_defaults(func=_cmd_estimate_cost, backend="openai/gpt-4o-2024-08-06")
+
+    p = sub.add_parser("prepare-model", help="convert the embedded judge once (cached)")
+    p.add_argument("--name", default="gemma-3-270m")
+    p.set_defaults(func=_cmd_prepare_model)
 
     for register in _EXTENSIONS:
         register(sub)

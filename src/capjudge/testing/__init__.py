@@ -1,0 +1,1 @@
+"""Test support shipped with the library: the OpenAI-protocol stand-in server."""

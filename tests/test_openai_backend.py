@@ -1,0 +1,234 @@
+"""The openai/ backend against the local OpenAI-protocol server: distributions, retries, cache,
+resume after kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from capjudge.backends import create_backend
+from capjudge.backends.base import Decoding, JudgeRequest, Message
+from capjudge.cache import RequestCache
+from capjudge.cli import main as cli_main
+from capjudge.client import JudgeClient, RateLimiter, RetryPolicy
+from capjudge.methods.gveval import score_slot
+from capjudge.scoring import summarise
+from capjudge.testing.openai_server import MockOpenAIServer, Scripted
+
+FAST = RetryPolicy(max_attempts=4, base_s=0.01, max_s=0.05)
+
+
+def request(text: str = "Rate: a red square.") -> JudgeRequest:
+    return JudgeRequest(messages=(Message("user", (text,)),), slots=(score_slot(),),
+                        decoding=Decoding(max_tokens=64), template="test@1")
+
+
+def client_for(server: MockOpenAIServer, cache: RequestCache | None = None,
+               retry: RetryPolicy = FAST, **kw: object) -> JudgeClient:
+    backend = create_backend("openai/gpt-4o-2024-08-06", base_url=server.url)
+    return JudgeClient(backend, cache, retry=retry, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("split", "space"), [(False, False), (False, True), (True, False)])
+def test_expected_score_from_scripted_top_logprobs(split: bool, space: bool) -> None:
+    dist = {85: 0.5, 90: 0.3, 80: 0.15}
+    script = Scripted(distribution=dist, split_digits=split, space_token=space)
+    with MockOpenAIServer(lambda body: script) as server:
+        response = client_for(server).run([request()])[0]
+    assert response.status == "ok", response.reason
+    slot = response.slots[0]
+    assert slot.printed == 85 and slot.source == "logprobs"
+    # Digit-split: the "9" branch's second digit is never observed, so 90 is lost mass.
+    seen = {v: p for v, p in dist.items() if not split or str(v)[0] == "8"}
+    assert slot.mass == pytest.approx(sum(seen.values()), abs=1e-6)
+    expected = sum(v * p for v, p in seen.items()) / sum(seen.values())
+    assert summarise(slot.values, slot.probs or [], slot.mass or 0).expected == pytest.approx(
+        expected)
+    if split:
+        assert response.status == "ok" and slot.mass < 0.95
+    assert response.system_fingerprint == "fp_test_0001"
+    assert response.usage.prompt_tokens > 0 and response.usage.completion_tokens > 0
+    assert response.model == "gpt-4o-2024-08-06"
+
+
+def test_request_carries_logprobs_settings_and_images_as_data_urls(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from capjudge.backends.base import ImagePart
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "x.png")
+    req = JudgeRequest(
+        messages=(Message("user", ("Look:", ImagePart(str(tmp_path / "x.png"), "abc", "low"),
+                                   "Rate it.")),),
+        slots=(score_slot(),), template="t@1")
+    with MockOpenAIServer() as server:
+        client_for(server).run([req])
+        body = server.requests[0]
+    assert body["logprobs"] is True and body["top_logprobs"] == 20
+    assert body["temperature"] == 0
+    parts = body["messages"][0]["content"]
+    assert parts[1]["type"] == "image_url"
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert parts[1]["image_url"]["detail"] == "low"
+
+
+def test_retries_through_429_and_5xx_and_malformed_bodies() -> None:
+    with MockOpenAIServer() as server:
+        server.inject("429", "500", "503", "malformed", retry_after=0.05)
+        started = time.perf_counter()
+        response = client_for(server, retry=RetryPolicy(6, 0.01, 0.05)).run([request()])[0]
+        elapsed = time.perf_counter() - started
+        assert response.status == "ok" and response.attempts == 5
+        assert server.total_received == 5 and server.total_answered == 1
+    assert elapsed >= 0.05  # Retry-After was honoured as a floor
+
+
+def test_retries_give_up_with_a_recorded_error_never_a_score() -> None:
+    with MockOpenAIServer() as server:
+        server.inject(*["503"] * 10)
+        response = client_for(server).run([request()])[0]
+    assert response.status == "error" and not response.slots
+    assert "HTTP 503" in (response.reason or "") and "after 4 attempts" in (response.reason or "")
+
+
+def test_client_errors_are_not_retried() -> None:
+    with MockOpenAIServer() as server:
+        server.inject("400")
+        response = client_for(server).run([request()])[0]
+        assert server.total_received == 1
+    assert response.status == "error" and "HTTP 400" in (response.reason or "")
+
+
+def test_refusals_and_missing_logprobs_are_statuses() -> None:
+    with MockOpenAIServer(lambda body: Scripted(refusal="I can't help with that.")) as server:
+        refused = client_for(server).run([request()])[0]
+    assert refused.status == "refused" and "can't help" in (refused.reason or "")
+    with MockOpenAIServer(lambda body: Scripted(logprobs=False)) as server:
+        plain = client_for(server).run([request()])[0]
+    assert plain.status == "ok" and plain.slots[0].source == "text"
+    with MockOpenAIServer(lambda body: Scripted(text="Nice caption, I like it.")) as server:
+        unparsed = client_for(server).run([request()])[0]
+    assert unparsed.status == "parse_failure" and unparsed.slots[0].probs is None
+
+
+def test_cache_means_one_call_per_question(tmp_path: Path) -> None:
+    cache = RequestCache(tmp_path)
+    with MockOpenAIServer() as server:
+        first = client_for(server, cache).run([request("a"), request("b"), request("a")])
+        assert server.total_received == 2  # "a" asked once even within the run
+        again = client_for(server, cache).run([request("a"), request("b")])
+        assert server.total_received == 2  # zero calls on the rerun
+    assert [r.cached for r in again] == [True, True]
+    assert again[0].slots[0].probs == first[0].slots[0].probs
+
+
+def test_failures_are_never_cached(tmp_path: Path) -> None:
+    cache = RequestCache(tmp_path)
+    with MockOpenAIServer(lambda body: Scripted(text="no score here")) as server:
+        client_for(server, cache).run([request()])
+        client_for(server, cache).run([request()])
+        assert server.total_received == 2
+    assert len(cache) == 0
+
+
+def test_concurrency_reaches_the_server_in_parallel() -> None:
+    with MockOpenAIServer(latency_s=0.2) as server:
+        started = time.perf_counter()
+        responses = client_for(server, concurrency=8).run([request(str(i)) for i in range(16)])
+        elapsed = time.perf_counter() - started
+    assert all(r.status == "ok" for r in responses)
+    assert elapsed < 16 * 0.2 / 2  # far from sequential; the benchmark measures the ratio
+
+
+def test_rate_limiter_spaces_requests_and_tokens() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    limiter = RateLimiter(rpm=2, tpm=100, clock=lambda: now[0], sleep=sleep)
+    assert limiter.acquire(10) == 0 and limiter.acquire(10) == 0
+    assert limiter.acquire(10) == pytest.approx(60.0)  # third request waits for the window
+    limiter2 = RateLimiter(tpm=100, clock=lambda: now[0], sleep=sleep)
+    limiter2.acquire(80)
+    assert limiter2.acquire(30) > 0  # 110 tokens would exceed the minute's budget
+
+
+def test_api_key_only_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from capjudge.backends.base import BackendError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(BackendError, match="OPENAI_API_KEY is not set"):
+        create_backend("openai/gpt-4o-2024-08-06")
+
+
+def test_openai_base_url_env_is_honoured(monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    script = Scripted(distribution={60: 0.8, 70: 0.2})
+    with MockOpenAIServer(lambda body: script) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        args = ["score", "--method", "gveval", "--mode", "ref-only", "--backend",
+                "openai/gpt-4o-2024-08-06", "--caption", "A red square.", "--ref",
+                "A red box.", "--json", "--cache-dir", str(tmp_path)]
+        assert cli_main(args) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert cli_main(args) == 0  # same question again: answered from the cache
+        again = json.loads(capsys.readouterr().out)
+        assert server.total_received == 1
+    assert set(out) >= {"score", "status", "mass", "distribution", "reasoning", "backend",
+                        "model"}
+    assert out["score"] == pytest.approx(62.0) and out["status"] == "ok"
+    assert out["distribution"] == {"60": pytest.approx(0.8), "70": pytest.approx(0.2)}
+    assert out["model"] == "gpt-4o-2024-08-06" and again["cached"] is True
+    assert "The final score is $60$" in out["reasoning"]
+
+
+def test_killed_run_resumes_without_repeating_answered_requests(ingested: Path,
+                                                                 tmp_path: Path) -> None:
+    """kill -9 mid-run: every answered request is in the cache; the rerun asks only the rest."""
+    cache_dir = tmp_path / "cache"
+    out = tmp_path / "judge"
+    n_items = 12
+    cmd = [sys.executable, "-m", "capjudge.cli", "judge", "--items",
+           str(ingested / "items.parquet"), "--out", str(out), "--modes", "ref-only",
+           "--backend", "openai/gpt-4o-2024-08-06", "--limit", str(n_items),
+           "--cache-dir", str(cache_dir)]
+    with MockOpenAIServer() as server:
+        server.stall_after = 5  # answer 5 requests, then hold the next one open
+        env = {**os.environ, "OPENAI_BASE_URL": server.url}
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while server.stalled < 1 and time.time() < deadline:
+            time.sleep(0.05)
+        assert server.stalled >= 1, "the run never reached the stalled request"
+        time.sleep(0.3)  # let the client store the 5th answer
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        answered_before_kill = server.total_answered
+        assert answered_before_kill >= 5
+        assert len(RequestCache(cache_dir)) == answered_before_kill  # every answer was kept
+        server.stall_after = None
+        server.release.set()
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert server.total_answered == n_items
+        assert max(server.answered.values()) == 1  # no answered request was sent again
+        rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert rerun.returncode == 0
+        assert server.total_answered == n_items  # unchanged rerun: zero calls
+    rows = pq.read_table(out / "judgements.parquet").to_pylist()
+    assert sum(r["status"] == "ok" for r in rows) == n_items
+    assert all(r["cached"] for r in rows)
