@@ -31,3 +31,63 @@ def test_sample_then_ingest_flows(harness: None, tmp_path: Path) -> None:
     videos = [i for i in items if i["media_kind"] == "video"]
     assert videos and all(v["frame_policy"] == "gveval_code" for v in videos)
     assert all(v["frame_indices"] == [0, 8, 16] for v in videos)  # 24-frame clips
+
+
+@pytest.mark.slow
+def test_judge_flow_against_the_protocol_server(harness: None, ingested: Path,
+                                                tmp_path: Path) -> None:
+    from capjudge.judge import JudgeConfig
+    from capjudge.testing.openai_server import MockOpenAIServer
+    from flows.judge import judge_flow
+
+    with MockOpenAIServer() as server:
+        config = JudgeConfig(method="gveval", backend="openai/gpt-4o-2024-08-06",
+                             modes=["ref-only", "ref-free"], limit=5, max_tokens=64,
+                             backend_options={"base_url": server.url},
+                             cache_dir=str(tmp_path / "cache"),
+                             prices={"gpt-4o-2024-08-06": {"input_per_1m": 2.5,
+                                                           "output_per_1m": 10.0}})
+        summary = judge_flow("t", str(ingested / "items.parquet"), str(tmp_path / "out"), config,
+                             chunk_size=3)
+        assert server.total_received == 10
+    assert summary["by_status"] == {"ok": 10} and summary["cost_usd"] > 0
+    rows = pq.read_table(tmp_path / "out" / "judgements.parquet").to_pylist()
+    assert {r["mode"] for r in rows} == {"ref-only", "ref-free"}
+    assert all(r["system_fingerprint"] == "fp_test_0001" for r in rows)
+
+
+@pytest.mark.slow
+def test_dvc_pipeline_runs_and_reruns_as_a_no_op(tmp_path: Path) -> None:
+    """`dvc repro` of the real dvc.yaml in a scratch copy of the project, on a fake judge."""
+    import shutil
+    import subprocess
+
+    import yaml
+    from conftest import ROOT
+
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    project = tmp_path / "project"
+    for name in files:
+        if name.startswith("data/") or not (ROOT / name).exists():
+            continue
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, project / name)
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["sample"]["images"] = 2
+    params["judges"] = {"gveval-fake": {"method": "gveval", "backend": "fake/hash+vision"}}
+    params["judge"]["cache_dir"] = str(tmp_path / "cache")
+    (project / "params.yaml").write_text(yaml.safe_dump(params))
+    (project / "dvc.lock").unlink(missing_ok=True)
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"]):
+        subprocess.run(cmd, cwd=project, check=True)
+    first = subprocess.run(["dvc", "repro"], cwd=project, capture_output=True, text=True,
+                           timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    rows = pq.read_table(project / "data/judge/gveval-fake/judgements.parquet").to_pylist()
+    assert {r["mode"] for r in rows} == {"ref-only", "ref-free", "combined"}
+    second = subprocess.run(["dvc", "repro"], cwd=project, capture_output=True, text=True,
+                            timeout=600)
+    assert second.returncode == 0
+    assert "Data and pipelines are up to date" in second.stdout

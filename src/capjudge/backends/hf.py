@@ -235,13 +235,17 @@ class HFBackend(Backend):
             generated = self.model.generate(**enc, max_new_tokens=max_new, do_sample=False,
                                             pad_token_id=self.tokenizer.pad_token_id)
         width = enc["input_ids"].shape[1]
+        # Image tensors are stacked per image, not per row: find each row's slice.
+        image_start, counts = [], [len(imgs) for _, imgs in rendered]
+        for k in range(len(counts)):
+            image_start.append(sum(counts[:k]))
         for row, i in enumerate(runnable):
             request = requests[i]
             mask = enc["attention_mask"][row].bool()
             prompt_ids = enc["input_ids"][row][mask].tolist()
             new_ids = generated[row, width:].tolist()
             new_ids = self._trim(new_ids)[: request.decoding.max_tokens]
-            extras = self._vision_extras(enc, row)
+            extras = self._vision_extras(enc, image_start[row], counts[row])
             try:
                 out[i] = self._score(request, prompt_ids, new_ids, extras)
             except Exception as exc:  # noqa: BLE001 - one bad item must not sink the batch
@@ -257,13 +261,15 @@ class HFBackend(Backend):
                 return ids[:k]
         return ids
 
-    def _vision_extras(self, enc: Any, row: int) -> dict[str, Any]:
-        """Per-row image tensors a VLM needs again when its context is re-encoded."""
+    def _vision_extras(self, enc: Any, start: int, count: int) -> dict[str, Any]:
+        """The image tensors of one row's images, which a VLM needs again when the row's
+        context is re-encoded for the score distribution."""
+        if count == 0:
+            return {}
         extras: dict[str, Any] = {}
         for key in ("pixel_values", "image_grid_thw", "image_sizes"):
             if key in enc and enc[key] is not None:
-                value = enc[key]
-                extras[key] = value[row:row + 1] if key != "image_grid_thw" else value
+                extras[key] = enc[key][start:start + count]
         return extras
 
     def _score(self, request: JudgeRequest, prompt_ids: list[int], new_ids: list[int],

@@ -20,7 +20,7 @@ import math
 import socket
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -116,31 +116,34 @@ def render_answer(s: Scripted, top_n: int) -> tuple[str, list[dict[str, Any]]]:
         chosen = ranked[0][0]
         if s.split_digits:
             digits = str(chosen)
-            first = Counter()  # type: Counter[str]
+            first: dict[str, float] = defaultdict(float)
             for v, p in ranked:
                 first[str(v)[0]] += p
-            alts = [(d, math.log(p)) for d, p in first.most_common(top_n)]
+            alts = [(d, math.log(p))
+                    for d, p in sorted(first.items(), key=lambda kv: -kv[1])[:top_n]]
             tokens.append(_tok(digits[0], math.log(first[digits[0]]), alts))
             for k in range(1, len(digits)):
                 prefix = digits[:k]
-                cond = Counter()  # type: Counter[str]
+                cond: dict[str, float] = defaultdict(float)
                 total = 0.0
                 for v, p in ranked:
                     sv = str(v)
                     if sv.startswith(prefix):
                         total += p
                         cond[sv[k] if len(sv) > k else "$"] += p
-                alts = [(t, math.log(p / total)) for t, p in cond.most_common(top_n)]
+                alts = [(t, math.log(p / total))
+                        for t, p in sorted(cond.items(), key=lambda kv: -kv[1])[:top_n]]
                 tokens.append(_tok(digits[k], math.log(cond[digits[k]] / total), alts))
             # After the number: the closing "$", with what remains of "the number goes on".
-            cond = Counter()
+            cond = defaultdict(float)
             total = 0.0
             for v, p in ranked:
                 sv = str(v)
                 if sv.startswith(digits):
                     total += p
                     cond[sv[len(digits)] if len(sv) > len(digits) else "$"] += p
-            alts = [(t, math.log(p / total)) for t, p in cond.most_common(top_n)]
+            alts = [(t, math.log(p / total))
+                        for t, p in sorted(cond.items(), key=lambda kv: -kv[1])[:top_n]]
             tokens.append(_tok("$", math.log(cond["$"] / total), alts))
         else:
             alts = [(str(v), math.log(p)) for v, p in ranked[:top_n] if p > 0]

@@ -1,0 +1,106 @@
+"""Local backends: a tiny real-architecture VLM, and the embedded Gemma 3 270M judge."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from tiny_vlm import build_tiny_llava
+
+from capjudge.backends import create_backend
+from capjudge.backends.hf import HFBackend
+from capjudge.judge import JudgeConfig, plan, run_judge
+
+
+@pytest.fixture(scope="session")
+def tiny_vlm(tmp_path_factory: pytest.TempPathFactory) -> HFBackend:
+    path = build_tiny_llava(tmp_path_factory.mktemp("tiny-llava"))
+    backend = create_backend(f"hf/{path}")
+    assert isinstance(backend, HFBackend)
+    return backend
+
+
+def test_tiny_vlm_judges_images_and_frame_tiles(tiny_vlm: HFBackend, ingested: Path) -> None:
+    items = pq.read_table(ingested / "items.parquet").to_pylist()
+    chosen = [items[0], next(i for i in items if i["media_kind"] == "video")]
+    config = JudgeConfig(method="gveval", backend=tiny_vlm.backend_id,
+                         modes=["ref-free", "combined", "ref-only"], max_tokens=6)
+    planned, skipped = plan(chosen, config, tiny_vlm.capabilities.vision)
+    assert not skipped and len(planned) == 6
+    assert sum(p.request.needs_vision for p in planned) == 4
+    responses = tiny_vlm.generate([p.request for p in planned])
+    for response in responses:
+        assert not isinstance(response, Exception), response
+        slot = response.slots[0]
+        assert response.status in ("ok", "low_mass") and slot.source == "teacher_forcing"
+        assert slot.probs is not None and math.isclose(sum(slot.probs), 1.0, rel_tol=1e-9)
+        assert 0 < (slot.mass or 0) <= 1 and len(slot.values) == 101
+        # Random weights never write "The final score is $": the anchor is forced, and said so.
+        assert slot.anchor_forced
+    # An image request costs more prompt tokens than the same text-only one (the image tokens).
+    assert responses[0].usage.prompt_tokens > responses[2].usage.prompt_tokens - 200
+    assert tiny_vlm.snapshot().startswith("sha256:")
+
+
+def test_digit_tree_equals_naive_scoring_on_the_vlm(tiny_vlm: HFBackend) -> None:
+    context = tiny_vlm.tokenizer.encode("The final score is $")
+    values = list(range(0, 21)) + [55, 99, 100]
+    tiny_vlm.prune = 0.0
+    tree = tiny_vlm.distribution(context, values)
+    naive = tiny_vlm.naive_distribution(context, values)
+    for v in values:
+        assert tree[v] == pytest.approx(naive[v], rel=1e-4, abs=1e-9)
+
+
+def test_text_only_backend_refuses_images_with_a_reason(ingested: Path) -> None:
+    from capjudge.backends.fake import FakeBackend
+
+    backend = FakeBackend("hash")
+    items = pq.read_table(ingested / "items.parquet").to_pylist()[:2]
+    config = JudgeConfig(method="gveval", backend="fake/hash", modes=["ref-free", "ref-only"])
+    planned, skipped = plan(items, config, backend.capabilities.vision)
+    assert [s.mode for s in skipped] == ["ref-free", "ref-free"]
+    assert all("no vision input" in s.reason for s in skipped)
+    assert len(planned) == 2
+
+
+@pytest.mark.slow
+def test_embedded_gemma_exact_distribution(tmp_path: Path) -> None:
+    backend = create_backend("embedded/gemma-3-270m")
+    assert isinstance(backend, HFBackend) and not backend.is_vlm
+    assert backend._digit_ids is not None  # Gemma splits numbers into digits
+    context = backend.tokenizer.encode("Rate the caption from 0 to 100.\nThe final score is $")
+    values = [0, 1, 7, 10, 42, 99, 100]
+    backend.prune = 0.0
+    passes = backend.stats.forward_passes
+    tree = backend.distribution(context, list(range(0, 101)))
+    assert backend.stats.forward_passes - passes <= 4  # context + one pass per digit level
+    naive = backend.naive_distribution(context, values)
+    for v in values:
+        assert tree[v] == pytest.approx(naive[v], rel=1e-3, abs=1e-8)
+    assert 0 < sum(tree.values()) <= 1 + 1e-6
+
+
+@pytest.mark.slow
+def test_embedded_judge_runs_ref_only_and_skips_vision_modes(ingested: Path,
+                                                             tmp_path: Path) -> None:
+    config = JudgeConfig(method="gveval", backend="embedded/gemma-3-270m",
+                         modes=["ref-only", "ref-free", "combined"], max_tokens=8, limit=3,
+                         cache_dir=str(tmp_path / "cache"), backend_options={"batch_size": 3})
+    summary = run_judge(ingested / "items.parquet", tmp_path / "out", config)
+    assert summary["modes_ran"] == ["ref-only"]
+    assert set(summary["modes_skipped"]) == {"ref-free", "combined"}
+    assert summary["model_calls"] == 3
+    rows = pq.read_table(tmp_path / "out" / "judgements.parquet").to_pylist()
+    judged = [r for r in rows if r["status"] != "skipped"]
+    assert len(judged) == 3
+    for r in judged:
+        assert r["status"] in ("ok", "low_mass")
+        assert r["source"] == "teacher_forcing" and len(r["probs"]) == 101
+        assert 0 <= r["score"] <= 100 and r["mass"] > 0
+        assert r["template"] == "gveval/image/ref-only@1"
+        assert r["snapshot"].startswith("sha256:") and r["reasoning"] is not None
+    again = run_judge(ingested / "items.parquet", tmp_path / "out2", config)
+    assert again["model_calls"] == 0 and again["cache_hits"] == 3
