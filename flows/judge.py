@@ -17,26 +17,32 @@ from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from capjudge.backends.base import BackendError
-from capjudge.cost import price_for
-from capjudge.judge import (
-    JudgeConfig,
-    load_items,
-    plan,
-    response_rows,
-    skip_rows,
-    summarise_run,
-)
+from capjudge.judge import JudgeConfig, build_rows, explain, load_items, plan, summarise_run
 from flows.params import load_params
 from tasks.judge import judge_chunk, shared_client, write_task
 
 
+def judge_section(params: dict[str, Any], name: str) -> dict[str, Any]:
+    """``judges.NAME`` or ``context_judges.NAME`` from params.yaml."""
+    for group in ("judges", "context_judges"):
+        if name in (params.get(group) or {}):
+            return dict(params[group][name])
+    known = [*(params.get("judges") or {}), *(params.get("context_judges") or {})]
+    raise KeyError(f"no judge {name!r} in params.yaml (known: {', '.join(known)})")
+
+
 def judge_config(params: dict[str, Any], name: str) -> JudgeConfig:
     """The named judge's config, with the shared ``judge`` section as defaults."""
-    judges = params.get("judges") or {}
-    if name not in judges:
-        raise KeyError(f"no judge {name!r} in params.yaml (judges: {', '.join(judges)})")
-    section = dict(judges[name])
+    section = judge_section(params, name)
     section.pop("out", None)
+    context = section.pop("context", None)
+    if context is not None:
+        ctx = (params.get("contexts") or {}).get(context)
+        if ctx is None:
+            raise KeyError(f"judge {name!r} reads contexts.{context}, which is not defined")
+        out = ctx.get("out", f"data/context/{context}")
+        section["method_options"] = {**section.get("method_options", {}),
+                                     "contexts": f"{out}/contexts.parquet"}
     common = dict(params.get("judge") or {})
     return JudgeConfig.from_params(section, common)
 
@@ -60,12 +66,8 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
         responses.extend(future.result())
         logger.info("%s: %d/%d chunks done (%d calls, %d cache hits)", name, k, len(chunks),
                     client.stats.calls, client.stats.cache_hits)
-    price = price_for(backend.backend_id.split("/", 1)[1], config.prices)
-    rows: list[dict[str, Any]] = []
-    for p, response in zip(planned, responses, strict=True):
-        rows += response_rows(p, response, by_id[p.item_id], config.method, backend,
-                              client.key(p.request), price)
-    rows += skip_rows(skips, by_id, config.method, backend)
+    explanations = explain(config, planned, responses, client)
+    rows = build_rows(config, backend, client, planned, responses, explanations, skips, by_id)
     summary = summarise_run(rows, skips, client, config, backend, time.perf_counter() - started)
     write_task(out_dir, rows, summary)
     logger.info("%s: %s; %d model calls, %d cache hits", name, summary["by_status"],
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     config = judge_config(params, args.name)
     workers = config.concurrency or (1 if config.backend.split("/")[0] in ("hf", "embedded")
                                      else 8)
-    out_dir = params["judges"][args.name].get("out", f"data/judge/{args.name}")
+    out_dir = judge_section(params, args.name).get("out", f"data/judge/{args.name}")
     items_path = f"{params['ingest']['out']}/items.parquet"
     runner: Any = ThreadPoolTaskRunner(max_workers=workers)
     try:

@@ -118,46 +118,83 @@ def _adhoc_item(args: argparse.Namespace) -> dict[str, Any]:
 
 def _cmd_score(args: argparse.Namespace) -> int:
     from capjudge.backends.base import BackendError
-    from capjudge.judge import make_backend, make_client, plan, response_rows
-    from capjudge.methods import Skip
+    from capjudge.judge import make_backend, make_client, method_options, plan, response_rows
+    from capjudge.methods import Criterion, get_method
 
-    config = _judge_config(args, [args.mode])
+    config = _judge_config(args, [args.mode] if args.mode else None)
+    method = get_method(args.method)
+    if args.mode is None:
+        config.modes = [method.default_modes[0]] if method.name != "visce2" else ["context"]
     item = _adhoc_item(args)
     try:
         backend = make_backend(config)
     except BackendError as exc:
         raise UsageError(str(exc)) from exc
-    planned, skipped = plan([item], config, backend.capabilities.vision)
-    if skipped:
-        s: Skip = skipped[0]
-        result: dict[str, Any] = {"score": None, "status": "skipped", "reason": s.reason,
-                                  "mass": None, "distribution": None, "reasoning": None,
-                                  "backend": backend.backend_id, "model": None,
-                                  "template": s.template}
-        _print_result(result, args.json)
-        return EXIT_STRICT
     client = make_client(config, backend)
-    response = client.run([planned[0].request])[0]
-    rows = response_rows(planned[0], response, item, args.method, backend,
-                         client.key(planned[0].request), None)
-    row = rows[0]
-    probs = row.get("probs")
-    result = {
-        "score": row.get("score"), "status": row["status"], "reason": row.get("reason"),
-        "mass": row.get("mass"), "argmax": row.get("argmax"), "sd": row.get("sd"),
-        "entropy": row.get("entropy"),
-        "distribution": ({str(v): p for v, p in zip(row["values"], probs, strict=True) if p > 0}
+    options = method_options(config, backend.capabilities.vision)
+    if method.needs_context and options.vision:
+        # VisCE² step 1 on the fly, through the same cache as the context stage.
+        from capjudge.context import ContextConfig, extract
+
+        rows = extract([item], ContextConfig(backend=args.extractor or args.backend),
+                       backend if not args.extractor else make_backend(
+                           type(config)(method=config.method, backend=args.extractor,
+                                        backend_options=config.backend_options)), client)
+        table: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            table.setdefault(r["media_sha256"], {})[r["kind"]] = r
+        options.extra["context_table"] = table
+    planned, skipped = plan([item], config, backend.capabilities.vision, options)
+    responses = client.run([p.request for p in planned])
+    criteria: list[Criterion] = []
+    rows = []
+    for p, response in zip(planned, responses, strict=True):
+        criteria += method.interpret(p, response)
+        rows += response_rows(p, response, item, args.method, backend, client.key(p.request),
+                              None)
+    for s in skipped:
+        criteria.append(Criterion(s.criterion if s.criterion != "*" else "score", "skipped",
+                                  s.reason))
+    gamma = {"gamma": args.gamma}
+    score, why = method.overall([c for c in criteria if c.status != "skipped"], gamma)
+    statuses = {c.status for c in criteria}
+    if score is not None:
+        status = "ok" if statuses <= {"ok", "skipped"} else (
+            "low_mass" if statuses <= {"ok", "low_mass", "skipped"} else "partial")
+    else:
+        order = ("error", "refused", "parse_failure", "undefined", "low_mass", "skipped")
+        status = next((s for s in order if s in statuses), "error")
+    main = rows[0] if len(rows) == 1 else {}
+    probs = main.get("probs")
+    result: dict[str, Any] = {
+        "score": score, "status": status,
+        "reason": why or "; ".join(f"{c.name}: {c.reason}" for c in criteria if c.reason) or None,
+        "mass": main.get("mass"), "argmax": main.get("argmax"), "sd": main.get("sd"),
+        "entropy": main.get("entropy"),
+        "distribution": ({str(v): p for v, p in zip(main["values"], probs, strict=True) if p > 0}
                          if probs else None),
-        "reasoning": response.text, "backend": backend.backend_id,
-        "model": response.model or None, "snapshot": backend.snapshot(),
-        "system_fingerprint": response.system_fingerprint, "template": row["template"],
-        "cached": response.cached, "source": row.get("source"),
-        "anchor_forced": row.get("anchor_forced"),
-        "usage": {"prompt_tokens": response.usage.prompt_tokens,
-                  "completion_tokens": response.usage.completion_tokens},
+        "criteria": {c.name: {"score": c.score, "sd": c.sd, "status": c.status,
+                              "reason": c.reason, "mass": c.mass,
+                              "distribution": ({str(v): p for v, p in zip(c.values, c.probs,
+                                                                         strict=True) if p > 0}
+                                               if c.values and c.probs else None)}
+                     for c in criteria},
+        "reasoning": "\n\n".join(r.text for r in responses if r.text) or None,
+        "backend": backend.backend_id,
+        "model": next((r.model for r in responses if r.model), None),
+        "snapshot": backend.snapshot(),
+        "system_fingerprint": next((r.system_fingerprint for r in responses
+                                    if r.system_fingerprint), None),
+        "template": ", ".join(sorted({p.request.template for p in planned}
+                                     | {s.template for s in skipped if s.template})),
+        "cached": bool(responses) and all(r.cached for r in responses),
+        "usage": {"prompt_tokens": sum(r.usage.prompt_tokens for r in responses),
+                  "completion_tokens": sum(r.usage.completion_tokens for r in responses)},
     }
+    if args.method == "harmoniceval":
+        result["gamma"] = args.gamma
     _print_result(result, args.json)
-    return EXIT_OK if result["status"] in ("ok", "low_mass") else EXIT_STRICT
+    return EXIT_OK if score is not None else EXIT_STRICT
 
 
 def _print_result(result: dict[str, Any], as_json: bool) -> None:
@@ -168,6 +205,11 @@ def _print_result(result: dict[str, Any], as_json: bool) -> None:
     print(f"status:  {result['status']}" + (f" ({result['reason']})" if result.get("reason")
                                             else ""))
     print(f"score:   {score:.2f}" if score is not None else "score:   -")
+    for name, c in (result.get("criteria") or {}).items():
+        if len(result.get("criteria") or {}) > 1:
+            value = "-" if c["score"] is None else f"{c['score']:.2f}"
+            sd = "" if c.get("sd") is None else f" (sd {c['sd']:.2f})"
+            print(f"  {name:<14} {value}{sd}  {c['status']}")
     if result.get("mass") is not None:
         print(f"mass:    {result['mass']:.3f}   argmax: {result.get('argmax')}   "
               f"sd: {result.get('sd'):.2f}   entropy: {result.get('entropy'):.3f}")
@@ -232,8 +274,10 @@ def _cmd_prepare_model(args: argparse.Namespace) -> int:
 def _add_judge_options(p: argparse.ArgumentParser, method_default: str | None = "gveval"
                        ) -> None:
     from capjudge.backends import DEFAULT_BACKEND
+    from capjudge.methods import METHODS
 
-    p.add_argument("--method", default=method_default, required=method_default is None)
+    p.add_argument("--method", default=method_default, required=method_default is None,
+                   choices=METHODS)
     p.add_argument("--backend", default=DEFAULT_BACKEND,
                    help="openai/<model>, hf/<path>, embedded/gemma-3-270m, fake/<script>")
     p.add_argument("--base-url", help="OpenAI-compatible server (else $OPENAI_BASE_URL)")
@@ -273,7 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="score one caption with one method/mode/backend")
     _add_judge_options(p)
-    p.add_argument("--mode", default="ref-only")
+    p.add_argument("--mode", help="method mode (default: the method's first; visce2: context)")
+    p.add_argument("--gamma", type=float, default=0.75,
+                   help="HarmonicEval weighting: 1 uniform, 0.5 inverse variance, ->0 select")
+    p.add_argument("--extractor", help="VisCE² context extractor backend (default: --backend)")
     media = p.add_mutually_exclusive_group()
     media.add_argument("--image", type=Path)
     media.add_argument("--video", type=Path)
@@ -323,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr,
     )
+    for noisy in ("httpx", "httpx2", "openai"):  # one INFO line per HTTP request otherwise
+        logging.getLogger(noisy).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     try:
         code: int = args.func(args)
     except UsageError as exc:

@@ -31,7 +31,6 @@ from capjudge.cache import RequestCache, default_cache_dir
 from capjudge.client import JudgeClient, RetryPolicy
 from capjudge.cost import Price, price_for
 from capjudge.methods import MethodOptions, Planned, Skip, get_method
-from capjudge.scoring import summarise
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +46,13 @@ JUDGEMENTS_SCHEMA = pa.schema([
     ("sd", pa.float64()),
     ("entropy", pa.float64()),
     ("mass", pa.float64()),
-    ("printed", pa.int64()),  # the integer the judge wrote, if any
+    ("printed", pa.float64()),  # the number the judge wrote, if any
     ("values", pa.list_(pa.int64())),
     ("probs", pa.list_(pa.float64())),
     ("source", pa.string()),  # logprobs | teacher_forcing | text | none
     ("anchor_forced", pa.bool_()),
     ("reasoning", pa.string()),
+    ("explanation", pa.string()),  # HarmonicEval's optional "Why?" turn
     ("template", pa.string()),  # id@version
     ("backend", pa.string()),
     ("model", pa.string()),  # as reported by the backend
@@ -127,29 +127,53 @@ def make_client(config: JudgeConfig, backend: Backend,
                        progress=progress)
 
 
-def plan(items: Sequence[dict[str, Any]], config: JudgeConfig, vision: bool
-         ) -> tuple[list[Planned], list[Skip]]:
-    """Every (item, mode) as a request to send or a recorded skip."""
+def load_context_table(path: str | Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """contexts.parquet as ``{image sha256: {kind: {status, reason, text}}}``."""
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in pq.read_table(path).to_pylist():
+        table.setdefault(row["media_sha256"], {})[row["kind"]] = row
+    return table
+
+
+def method_options(config: JudgeConfig, vision: bool) -> MethodOptions:
+    """Options for the method; loads the visual-context table when the method needs one."""
+    extra = dict(config.method_options)
+    method = get_method(config.method)
+    if method.needs_context and "context_table" not in extra:
+        path = extra.get("contexts")
+        extra["context_table"] = load_context_table(path) if path and Path(path).is_file() \
+            else {}
+    return MethodOptions(decoding=config.decoding(), detail=config.detail, vision=vision,
+                         extra=extra)
+
+
+def plan(items: Sequence[dict[str, Any]], config: JudgeConfig, vision: bool,
+         options: MethodOptions | None = None) -> tuple[list[Planned], list[Skip]]:
+    """Every (item, mode[, criterion]) as a request to send or a recorded skip."""
     method = get_method(config.method)
     modes = config.modes or list(method.default_modes)
-    options = MethodOptions(decoding=config.decoding(), detail=config.detail, vision=vision,
-                            extra=config.method_options)
+    options = options or method_options(config, vision)
     planned: list[Planned] = []
     skipped: list[Skip] = []
     for item in items[: config.limit] if config.limit else items:
         for mode in modes:
-            result = method.plan(item, mode, options)
-            (planned if isinstance(result, Planned) else skipped).append(result)  # type: ignore[arg-type]
+            for result in method.plan(item, mode, options):
+                if isinstance(result, Planned):
+                    planned.append(result)
+                else:
+                    skipped.append(result)
     return planned, skipped
 
 
 def response_rows(p: Planned, response: JudgeResponse, item: dict[str, Any], method: str,
-                  backend: Backend, key: str, price: Price | None) -> list[dict[str, Any]]:
-    """Judgement rows (one per score slot) for one answered request."""
+                  backend: Backend, key: str, price: Price | None,
+                  explanation: str | None = None) -> list[dict[str, Any]]:
+    """Judgement rows (one per criterion) for one answered request."""
     cost = price.cost(response.usage.prompt_tokens, response.usage.completion_tokens) \
         if price and not response.cached else (0.0 if price else None)
     common = {
         "item_id": p.item_id, "method": method, "mode": p.mode, "reasoning": response.text,
+        "explanation": explanation,
         "template": p.request.template, "backend": backend.backend_id, "model": response.model,
         "snapshot": backend.snapshot(), "system_fingerprint": response.system_fingerprint,
         "prompt_tokens": response.usage.prompt_tokens,
@@ -158,28 +182,21 @@ def response_rows(p: Planned, response: JudgeResponse, item: dict[str, Any], met
         "cached": response.cached, "cache_key": key, "media_sha256": item.get("media_sha256"),
         "system": item.get("system"),
     }
-    if not response.slots:  # the request failed as a whole: one row per expected slot
-        return [{**common, "criterion": slot.name, "status": response.status,
-                 "reason": response.reason, "values": slot.values, "source": "none",
-                 "anchor_forced": False} for slot in p.request.slots]
     rows = []
-    for slot in response.slots:
-        row = {**common, "criterion": slot.name, "status": slot.status,
-               "reason": slot.reason or (response.reason if slot.status != "ok" else None),
-               "values": slot.values, "probs": slot.probs, "mass": slot.mass,
-               "printed": slot.printed, "source": slot.source,
-               "anchor_forced": slot.anchor_forced}
-        if slot.probs is not None and slot.status in ("ok", "low_mass"):
-            s = summarise(slot.values, slot.probs, slot.mass if slot.mass is not None else 1.0)
-            row.update(score=s.expected, argmax=s.argmax, sd=s.sd, entropy=s.entropy)
-        rows.append(row)
+    for c in get_method(method).interpret(p, response):
+        printed = c.printed
+        rows.append({**common, "criterion": c.name, "status": c.status, "reason": c.reason,
+                     "values": c.values, "probs": c.probs, "mass": c.mass,
+                     "printed": None if printed is None else float(printed),
+                     "source": c.source, "anchor_forced": c.anchor_forced, "score": c.score,
+                     "argmax": c.argmax, "sd": c.sd, "entropy": c.entropy})
     return rows
 
 
 def skip_rows(skips: Sequence[Skip], items_by_id: dict[str, dict[str, Any]], method: str,
               backend: Backend) -> list[dict[str, Any]]:
     """Rows recording what was not judged and why."""
-    return [{"item_id": s.item_id, "method": method, "mode": s.mode, "criterion": "*",
+    return [{"item_id": s.item_id, "method": method, "mode": s.mode, "criterion": s.criterion,
              "status": "skipped", "reason": s.reason, "template": s.template,
              "backend": backend.backend_id, "snapshot": backend.snapshot(),
              "media_sha256": items_by_id[s.item_id].get("media_sha256"),
@@ -224,6 +241,35 @@ def summarise_run(rows: Sequence[dict[str, Any]], skips: Sequence[Skip], client:
     }
 
 
+def explain(config: JudgeConfig, planned: Sequence[Planned],
+            responses: Sequence[JudgeResponse], client: JudgeClient) -> list[str | None]:
+    """HarmonicEval's optional "Why? Tell me the reason." turn, for answered requests."""
+    method = get_method(config.method)
+    if not config.method_options.get("explain") or not hasattr(method, "explanation_request"):
+        return [None] * len(planned)
+    todo = [i for i, r in enumerate(responses) if r.status in ("ok", "low_mass")]
+    follow_ups = client.run([method.explanation_request(planned[i], responses[i])
+                             for i in todo])
+    out: list[str | None] = [None] * len(planned)
+    for i, answer in zip(todo, follow_ups, strict=True):
+        out[i] = answer.text if answer.status in ("ok", "low_mass") and answer.text else None
+    return out
+
+
+def build_rows(config: JudgeConfig, backend: Backend, client: JudgeClient,
+               planned: Sequence[Planned], responses: Sequence[JudgeResponse],
+               explanations: Sequence[str | None], skips: Sequence[Skip],
+               by_id: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """All judgement rows of a run: answered requests, then recorded skips."""
+    price = price_for(backend.backend_id.split("/", 1)[1], config.prices)
+    rows: list[dict[str, Any]] = []
+    for p, response, why in zip(planned, responses, explanations, strict=True):
+        rows += response_rows(p, response, by_id[p.item_id], config.method, backend,
+                              client.key(p.request), price, why)
+    rows += skip_rows(skips, by_id, config.method, backend)
+    return rows
+
+
 def load_items(path: str | Path) -> list[dict[str, Any]]:
     """items.parquet as a list of dicts."""
     return pq.read_table(path).to_pylist()
@@ -255,12 +301,8 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
     planned, skips = plan(items, config, backend.capabilities.vision)
     client = make_client(config, backend, progress_logger(f"judge {config.method}"))
     responses = client.run([p.request for p in planned])
-    price = price_for(backend.backend_id.split("/", 1)[1], config.prices)
-    rows: list[dict[str, Any]] = []
-    for p, response in zip(planned, responses, strict=True):
-        rows += response_rows(p, response, by_id[p.item_id], config.method, backend,
-                              client.key(p.request), price)
-    rows += skip_rows(skips, by_id, config.method, backend)
+    explanations = explain(config, planned, responses, client)
+    rows = build_rows(config, backend, client, planned, responses, explanations, skips, by_id)
     summary = summarise_run(rows, skips, client, config, backend,
                             time.perf_counter() - started)
     write_outputs(Path(out_dir), rows, summary)

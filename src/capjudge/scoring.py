@@ -68,3 +68,56 @@ def logprobs_to_probs(logprobs: Mapping[int, float]) -> dict[int, float]:
     for value, lp in logprobs.items():
         out[value] = out.get(value, 0.0) + math.exp(lp)
     return out
+
+
+def harmonic_weights(sds: Sequence[float], gamma: float = 0.75, floor: float = 1e-6
+                     ) -> list[float]:
+    """HarmonicEval's weights ``w_c ∝ σ_c^(-2(1-γ)/γ)``, normalised to sum to 1 (its eq. 1).
+
+    ``γ = 1`` gives uniform weights, ``γ = 0.5`` inverse-variance weights, and ``γ → 0``
+    selects the most confident criterion (smallest σ; ties share the weight). ``σ_c`` is
+    floored at ``floor`` so a perfectly confident criterion (σ = 0) does not divide by zero;
+    the exponent is applied in log space so tiny σ and small γ cannot overflow.
+
+    Raises:
+        ValueError: no criteria, a negative σ, or γ outside (0, 1].
+    """
+    if not sds:
+        raise ValueError("no criteria to weight")
+    if not 0 < gamma <= 1:
+        raise ValueError(f"gamma must be in (0, 1], got {gamma}")
+    if any(s < 0 or not math.isfinite(s) for s in sds):
+        raise ValueError(f"standard deviations must be finite and >= 0, got {list(sds)}")
+    exponent = -2.0 * (1.0 - gamma) / gamma
+    logs = [exponent * math.log(max(s, floor)) for s in sds]
+    top = max(logs)
+    raw = [math.exp(v - top) for v in logs]  # the largest weight is exp(0) = 1: no overflow
+    total = sum(raw)
+    return [r / total for r in raw]
+
+
+def harmonic_score(scores: Sequence[float], sds: Sequence[float], gamma: float = 0.75) -> float:
+    """HarmonicEval's overall score ``S = Σ_c w_c s̃_c``."""
+    if len(scores) != len(sds):
+        raise ValueError("scores and sds must be aligned")
+    weights = harmonic_weights(sds, gamma)
+    return sum(w * s for w, s in zip(weights, scores, strict=True))
+
+
+def precision(correct: float, hallucinated: float) -> float | None:
+    """3D-caption precision ``C / (C + H) × 100``; None when ``C = H = 0`` (undefined)."""
+    if correct < 0 or hallucinated < 0:
+        raise ValueError("points cannot be negative")
+    total = correct + hallucinated
+    return None if total == 0 else 100.0 * correct / total
+
+
+def precision_macro(pairs: Sequence[tuple[float, float]]) -> float | None:
+    """Mean of per-item precisions, over the items where precision is defined."""
+    values = [p for c, h in pairs if (p := precision(c, h)) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def precision_micro(pairs: Sequence[tuple[float, float]]) -> float | None:
+    """Precision of the summed points: ``ΣC / (ΣC + ΣH) × 100``."""
+    return precision(sum(c for c, _ in pairs), sum(h for _, h in pairs))

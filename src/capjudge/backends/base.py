@@ -17,8 +17,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Status = Literal["ok", "parse_failure", "low_mass", "refused", "error", "skipped"]
-STATUSES: tuple[str, ...] = ("ok", "parse_failure", "low_mass", "refused", "error", "skipped")
+Status = Literal["ok", "parse_failure", "low_mass", "refused", "error", "skipped", "undefined"]
+STATUSES: tuple[str, ...] = ("ok", "parse_failure", "low_mass", "refused", "error", "skipped",
+                             "undefined")
+"""``undefined``: the answer parsed but its score does not exist (3D precision with C = H = 0)."""
 
 
 def worst_status(statuses: Sequence[str]) -> Status:
@@ -60,10 +62,12 @@ class ScoreSlot:
     """Where one score is read in the output, and on which scale.
 
     The score is the integer written right after ``anchor`` (e.g. G-VEval's ``$`` in
-    "The final score is $85$"); the *last* anchored integer in the output is used, so a model
-    that quotes the format earlier is not misread. ``label`` optionally narrows the anchor
-    (``"Accuracy"`` for ACCR's per-criterion scores). ``forced_prefix`` is what a local model is
-    teacher-forced with when its text never reached the anchor.
+    "The final score is $85$"). With ``position="last"`` the *last* anchored integer in the
+    output is used, so a model that quotes the format earlier is not misread; with ``"first"``
+    the first integer (HarmonicEval asks for the score first; VisCE² takes the first integer).
+    ``label`` optionally narrows the anchor (``"Accuracy"`` for ACCR's per-criterion scores).
+    ``forced_prefix`` is what a local model is teacher-forced with when its text never reached
+    the anchor (for ``"first"`` slots: appended to the prompt alone, i.e. the answer's start).
     """
 
     name: str
@@ -72,6 +76,7 @@ class ScoreSlot:
     anchor: str = "$"
     label: str | None = None
     forced_prefix: str = "\nThe final score is $"
+    position: Literal["last", "first"] = "last"
 
     @property
     def values(self) -> list[int]:

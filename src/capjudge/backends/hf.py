@@ -314,8 +314,13 @@ class HFBackend(Backend):
             decoded = self.tokenizer.decode(new_ids[:lo], skip_special_tokens=True)
             if len(decoded) == cut:  # the digits start exactly at a token boundary
                 return prompt_ids + new_ids[:lo], False, int(match.group(1))
-        forced = self.tokenizer.encode(slot.forced_prefix, add_special_tokens=False)
-        return prompt_ids + new_ids + forced, True, int(match.group(1)) if match else None
+        forced = self.tokenizer.encode(slot.forced_prefix, add_special_tokens=False) \
+            if slot.forced_prefix else []
+        printed = int(match.group(1)) if match else None
+        if slot.position == "first":
+            # The score was asked for first: its distribution is at the start of the answer.
+            return prompt_ids + forced, match is None, printed
+        return prompt_ids + new_ids + forced, True, printed
 
     # -- exact distributions ---------------------------------------------------------------
 

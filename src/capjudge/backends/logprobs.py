@@ -37,16 +37,20 @@ class TokenLogprob:
 def slot_pattern(slot: ScoreSlot) -> re.Pattern[str]:
     """Regex for one slot: optional label, the anchor, optional spaces, an integer."""
     anchor = re.escape(slot.anchor)
+    # An integer, not the tail of a longer number or a decimal ("3.5" is not a 5).
+    number = r"(?<![\d.])(\d+)(?!\.\d)"
     if slot.label:
         # "Accuracy: $4$", "**Accuracy** score: $ 4 $" — the label, then the anchor soon after.
-        return re.compile(rf"{re.escape(slot.label)}[^\n$]{{0,60}}?{anchor}\s*(\d+)", re.I)
-    return re.compile(rf"{anchor}\s*(\d+)")
+        return re.compile(rf"{re.escape(slot.label)}[^\n$\d]{{0,60}}?{anchor}\s*{number}", re.I)
+    return re.compile(rf"{anchor}\s*{number}" if anchor else number)
 
 
 def find_printed(text: str, slot: ScoreSlot) -> re.Match[str] | None:
-    """The last anchored integer for this slot in the text, or None."""
+    """The slot's integer in the text (last or first anchored one, per the slot), or None."""
     matches = list(slot_pattern(slot).finditer(text))
-    return matches[-1] if matches else None
+    if not matches:
+        return None
+    return matches[0] if slot.position == "first" else matches[-1]
 
 
 def _is_digits(token: str) -> bool:

@@ -1,16 +1,23 @@
 """G-VEval (gveval.md): chain-of-thought then "The final score is $N$" on 0-100, expected score
 from the score token's distribution; reference-free, reference-only and combined modes, for
-images and for videos (the 1536x512 Frame 1..3 tile made at ingest)."""
+images and for videos (the 1536x512 Frame 1..3 tile made at ingest).
+
+``gveval-accr`` asks for the four ACCR dimensions of §3.1 (accuracy, completeness, conciseness,
+relevance), each written as ``Name: $N$`` on 0-100 (the paper's scoring setting) with its own
+score position and distribution; the item's ACCR score is their mean.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from capjudge.backends.base import JudgeRequest, ScoreSlot
-from capjudge.methods import MethodOptions, Planned, Skip, item_image
-from capjudge.prompts import get_template, method_spec
+from capjudge.methods import BaseMethod, Criterion, MethodOptions, Planned, Skip, item_image
+from capjudge.prompts import Template, get_template, method_spec
 
 MODES = ("ref-free", "ref-only", "combined")
+ACCR = ("accuracy", "completeness", "conciseness", "relevance")
 
 
 def score_slot() -> ScoreSlot:
@@ -20,30 +27,67 @@ def score_slot() -> ScoreSlot:
                      anchor=scale["anchor"], forced_prefix=scale["forced_prefix"])
 
 
-class GVEval:
-    """The G-VEval method."""
+def accr_slots() -> tuple[ScoreSlot, ...]:
+    """One labelled 0-100 slot per ACCR dimension."""
+    return tuple(ScoreSlot(name=c, low=0, high=100, anchor="$", label=c.capitalize(),
+                           forced_prefix=f"\n{c.capitalize()}: $") for c in ACCR)
+
+
+def _plan_with(template: Template, item: dict[str, Any], mode: str, options: MethodOptions,
+               slots: tuple[ScoreSlot, ...], medium: str) -> list[Planned | Skip]:
+    if "references" in template.needs and not list(item.get("references") or []):
+        return [Skip(item["id"], mode, "no reference captions (mode needs references)",
+                     template.ref)]
+    image = None
+    if "image" in template.needs:
+        if not options.vision:
+            return [Skip(item["id"], mode, "backend has no vision input (mode needs the "
+                         f"{'frames' if medium == 'video' else 'image'})", template.ref)]
+        image = item_image(item, options.detail)
+    messages = template.render(image=image, candidate=item["candidate"],
+                               references=list(item.get("references") or []), medium=medium)
+    request = JudgeRequest(messages=messages, slots=slots, decoding=options.decoding,
+                           template=template.ref, tag=f"{item['id']}|{mode}")
+    return [Planned(item["id"], mode, request)]
+
+
+class GVEval(BaseMethod):
+    """The G-VEval overall score."""
 
     name = "gveval"
-    modes: tuple[str, ...] = MODES
-    default_modes: tuple[str, ...] = MODES
+    modes = MODES
+    default_modes = MODES
 
-    def plan(self, item: dict[str, Any], mode: str, options: MethodOptions) -> Planned | Skip:
-        if mode not in MODES:
-            raise ValueError(f"unknown G-VEval mode {mode!r}; choose from {MODES}")
+    def plan(self, item: dict[str, Any], mode: str, options: MethodOptions
+             ) -> list[Planned | Skip]:
+        self.check_mode(mode)
         medium = "video" if item["media_kind"] == "video" else "image"
         template = get_template("gveval", f"gveval/{medium}/{mode}")
-        if "references" in template.needs and not list(item.get("references") or []):
-            return Skip(item["id"], mode, "no reference captions (mode needs references)",
-                        template.ref)
-        image = None
-        if "image" in template.needs:
-            if not options.vision:
-                return Skip(item["id"], mode, "backend has no vision input (mode needs the "
-                            f"{'frames' if medium == 'video' else 'image'})", template.ref)
-            image = item_image(item, options.detail)
-        messages = template.render(image=image, candidate=item["candidate"],
-                                   references=list(item.get("references") or []))
-        request = JudgeRequest(messages=messages, slots=(score_slot(),),
-                               decoding=options.decoding, template=template.ref,
-                               tag=f"{item['id']}|{mode}")
-        return Planned(item["id"], mode, request)
+        return _plan_with(template, item, mode, options, (score_slot(),), medium)
+
+
+class GVEvalACCR(BaseMethod):
+    """G-VEval's ACCR dimensions (video captions; images work the same way)."""
+
+    name = "gveval-accr"
+    modes = MODES
+    default_modes = MODES
+
+    def plan(self, item: dict[str, Any], mode: str, options: MethodOptions
+             ) -> list[Planned | Skip]:
+        self.check_mode(mode)
+        medium = "video" if item["media_kind"] == "video" else "image"
+        template = get_template("gveval", f"gveval/accr/{mode}")
+        kinds = options.extra.get("media")
+        if kinds and item["media_kind"] not in kinds:
+            return [Skip(item["id"], mode, f"judge configured for {'/'.join(kinds)} items "
+                         f"only (this is {item['media_kind']})", template.ref)]
+        return _plan_with(template, item, mode, options, accr_slots(), medium)
+
+    def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
+                ) -> tuple[float | None, str | None]:
+        scores = {c.name: c.score for c in criteria if c.name in ACCR}
+        missing = [name for name in ACCR if scores.get(name) is None]
+        if missing:
+            return None, f"no score for {', '.join(missing)}"
+        return sum(s for s in scores.values() if s is not None) / len(ACCR), None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -29,6 +30,7 @@ import yaml
 from capjudge.backends.base import ImagePart, Message
 
 IMAGE_MARK = "\x00IMAGE\x00"
+_INCLUDE = re.compile(r"""{%-?\s*include\s+["']([^"']+)["']""")
 PROMPTS_DIR = Path(str(files("capjudge.prompts")))
 
 
@@ -56,13 +58,23 @@ class Template:
     def ref(self) -> str:
         return f"{self.id}@{self.version}"
 
+    def files(self) -> list[str]:
+        """The template's file, its system file and every partial they include (recursively)."""
+        todo = [self.file] + ([self.system_file] if self.system_file else [])
+        seen: list[str] = []
+        while todo:
+            name = todo.pop(0)
+            if name in seen:
+                continue
+            seen.append(name)
+            text = (self.folder / name).read_text(encoding="utf-8")
+            todo += _INCLUDE.findall(text)
+        return seen
+
     def source(self) -> str:
-        """The template's full text: its file, its system file and the shared partials
-        (``_*.j2``) of its folder, which it may include."""
-        names = [self.file] + ([self.system_file] if self.system_file else [])
-        names += sorted(p.name for p in self.folder.glob("_*.j2"))
+        """The full text that determines what this template renders."""
         return "\n---\n".join(
-            f"{n}\n{(self.folder / n).read_text(encoding='utf-8')}" for n in names)
+            f"{n}\n{(self.folder / n).read_text(encoding='utf-8')}" for n in self.files())
 
     def sha256(self) -> str:
         return hashlib.sha256(self.source().encode("utf-8")).hexdigest()

@@ -54,6 +54,7 @@ class Scripted:
     logprobs: bool = True
     refusal: str | None = None
     text: str | None = None
+    score_first: bool = False  # the number opens the answer (HarmonicEval, VisCE²)
 
 
 Script = Callable[[dict[str, Any]], Scripted]
@@ -64,13 +65,60 @@ def prompt_key(body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()
 
 
-def default_script(body: dict[str, Any]) -> Scripted:
-    """A peaked distribution whose centre depends on the prompt (deterministic)."""
-    centre = int(prompt_key(body), 16) % 101
-    dist = {v: math.exp(-0.5 * ((v - centre) / 4) ** 2) for v in range(max(0, centre - 12),
-                                                                       min(100, centre + 12) + 1)}
+def _peaked(centre: int, low: int, high: int, width: float) -> dict[int, float]:
+    span = range(max(low, centre - 3 * int(width) - 1), min(high, centre + 3 * int(width) + 1) + 1)
+    dist = {v: math.exp(-0.5 * ((v - centre) / width) ** 2) for v in span}
     total = sum(dist.values())
-    return Scripted({v: 0.95 * p / total for v, p in dist.items()})
+    return {v: 0.95 * p / total for v, p in dist.items()}
+
+
+def _prompt_text(body: dict[str, Any]) -> str:
+    parts = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts += [c.get("text", "") for c in content if c.get("type") == "text"]
+    return "\n".join(parts)
+
+
+def default_script(body: dict[str, Any]) -> Scripted:
+    """A deterministic "model" that answers in the format the prompt asks for.
+
+    The score's centre depends on the prompt's hash: the same request always gets the same
+    answer. Recognised formats: G-VEval ("The final score is $N$"), ACCR ("Accuracy: $N$" ...),
+    score-first 1-5 ratings (HarmonicEval), score-first 0-100 (VisCE²), VisCE² context
+    extraction, detailed descriptions, 3D C/H scoring, and a plain "Why?" explanation.
+    """
+    text = _prompt_text(body)
+    seed = int(prompt_key(body), 16)
+    if "Correctness Score (C. Score)" in text:
+        c, h = seed % 4, (seed // 4) % 3
+        return Scripted(text=f"Correctness Score (C. Score): {c}\nHallucination Score "
+                             f"(H. Score): {h}\nPrecision Score: "
+                             f"{'n/a' if c + h == 0 else round(100 * c / (c + h))}%\n"
+                             "Explanation: scripted.")
+    if "Analyze the uploaded image" in text:
+        return Scripted(text="List of Important Objects (up to five):\n- Object 1: a red "
+                             "circle\n- Object 2: a blue square\nFeatures:\n- Features of "
+                             "Object 1: red, round, large\n- Features of Object 2: blue, small"
+                             "\nRelationships:\n- The circle is left of the square.")
+    if "Generate a detailed description" in text:
+        return Scripted(text="A large red circle on the left and a small blue square on the "
+                             "right, on a light grey background.")
+    if text.strip().endswith("Why? Tell me the reason."):
+        return Scripted(text="Because the caption matches the image in most respects.")
+    if "Accuracy: $" in text:
+        labels = [(name, _peaked((seed >> (8 * k)) % 101, 0, 100, 4))
+                  for k, name in enumerate(("Accuracy", "Completeness", "Conciseness",
+                                            "Relevance"))]
+        return Scripted(labels=labels)
+    if "scale of 1 to 5" in text:
+        return Scripted(_peaked(1 + seed % 5, 1, 5, 0.7), score_first=True)
+    if "single digit between 0 and 100" in text:
+        return Scripted(_peaked(seed % 101, 0, 100, 4), score_first=True)
+    return Scripted(_peaked(seed % 101, 0, 100, 4))
 
 
 def _tok(token: str, logprob: float, top: list[tuple[str, float]] | None = None
@@ -105,6 +153,12 @@ def render_answer(s: Scripted, top_n: int) -> tuple[str, list[dict[str, Any]]]:
     """Content and logprobs.content for a scripted answer."""
     if s.text is not None:
         return s.text, [_tok(t, -0.01) for t in _words(s.text)]
+    if s.score_first:
+        ranked = sorted(s.distribution.items(), key=lambda kv: (-kv[1], kv[0]))
+        alts = [(str(v), math.log(p)) for v, p in ranked[:top_n] if p > 0]
+        opening = [_tok(str(ranked[0][0]), math.log(ranked[0][1]), alts)]
+        opening += [_tok(t, -0.05) for t in _words("\n" + s.reasoning)]
+        return "".join(t["token"] for t in opening), opening
     tokens: list[dict[str, Any]] = [_tok(t, -0.05) for t in _words(s.reasoning + " ")]
     sentences = s.labels or [("The final score is", s.distribution)]
     for label, dist in sentences:

@@ -1,0 +1,160 @@
+"""The context stage: VisCE²'s step 1, visual-context extraction once per image.
+
+For every distinct picture a judge would see (an image, a video's frame tile, a 3D object's view
+tile), the extractor VLM writes the structured visual context (up to five important objects,
+their features, their relationships) and, for the "w/ description" variant, a detailed
+description. Results are keyed by the picture's content hash, the extractor backend/snapshot and
+the template version (through the request cache), so a candidate added for an image already seen
+costs no extraction, and every candidate of an image reuses the same context. The extractor and
+the evaluator may be different backends.
+
+Output ``contexts.parquet``: ``media_sha256`` (of the picture shown), ``kind`` (``context`` |
+``description``), ``status``, ``reason``, ``text``, ``template``, ``backend``, ``snapshot``,
+``model``, ``system_fingerprint``, token usage, ``cached``, ``items`` (how many items use it).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from capjudge.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
+from capjudge.client import JudgeClient
+from capjudge.methods import item_image
+from capjudge.prompts import get_template
+
+KINDS = ("context", "description")
+
+CONTEXTS_SCHEMA = pa.schema([
+    ("media_sha256", pa.string()),
+    ("kind", pa.string()),
+    ("status", pa.string()),
+    ("reason", pa.string()),
+    ("text", pa.string()),
+    ("template", pa.string()),
+    ("backend", pa.string()),
+    ("snapshot", pa.string()),
+    ("model", pa.string()),
+    ("system_fingerprint", pa.string()),
+    ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()),
+    ("cached", pa.bool_()),
+    ("items", pa.int64()),
+])
+
+
+@dataclass
+class ContextConfig:
+    """One extractor (``params.yaml: contexts.<name>``)."""
+
+    backend: str
+    kinds: list[str] = field(default_factory=lambda: list(KINDS))
+    max_tokens: int = 1024  # the paper's setting for extraction
+    detail: str = "auto"
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    concurrency: int | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    max_attempts: int = 5
+    cache_dir: str | None = None
+
+
+def extraction_requests(items: Sequence[dict[str, Any]], kinds: Sequence[str], detail: str,
+                        max_tokens: int) -> tuple[list[tuple[str, str, JudgeRequest]],
+                                                  Counter[str]]:
+    """One request per (distinct picture, kind); also how many items share each picture."""
+    uses: Counter[str] = Counter()
+    seen: dict[str, dict[str, Any]] = {}
+    for item in items:
+        image = item_image(item, detail)
+        uses[image.sha256] += 1
+        seen.setdefault(image.sha256, item)
+    requests = []
+    for sha, item in seen.items():
+        image = item_image(item, detail)
+        for kind in kinds:
+            if kind not in KINDS:
+                raise ValueError(f"unknown context kind {kind!r}; choose from {KINDS}")
+            template = get_template("visce2", f"visce2/extract-{kind}")
+            request = JudgeRequest(messages=template.render(image=image), slots=(),
+                                   decoding=Decoding(max_tokens=max_tokens),
+                                   template=template.ref, tag=f"{sha[:12]}|{kind}")
+            requests.append((sha, kind, request))
+    return requests, uses
+
+
+def context_rows(backend: Backend, requests: Sequence[tuple[str, str, JudgeRequest]],
+                 responses: Sequence[JudgeResponse], uses: Counter[str]) -> list[dict[str, Any]]:
+    """Rows for contexts.parquet; an empty answer is a failure, not a context."""
+    rows = []
+    for (sha, kind, request), r in zip(requests, responses, strict=True):
+        status, reason = r.status, r.reason
+        if status == "ok" and not r.text.strip():
+            status, reason = "parse_failure", "empty extraction"
+        rows.append({"media_sha256": sha, "kind": kind, "status": status, "reason": reason,
+                     "text": r.text if status == "ok" else None, "template": request.template,
+                     "backend": backend.backend_id, "snapshot": backend.snapshot(),
+                     "model": r.model, "system_fingerprint": r.system_fingerprint,
+                     "prompt_tokens": r.usage.prompt_tokens,
+                     "completion_tokens": r.usage.completion_tokens, "cached": r.cached,
+                     "items": uses[sha]})
+    return rows
+
+
+def skipped_rows(backend: Backend, requests: Sequence[tuple[str, str, JudgeRequest]],
+                 uses: Counter[str], reason: str) -> list[dict[str, Any]]:
+    """Rows recording extractions that were not attempted (e.g. a text-only backend)."""
+    return [{"media_sha256": sha, "kind": kind, "status": "skipped", "reason": reason,
+             "template": request.template, "backend": backend.backend_id,
+             "snapshot": backend.snapshot(), "cached": False, "items": uses[sha]}
+            for sha, kind, request in requests]
+
+
+def extract(items: Sequence[dict[str, Any]], config: ContextConfig, backend: Backend,
+            client: JudgeClient) -> list[dict[str, Any]]:
+    """Run (or fetch from the cache) every extraction the items need."""
+    requests, uses = extraction_requests(items, config.kinds, config.detail, config.max_tokens)
+    if not backend.capabilities.vision:
+        return skipped_rows(backend, requests, uses,
+                            "backend has no vision input (extraction needs the image)")
+    responses = client.run([r for _, _, r in requests])
+    return context_rows(backend, requests, responses, uses)
+
+
+def write_contexts(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=CONTEXTS_SCHEMA),
+                   out_dir / "contexts.parquet")
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+
+def run_context(items_path: str | Path, out_dir: str | Path, config: ContextConfig,
+                backend: Backend | None = None) -> dict[str, Any]:
+    """The context stage without Prefect: extract, write, summarise."""
+    from capjudge.backends import create_backend
+    from capjudge.cache import RequestCache, default_cache_dir
+    from capjudge.client import RetryPolicy
+    from capjudge.judge import load_items
+
+    started = time.perf_counter()
+    items = load_items(items_path)
+    backend = backend or create_backend(config.backend, **config.backend_options)
+    client = JudgeClient(backend, RequestCache(config.cache_dir or default_cache_dir()),
+                         retry=RetryPolicy(max_attempts=config.max_attempts), rpm=config.rpm,
+                         tpm=config.tpm, concurrency=config.concurrency)
+    rows = extract(items, config, backend, client)
+    summary = {"backend": backend.describe(), "kinds": config.kinds, "pictures": len(
+        {r["media_sha256"] for r in rows}), "rows": len(rows),
+        "by_status": dict(Counter(r["status"] for r in rows)),
+        "model_calls": client.stats.calls, "cache_hits": client.stats.cache_hits,
+        "seconds": round(time.perf_counter() - started, 2)}
+    write_contexts(Path(out_dir), rows, summary)
+    return summary

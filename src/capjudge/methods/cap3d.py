@@ -1,0 +1,108 @@
+"""3D-object captions (caption3d_correctness_hallucination_prompt.md): the judge sees the
+multi-view tile and returns correctness points (partial credit allowed), hallucination points
+and an explanation; precision = C / (C + H) × 100.
+
+The points are parsed from the text, robustly: both counts are required (one missing is a
+``parse_failure``), decimals and fractions ("2.5", "1/2", "½") are accepted, and C = H = 0 is
+the recorded status ``undefined``, never a division by zero. Per system, precision is reported
+both per item (macro) and from the summed points (micro) by the aggregate stage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from capjudge.backends.base import JudgeRequest, JudgeResponse
+from capjudge.methods import BaseMethod, Criterion, MethodOptions, Planned, Skip, item_image
+from capjudge.prompts import get_template
+from capjudge.scoring import precision
+
+_NUMBER = r"(\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?|\d*\.\d+|\d+\s*[½¼¾]|[½¼¾]|\d+)"
+_PATTERNS = {
+    "correctness": re.compile(
+        r"(?:correctness\s*score|\bc\.?\s*score)\s*(?:\(\s*c\.?\s*score\s*\))?\s*\**\s*[:=]"
+        r"\s*\**\s*" + _NUMBER, re.I),
+    "hallucination": re.compile(
+        r"(?:hallucination\s*score|\bh\.?\s*score)\s*(?:\(\s*h\.?\s*score\s*\))?\s*\**\s*[:=]"
+        r"\s*\**\s*" + _NUMBER, re.I),
+}
+_VULGAR = {"½": Fraction(1, 2), "¼": Fraction(1, 4), "¾": Fraction(3, 4)}
+
+
+def parse_points(value: str) -> float:
+    """'2' -> 2.0, '2.5' -> 2.5, '1/2' -> 0.5, '1½' -> 1.5."""
+    value = value.strip()
+    if "/" in value:
+        num, den = (float(x) for x in value.split("/"))
+        if den == 0:
+            raise ValueError(f"division by zero in {value!r}")
+        return num / den
+    if value and value[-1] in _VULGAR:
+        whole = value[:-1].strip()
+        return float((Fraction(int(whole)) if whole else Fraction(0)) + _VULGAR[value[-1]])
+    return float(value)
+
+
+def parse_ch(text: str) -> tuple[float | None, float | None]:
+    """Correctness and hallucination points from a judge's answer (None where absent)."""
+    found: dict[str, float | None] = {}
+    for name, rx in _PATTERNS.items():
+        matches = rx.findall(text)
+        found[name] = parse_points(matches[0]) if matches else None
+    return found["correctness"], found["hallucination"]
+
+
+class Cap3D(BaseMethod):
+    """Correctness / hallucination points and precision for 3D-object captions."""
+
+    name = "cap3d"
+    modes: tuple[str, ...] = ("default",)
+    default_modes: tuple[str, ...] = ("default",)
+
+    def plan(self, item: dict[str, Any], mode: str, options: MethodOptions
+             ) -> list[Planned | Skip]:
+        self.check_mode(mode)
+        template = get_template("cap3d", "cap3d/score")
+        if item["media_kind"] != "views" and not options.extra.get("all_media"):
+            return [Skip(item["id"], mode, "cap3d judges 3D objects (views items); set "
+                         "all_media to judge images too", template.ref)]
+        if not options.vision:
+            return [Skip(item["id"], mode, "backend has no vision input (cap3d needs the "
+                         "views)", template.ref)]
+        messages = template.render(image=item_image(item, options.detail),
+                                   candidate=item["candidate"])
+        request = JudgeRequest(messages=messages, slots=(), decoding=options.decoding,
+                               template=template.ref, tag=f"{item['id']}|{mode}")
+        return [Planned(item["id"], mode, request)]
+
+    def interpret(self, planned: Planned, response: JudgeResponse) -> list[Criterion]:
+        if response.status not in ("ok", "low_mass"):
+            return [Criterion(name, response.status, response.reason)
+                    for name in ("correctness", "hallucination", "precision")]
+        c, h = parse_ch(response.text)
+        if c is None or h is None:
+            missing = " and ".join(n for n, v in (("correctness", c), ("hallucination", h))
+                                   if v is None)
+            reason = f"no {missing} score in the output"
+            return [Criterion("correctness", "parse_failure" if c is None else "ok",
+                              reason if c is None else None, c, printed=c, source="text"),
+                    Criterion("hallucination", "parse_failure" if h is None else "ok",
+                              reason if h is None else None, h, printed=h, source="text"),
+                    Criterion("precision", "parse_failure", reason)]
+        p = precision(c, h)
+        return [Criterion("correctness", "ok", None, c, printed=c, source="text"),
+                Criterion("hallucination", "ok", None, h, printed=h, source="text"),
+                Criterion("precision", "undefined" if p is None else "ok",
+                          "C = H = 0: precision is undefined" if p is None else None, p,
+                          source="text")]
+
+    def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
+                ) -> tuple[float | None, str | None]:
+        by_name = {c.name: c for c in criteria}
+        p = by_name.get("precision")
+        if p is None or p.score is None:
+            return None, p.reason if p is not None else "no precision"
+        return p.score, None

@@ -1,0 +1,110 @@
+"""VisCE² (visce2.md): a VLM first extracts the image's visual context (up to five important
+objects, their features, their relationships) — the ``context`` stage, once per image — then
+rates the candidate 0-100 with the image and that context.
+
+Modes (the paper's Table 3): ``vanilla`` (image only), ``references`` (w/ references),
+``description`` (w/ a detailed description from the extractor), ``context`` (the method), and
+the context ablations ``context-objects`` (objects only) and ``context-objects-attributes``
+(objects and features, no relationships).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from capjudge.backends.base import JudgeRequest, ScoreSlot
+from capjudge.methods import BaseMethod, MethodOptions, Planned, Skip, item_image
+from capjudge.prompts import get_template, method_spec
+
+MODES = ("vanilla", "references", "description", "context", "context-objects",
+         "context-objects-attributes")
+SECTIONS = ("objects", "features", "relationships")
+_HEADERS = {
+    "objects": re.compile(r"^[#*\s-]*(list of )?(important )?objects\b", re.I),
+    "features": re.compile(r"^[#*\s-]*(features|attributes)\b", re.I),
+    "relationships": re.compile(r"^[#*\s-]*relationships?\b", re.I),
+}
+
+
+def split_context(text: str) -> dict[str, str]:
+    """Split an extracted context into its objects / features / relationships sections.
+
+    Returns only the sections whose header was found (an empty dict for unstructured text).
+    """
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        header = next((name for name, rx in _HEADERS.items() if rx.match(line)), None)
+        if header is not None:
+            current = header
+            sections.setdefault(current, [])
+        if current is not None:
+            sections[current].append(line)
+    return {k: "\n".join(v).strip() for k, v in sections.items()}
+
+
+def select_context(text: str, keep: tuple[str, ...]) -> str | None:
+    """The context restricted to some sections (the paper's ablations), or None if the text
+    has no recognisable sections to select from."""
+    sections = split_context(text)
+    if not sections or "objects" not in sections:
+        return None
+    return "\n".join(sections[k] for k in SECTIONS if k in keep and k in sections)
+
+
+def rating_slot() -> ScoreSlot:
+    scale = method_spec("visce2")["scale"]
+    return ScoreSlot(name=scale["name"], low=int(scale["low"]), high=int(scale["high"]),
+                     anchor=scale["anchor"], position=scale["position"],
+                     forced_prefix=scale["forced_prefix"])
+
+
+class VisCE2(BaseMethod):
+    """VisCE² evaluation (step 2); step 1 is :mod:`capjudge.context`."""
+
+    name = "visce2"
+    modes = MODES
+    default_modes: tuple[str, ...] = ("vanilla", "references", "description", "context",
+                                      "context-objects", "context-objects-attributes")
+    needs_context = True
+
+    def plan(self, item: dict[str, Any], mode: str, options: MethodOptions
+             ) -> list[Planned | Skip]:
+        self.check_mode(mode)
+        file_id = {"vanilla": "vanilla", "references": "references",
+                   "description": "description"}.get(mode, "context")
+        template = get_template("visce2", f"visce2/{file_id}")
+        if not options.vision:
+            return [Skip(item["id"], mode, "backend has no vision input (VisCE² always shows "
+                         "the image)", template.ref)]
+        image = item_image(item, options.detail)
+        variables: dict[str, Any] = {"candidate": item["candidate"]}
+        if mode == "references":
+            refs = list(item.get("references") or [])
+            if not refs:
+                return [Skip(item["id"], mode, "no reference captions", template.ref)]
+            variables["references"] = refs
+        if "context" in template.needs:
+            kind = "description" if mode == "description" else "context"
+            table: dict[str, dict[str, Any]] = options.extra.get("context_table") or {}
+            entry = table.get(image.sha256, {}).get(kind)
+            if entry is None:
+                return [Skip(item["id"], mode, f"no extracted {kind} for this image (run the "
+                             "context stage)", template.ref)]
+            if entry["status"] != "ok":
+                return [Skip(item["id"], mode, f"{kind} extraction {entry['status']}: "
+                             f"{entry.get('reason')}", template.ref)]
+            text = entry["text"]
+            if mode.startswith("context-"):
+                keep = ("objects",) if mode == "context-objects" else ("objects", "features")
+                text = select_context(text, keep)
+                if text is None:
+                    return [Skip(item["id"], mode, "the extracted context has no objects/"
+                                 "features/relationships sections to ablate", template.ref)]
+            variables["context"] = text
+        messages = template.render(image=image, **variables)
+        request = JudgeRequest(messages=messages, slots=(rating_slot(),),
+                               decoding=options.decoding, template=template.ref,
+                               tag=f"{item['id']}|{mode}")
+        return [Planned(item["id"], mode, request)]
