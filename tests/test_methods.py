@@ -1,0 +1,138 @@
+"""Method maths and parsing: harmonic weighting, C/H precision, ACCR, VisCE² context ablation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from capjudge.backends.base import JudgeResponse, ScoreSlot
+from capjudge.backends.logprobs import read_slot
+from capjudge.methods import Criterion, Planned
+from capjudge.methods.cap3d import Cap3D, parse_ch, parse_points
+from capjudge.methods.gveval import ACCR, GVEvalACCR, accr_slots
+from capjudge.methods.harmoniceval import HarmonicEval
+from capjudge.methods.visce2 import select_context, split_context
+from capjudge.scoring import (
+    harmonic_score,
+    harmonic_weights,
+    precision,
+    precision_macro,
+    precision_micro,
+)
+
+
+def test_harmonic_weighting_limits_and_a_hand_computed_case() -> None:
+    sds = [0.5, 1.0, 2.0]
+    assert harmonic_weights(sds, 1.0) == pytest.approx([1 / 3] * 3)  # uniform
+    inv = [1 / s**2 for s in sds]
+    assert harmonic_weights(sds, 0.5) == pytest.approx([v / sum(inv) for v in inv])
+    selective = harmonic_weights(sds, 1e-3)  # gamma -> 0 picks the most confident criterion
+    assert selective[0] == pytest.approx(1.0) and selective[1] < 1e-12
+    # gamma = 0.75: w ∝ σ^(-2/3); σ = (0.5, 1): w = (2^(2/3), 1) / (2^(2/3) + 1)
+    w = harmonic_weights([0.5, 1.0], 0.75)
+    expected = 2 ** (2 / 3) / (2 ** (2 / 3) + 1)
+    assert w == pytest.approx([expected, 1 - expected])
+    assert harmonic_score([4.0, 2.0], [0.5, 1.0], 0.75) == pytest.approx(
+        4 * expected + 2 * (1 - expected))
+    assert harmonic_score([4.0, 2.0], [0.5, 1.0], 0.75) == pytest.approx(3.2270, abs=1e-4)
+
+
+def test_harmonic_weighting_guards() -> None:
+    w = harmonic_weights([0.0, 1.0], 0.75)  # a certain criterion does not divide by zero
+    assert all(math.isfinite(x) for x in w) and w[0] > 0.999
+    assert harmonic_weights([0.0, 0.0], 0.5) == pytest.approx([0.5, 0.5])
+    with pytest.raises(ValueError):
+        harmonic_weights([], 0.75)
+    with pytest.raises(ValueError):
+        harmonic_weights([1.0], 0.0)
+    with pytest.raises(ValueError):
+        harmonic_weights([-1.0], 0.75)
+
+
+def test_harmoniceval_overall_uses_the_scored_criteria_and_says_what_is_missing() -> None:
+    criteria = [Criterion("clarity", "ok", score=4.0, sd=0.5),
+                Criterion("fluency", "ok", score=2.0, sd=1.0),
+                Criterion("correctness", "skipped", "no vision")]
+    score, why = HarmonicEval().overall(criteria, {"gamma": 0.75})
+    assert score == pytest.approx(3.2270, abs=1e-4)
+    assert why and "missing" in why and "correctness" in why
+    assert HarmonicEval().overall([], {})[0] is None
+
+
+@pytest.mark.parametrize(("text", "c", "h"), [
+    ("Correctness Score (C. Score): 2\nHallucination Score (H. Score): 1", 2.0, 1.0),
+    ("**Correctness Score (C. Score):** 1.5 (chair)\n**Hallucination Score (H. Score):** 3", 1.5,
+     3.0),
+    ("C. Score: 1/2\nH. Score: 0", 0.5, 0.0),
+    ("C Score = 2½\nH Score = ½", 2.5, 0.5),
+    ("correctness score: 3\nhallucination score: 0\nPrecision Score: 100%", 3.0, 0.0),
+])
+def test_ch_parsing(text: str, c: float, h: float) -> None:
+    assert parse_ch(text) == (pytest.approx(c), pytest.approx(h))
+
+
+def test_ch_parse_failures_and_undefined_precision() -> None:
+    method = Cap3D()
+    planned = Planned("x", "default", None)  # type: ignore[arg-type]
+    missing = method.interpret(planned, JudgeResponse("ok", text="C. Score: 2\nLooks fine."))
+    by = {c.name: c for c in missing}
+    assert by["hallucination"].status == "parse_failure"
+    assert by["precision"].status == "parse_failure" and by["precision"].score is None
+    assert by["correctness"].score == 2.0
+    zero = {c.name: c for c in method.interpret(
+        planned, JudgeResponse("ok", text="C. Score: 0\nH. Score: 0"))}
+    assert zero["precision"].status == "undefined" and zero["precision"].score is None
+    good = {c.name: c for c in method.interpret(
+        planned, JudgeResponse("ok", text="C. Score: 1\nH. Score: 3"))}
+    assert good["precision"].score == pytest.approx(25.0)  # the paper's chair example
+    assert method.overall(list(good.values()), {})[0] == pytest.approx(25.0)
+    failed = method.interpret(planned, JudgeResponse("error", reason="HTTP 500"))
+    assert {c.status for c in failed} == {"error"}
+    with pytest.raises(ValueError):
+        parse_points("1/0")
+
+
+def test_precision_micro_and_macro() -> None:
+    pairs = [(1.0, 3.0), (2.0, 0.0), (0.0, 0.0)]
+    assert precision(1, 3) == pytest.approx(25.0)
+    assert precision(0, 0) is None
+    assert precision_macro(pairs) == pytest.approx((25.0 + 100.0) / 2)  # undefined item left out
+    assert precision_micro(pairs) == pytest.approx(100 * 3 / 6)
+    assert precision_macro([(0, 0)]) is None and precision_micro([(0, 0)]) is None
+
+
+def test_accr_parsing_and_mean() -> None:
+    text = ("The caption is accurate but misses the ending.\nAccuracy: $80$\n"
+            "Completeness: $ 60$\nConciseness: $90$\nRelevance: $100$")
+    slots = accr_slots()
+    results = [read_slot(None, text, slot, 0.5) for slot in slots]
+    assert [r.printed for r in results] == [80, 60, 90, 100]
+    criteria = [Criterion(name, "ok", score=float(r.printed or 0))
+                for name, r in zip(ACCR, results, strict=True)]
+    assert GVEvalACCR().overall(criteria, {}) == (pytest.approx(82.5), None)
+    partial = criteria[:3] + [Criterion("relevance", "parse_failure")]
+    score, why = GVEvalACCR().overall(partial, {})
+    assert score is None and why and "relevance" in why
+
+
+def test_first_position_slots_read_the_first_integer() -> None:
+    slot = ScoreSlot("score", 1, 5, anchor="", position="first", forced_prefix="")
+    r = read_slot(None, "4\nThe caption is clear, though 2 words are odd.", slot, 0.5)
+    assert r.printed == 4 and r.status == "ok"
+    assert read_slot(None, "Score 3.5 overall", slot, 0.5).status == "parse_failure"
+
+
+def test_visual_context_sections_and_ablations() -> None:
+    context = ("List of Important Objects (up to five):\n- Object 1: a red circle\n"
+               "Features:\n- Features of Object 1: red, round\n"
+               "Relationships:\n- The circle is left of the square.")
+    sections = split_context(context)
+    assert set(sections) == {"objects", "features", "relationships"}
+    only_objects = select_context(context, ("objects",))
+    assert only_objects is not None and "red circle" in only_objects
+    assert "round" not in only_objects and "left of" not in only_objects
+    with_features = select_context(context, ("objects", "features"))
+    assert with_features is not None and "round" in with_features
+    assert "left of" not in with_features
+    assert select_context("Just a sentence about a cat.", ("objects",)) is None
