@@ -249,7 +249,7 @@ def load(name: str, path: str | Path) -> MetaDataset:
         raise DatasetError(f"{p}: dataset file not found")
     try:
         return LOADERS[name](p)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         if isinstance(exc, DatasetError):
             raise
         raise DatasetError(f"{p}: not in the {name} format ({type(exc).__name__}: {exc})"
