@@ -1,0 +1,188 @@
+"""The validate stage: Great Expectations suites, built in code, over items, judgements and runs.
+
+- items: ids unique and non-null, media hashes non-null and 64 hex characters.
+- judgements, per method: scores inside the method's scale (G-VEval / ACCR / VisCE² 0-100,
+  HarmonicEval 1-5, 3D precision 0-100 and points >= 0); every stored distribution sums to 1;
+  judgements with status ``ok`` captured at least ``min_mass``; statuses from the known set.
+- runs: each judge's failure rate (error, refused, parse failure among judged rows) at most
+  ``max_failure_rate``.
+
+A failing expectation fails the stage with a readable summary; the full result is saved as
+``validation.json`` (GE's ``describe_dict``) and ``validation.md`` next to the report.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from capjudge.backends.base import STATUSES
+
+log = logging.getLogger(__name__)
+
+SCALES: dict[str, dict[str, tuple[float, float | None]]] = {
+    "gveval": {"*": (0, 100)},
+    "gveval-accr": {"*": (0, 100)},
+    "visce2": {"*": (0, 100)},
+    "harmoniceval": {"*": (1, 5)},
+    "cap3d": {"precision": (0, 100), "correctness": (0, None), "hallucination": (0, None)},
+}
+
+
+@dataclass(frozen=True)
+class ValidateConfig:
+    """``params.yaml: validate``."""
+
+    min_mass: float = 0.5
+    max_failure_rate: float = 0.2
+    prob_tolerance: float = 1e-6
+
+
+class ValidationFailed(Exception):
+    """At least one expectation failed; the message is the readable summary."""
+
+
+def _gx() -> Any:
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return gx, context
+
+
+def build_checks(items: pd.DataFrame, judgements: pd.DataFrame, config: ValidateConfig
+                 ) -> list[tuple[str, pd.DataFrame, list[Any]]]:
+    """(name, dataframe, expectations) for every suite."""
+    import great_expectations as gx
+
+    e = gx.expectations
+    checks: list[tuple[str, pd.DataFrame, list[Any]]] = [(
+        "items", items, [
+            e.ExpectColumnValuesToBeUnique(column="id"),
+            e.ExpectColumnValuesToNotBeNull(column="id"),
+            e.ExpectColumnValuesToNotBeNull(column="media_sha256"),
+            e.ExpectColumnValueLengthsToEqual(column="media_sha256", value=64),
+        ])]
+    if judgements.empty:
+        return checks
+    checks.append(("judgement-statuses", judgements, [
+        e.ExpectColumnValuesToBeInSet(column="status", value_set=list(STATUSES)),
+        e.ExpectColumnValuesToNotBeNull(column="item_id"),
+    ]))
+    for method, scales in SCALES.items():
+        sub = judgements[(judgements["method"] == method) & judgements["score"].notna()]
+        if sub.empty:
+            continue
+        for criterion, (low, high) in scales.items():
+            part = sub if criterion == "*" else sub[sub["criterion"] == criterion]
+            if part.empty:
+                continue
+            checks.append((f"scores-{method}-{criterion}".replace("*", "all"), part, [
+                e.ExpectColumnValuesToBeBetween(column="score", min_value=low,
+                                                max_value=high)]))
+    with_probs = judgements[judgements["probs"].notna()].copy()
+    if not with_probs.empty:
+        with_probs["prob_sum"] = with_probs["probs"].map(lambda p: float(sum(p)))
+        checks.append(("distributions", with_probs, [
+            e.ExpectColumnValuesToBeBetween(column="prob_sum",
+                                            min_value=1 - config.prob_tolerance,
+                                            max_value=1 + config.prob_tolerance)]))
+    ok = judgements[(judgements["status"] == "ok") & judgements["mass"].notna()]
+    if not ok.empty:
+        checks.append(("mass", ok, [
+            e.ExpectColumnValuesToBeBetween(column="mass", min_value=config.min_mass,
+                                            max_value=1 + config.prob_tolerance)]))
+    judged = judgements[judgements["status"] != "skipped"]
+    if not judged.empty:
+        rates = judged.groupby("judge")["status"].apply(
+            lambda s: float(s.isin(["error", "refused", "parse_failure"]).mean())
+        ).rename("failure_rate").reset_index()
+        checks.append(("runs", rates, [
+            e.ExpectColumnValuesToBeBetween(column="failure_rate", min_value=0,
+                                            max_value=config.max_failure_rate)]))
+    return checks
+
+
+def validate(items: pd.DataFrame, judgements: pd.DataFrame, config: ValidateConfig
+             ) -> dict[str, Any]:
+    """Run every suite; returns {suite: describe_dict} plus an overall ``success``."""
+    gx, context = _gx()
+    source = context.data_sources.add_pandas("capjudge")
+    results: dict[str, Any] = {}
+    for name, frame, expectations in build_checks(items, judgements, config):
+        batch_def = source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("all")
+        suite = context.suites.add(gx.ExpectationSuite(name=name))
+        for expectation in expectations:
+            suite.add_expectation(expectation)
+        # List-valued columns (distributions, references) are not what GE compares.
+        scalar = frame[[c for c in frame.columns if not _is_list_column(frame[c])]]
+        result = batch_def.get_batch(batch_parameters={"dataframe": scalar}).validate(suite)
+        results[name] = result.describe_dict()
+    return {"success": all(r["success"] for r in results.values()), "suites": results}
+
+
+def _is_list_column(column: pd.Series) -> bool:
+    sample = column.dropna()
+    return not sample.empty and hasattr(sample.iloc[0], "__len__") and not isinstance(
+        sample.iloc[0], str)
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    """Readable lines: one per failed expectation, with examples of offending values."""
+    lines = []
+    for suite, result in report["suites"].items():
+        for exp in result["expectations"]:
+            if exp["success"]:
+                continue
+            kwargs = {k: v for k, v in exp["kwargs"].items() if k != "batch_id"}
+            res = exp.get("result", {})
+            examples = res.get("partial_unexpected_list", [])[:5]
+            count = res.get("unexpected_count")
+            lines.append(f"{suite}: {exp['expectation_type']} {kwargs} failed"
+                         + (f" for {count} row(s), e.g. {examples}" if count else ""))
+    return lines
+
+
+def write_report(report: dict[str, Any], out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "validation.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    lines = ["# Validation", "", f"Overall: {'PASSED' if report['success'] else 'FAILED'}", "",
+             "| suite | expectations | failed |", "|---|---|---|"]
+    for suite, result in report["suites"].items():
+        stats = result["statistics"]
+        lines.append(f"| {suite} | {stats['evaluated_expectations']} | "
+                     f"{stats['unsuccessful_expectations']} |")
+    failed = summary_lines(report)
+    if failed:
+        lines += ["", "## Failed expectations", ""] + [f"- {x}" for x in failed]
+    (out_dir / "validation.md").write_text("\n".join(lines) + "\n")
+
+
+def load_judgements(judge_dirs: Sequence[str | Path]) -> pd.DataFrame:
+    frames = []
+    for d in judge_dirs:
+        df = pq.read_table(Path(d) / "judgements.parquet").to_pandas()
+        df.insert(0, "judge", Path(d).name)
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["judge", "method", "criterion", "status", "score", "mass", "probs", "item_id"])
+
+
+def run_validate(items_path: str | Path, judge_dirs: Sequence[str | Path], out_dir: str | Path,
+                 config: ValidateConfig) -> dict[str, Any]:
+    """Validate, write the results, and raise :class:`ValidationFailed` on any failure."""
+    items = pq.read_table(items_path).to_pandas()
+    judgements = load_judgements(judge_dirs)
+    report = validate(items, judgements, config)
+    write_report(report, Path(out_dir))
+    if not report["success"]:
+        raise ValidationFailed("validation failed:\n  " + "\n  ".join(summary_lines(report)))
+    return report

@@ -1,0 +1,31 @@
+"""Task wrappers for the aggregate, validate and report stages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from capjudge.aggregate import AggregateConfig, run_aggregate
+from capjudge.report import ReportConfig, run_report
+from capjudge.validate import ValidateConfig, run_validate
+
+
+@task(name="aggregate", cache_policy=NO_CACHE)
+def aggregate_task(judge_dirs: Sequence[str], out_dir: str, config: AggregateConfig
+                   ) -> dict[str, Any]:
+    return run_aggregate(judge_dirs, out_dir, config)
+
+
+@task(name="validate", cache_policy=NO_CACHE)
+def validate_task(items_path: str, judge_dirs: Sequence[str], out_dir: str,
+                  config: ValidateConfig) -> bool:
+    return bool(run_validate(items_path, judge_dirs, out_dir, config)["success"])
+
+
+@task(name="report", cache_policy=NO_CACHE)
+def report_task(ingest_dir: str, judge_dirs: Sequence[str], aggregate_dir: str, out_dir: str,
+                config: ReportConfig) -> int:
+    return len(run_report(ingest_dir, judge_dirs, aggregate_dir, out_dir, config)["agreement"])
