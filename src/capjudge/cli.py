@@ -306,6 +306,33 @@ def _cmd_meta_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from capjudge.compare import compare_runs, write_comparison
+    from capjudge.lineage import resolve_run
+
+    registry = Path(args.registry)
+    try:
+        db_a, db_b = resolve_run(args.run_a, registry), resolve_run(args.run_b, registry)
+        result = compare_runs(db_a, db_b, series=tuple(args.series) if args.series else None,
+                              n_boot=args.bootstrap, threshold=args.threshold)
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+    md, js = write_comparison(result, Path(args.out))
+    print(md.read_text())
+    print(f"written: {md}, {js}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    from capjudge.lineage import list_runs
+
+    for run in list_runs(Path(args.registry)):
+        judges = ", ".join(f"{b['judge']}={b['backend']}@{b['snapshot']}"
+                           for b in run["backends"])
+        print(f"{run['run_id']}  {run['time']}  git {str(run['git_revision'])[:10]}  {judges}")
+    return EXIT_OK
+
+
 def _add_judge_options(p: argparse.ArgumentParser, method_default: str | None = "gveval"
                        ) -> None:
     from capjudge.backends import DEFAULT_BACKEND
@@ -399,6 +426,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N candidates/pairs")
     p.add_argument("--json", type=Path, help="write the result JSON here")
     p.set_defaults(func=_cmd_meta_eval)
+
+    p = sub.add_parser("compare", help="compare two runs: score shifts, agreement, flips, cost")
+    p.add_argument("run_a", help="run id (or prefix, 'latest', 'previous'), report dir or .duckdb")
+    p.add_argument("run_b")
+    p.add_argument("--registry", default=".capjudge-runs")
+    p.add_argument("--series", nargs=2, metavar=("A_KEY", "B_KEY"),
+                   help="compare judge/mode A_KEY of run A with B_KEY of run B")
+    p.add_argument("--threshold", type=float, help="pass/fail cut (default: scale midpoint)")
+    p.add_argument("--bootstrap", type=int, default=500)
+    p.add_argument("--out", default="reports/compare")
+    p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser("runs", help="list the registered runs")
+    p.add_argument("--registry", default=".capjudge-runs")
+    p.set_defaults(func=_cmd_runs)
 
     p = sub.add_parser("prepare-model", help="convert the embedded judge once (cached)")
     p.add_argument("--name", default="gemma-3-270m")

@@ -41,6 +41,8 @@ class ReportConfig:
     human_criterion: str = "overall"
     bootstrap: int = 500
     title: str = "capjudge report"
+    registry: str | None = ".capjudge-runs"  # where runs are filed for `capjudge compare`
+    params: str = "params.yaml"
 
 
 def label_rows(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -242,6 +244,23 @@ def render_markdown(ctx: dict[str, Any]) -> str:
         lines.append(f"| {s['judge']}/{s['mode']} | {s['system']} | "
                      f"{_fmt(s['mean_score'], 1)} | {s['scored']}/{s['items']} | {s['failed']} | "
                      f"{_fmt(s['precision_macro'], 1)} | {_fmt(s['precision_micro'], 1)} |")
+    run = ctx.get("lineage")
+    if run:
+        lines += ["", "## Lineage", "", f"- run: `{run['run_id']}` at {run['time']}",
+                  f"- git: `{run['git_revision']}`" + (" (dirty tree)" if run["git_dirty"]
+                                                        else ""),
+                  f"- dvc.lock sha256: `{run['dvc_lock_sha256']}`",
+                  f"- params sha256: `{run['params_sha256']}`",
+                  f"- dataset (items.parquet) sha256: `{run['dataset_sha256']}`",
+                  "- packages: " + ", ".join(f"{k} {v}" for k, v in run["packages"].items()
+                                             if v), "",
+                  "| judge | backend | snapshot | models | fingerprints | templates |",
+                  "|---|---|---|---|---|---|"]
+        for b in run["backends"]:
+            lines.append(f"| {b['judge']} | {b['backend']} | {b['snapshot']} | "
+                         f"{', '.join(b['models']) or '-'} | "
+                         f"{', '.join(b['fingerprints']) or '-'} | "
+                         f"{', '.join(b['templates'])} |")
     lines += ["", "## Validation", "", ctx.get("validation") or "not run", "", "## Plots", ""]
     for key, files in ctx["plots"].items():
         for f in files:
@@ -340,6 +359,17 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
                "systems": con.execute("SELECT * FROM system_scores ORDER BY judge, mode, "
                                       "system").df().to_dict("records"),
                "plots": _plots(con, out, config.human_criterion)}
+        from capjudge.lineage import collect
+
+        run = collect(Path(config.params), ingest, [Path(d) for d in judge_dirs])
+        ctx["lineage"] = run
+        flat = {k: v for k, v in run.items() if k not in ("backends", "packages")}
+        flat["packages"] = json.dumps(run["packages"], sort_keys=True)
+        con.register("_runs", pa.Table.from_pylist([flat]))
+        con.execute("CREATE TABLE runs AS SELECT * FROM _runs")
+        con.register("_run_backends", pa.Table.from_pylist(
+            [{"run_id": run["run_id"], **b} for b in run["backends"]]))
+        con.execute("CREATE TABLE run_backends AS SELECT * FROM _run_backends")
         points = con.execute("""
             SELECT s.judge || '/' || s.mode AS series, s.item_id, h.human, s.score
             FROM item_scores s JOIN (SELECT item_id, avg(value) AS human FROM labels
@@ -359,6 +389,12 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         handle.write("series,item_id,human,score\n")
         for series, item_id, human, score in points:
             handle.write(f"{series},{item_id},{human},{score:.6f}\n")
+    (out / "lineage.json").write_text(json.dumps(ctx["lineage"], indent=2, sort_keys=True)
+                                      + "\n")
+    if config.registry:
+        from capjudge.lineage import register
+
+        register(ctx["lineage"], out, Path(config.registry))
     return ctx
 
 

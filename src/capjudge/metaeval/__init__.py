@@ -195,7 +195,7 @@ def run_meta_eval(dataset: str, path: str, *, protocol: str | None = None,
             if len(r.index) == len(rows.index):
                 human[crit] = r
         result["criterion_matrix_kendall_tau_b"] = {
-            name: {crit: kendall_tau_b([values[i] for i in r.index], r.human)  # type: ignore[misc]
+            name: {crit: kendall_tau_b([values[i] for i in r.index], r.human)
                    for crit, r in human.items()
                    if all(values[i] is not None for i in r.index)}
             for name, values in scores.items()}

@@ -15,27 +15,28 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+ArrayLike = Any  # a sequence of floats or a numpy array
 Stat = Callable[[Any, Any], float]  # (metric scores, human ratings) -> statistic
 
 
-def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
+def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
     """Kendall's tau-b (ties adjusted; scipy)."""
     return float(stats.kendalltau(x, y, variant="b").statistic)
 
 
-def kendall_tau_c(x: Sequence[float], y: Sequence[float]) -> float:
+def kendall_tau_c(x: ArrayLike, y: ArrayLike) -> float:
     """Kendall's tau-c (Stuart's; for rectangular tables such as 4-point ratings; scipy)."""
     return float(stats.kendalltau(x, y, variant="c").statistic)
 
 
-def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+def pearson(x: ArrayLike, y: ArrayLike) -> float:
     """Pearson's r (NaN when either side is constant)."""
     if np.std(x) == 0 or np.std(y) == 0:
         return math.nan
     return float(stats.pearsonr(x, y).statistic)
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+def spearman(x: ArrayLike, y: ArrayLike) -> float:
     """Spearman's rho."""
     if np.std(x) == 0 or np.std(y) == 0:
         return math.nan
@@ -103,7 +104,7 @@ def system_level(metric: Sequence[float], human: Sequence[float], systems: Seque
     return (stat(m, h) if len(names) > 2 else math.nan), len(names)
 
 
-def bootstrap_ci(x: Sequence[float], y: Sequence[float], stat: Stat, *,
+def bootstrap_ci(x: ArrayLike, y: ArrayLike, stat: Stat, *,
                  groups: Sequence[object] | None = None, n_boot: int = 1000,
                  level: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of ``stat(x, y)``.
@@ -133,8 +134,8 @@ def bootstrap_ci(x: Sequence[float], y: Sequence[float], stat: Stat, *,
     return float(np.quantile(values, alpha)), float(np.quantile(values, 1 - alpha))
 
 
-def paired_permutation_test(metric_a: Sequence[float], metric_b: Sequence[float],
-                            human: Sequence[float], stat: Stat = kendall_tau_b, *,
+def paired_permutation_test(metric_a: ArrayLike, metric_b: ArrayLike, human: ArrayLike,
+                            stat: Stat = kendall_tau_b, *,
                             n_perm: int = 1000, seed: int = 0) -> tuple[float, float]:
     """Is metric A's agreement with humans different from metric B's?
 

@@ -1,0 +1,211 @@
+"""``capjudge compare RUN_A RUN_B``: what changed between two runs (e.g. two judge backends).
+
+Series are matched by ``judge/mode``; pass ``--series A_KEY B_KEY`` to compare two differently
+named judges. For each matched series, on the items both runs scored:
+
+- score shifts per item (mean, mean absolute, largest) and per system (mean score A vs B);
+- agreement with humans in A and in B (Kendall tau-b with bootstrap 95 % CIs) and a paired
+  permutation test of the difference;
+- items whose pass/fail flipped (score >= the scale's midpoint, or ``--threshold``) and items
+  whose rank moved by more than 10 % of the list;
+- cost and token difference;
+- the two runs' lineage (backends, snapshots, fingerprints).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from capjudge.metaeval.stats import bootstrap_ci, kendall_tau_b, paired_permutation_test
+
+MIDPOINTS = {"harmoniceval": 3.0}  # everything else is on 0-100
+
+
+def _load(db: Path) -> dict[str, Any]:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        scores = con.execute("""
+            SELECT s.judge || '/' || s.mode AS series, s.method, s.item_id, s.system, s.score,
+                   h.human
+            FROM item_scores s
+            LEFT JOIN (SELECT item_id, avg(value) AS human FROM labels
+                       WHERE criterion = 'overall' GROUP BY item_id) h USING (item_id)
+        """).fetchall()
+        costs = con.execute("""
+            SELECT judge, sum(coalesce(cost_usd, 0)), sum(coalesce(prompt_tokens, 0)
+                   + coalesce(completion_tokens, 0)), count(*) FILTER (WHERE NOT cached
+                   AND status <> 'skipped')
+            FROM judgements GROUP BY judge""").fetchall()
+        tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
+        run = con.execute("SELECT * FROM runs").df().to_dict("records")[0] \
+            if "runs" in tables else {}
+        backends = con.execute("SELECT * FROM run_backends").df().to_dict("records") \
+            if "run_backends" in tables else []
+    finally:
+        con.close()
+    series: dict[str, dict[str, Any]] = {}
+    for key, method, item, system, score, human in scores:
+        s = series.setdefault(key, {"method": method, "items": {}})
+        s["items"][item] = {"system": system, "score": score, "human": human}
+    return {"series": series, "costs": {r[0]: {"usd": r[1], "tokens": r[2], "calls": r[3]}
+                                        for r in costs},
+            "run": run, "backends": backends}
+
+
+def compare_series(a: dict[str, Any], b: dict[str, Any], method: str, n_boot: int,
+                   threshold: float | None) -> dict[str, Any]:
+    common = sorted(k for k in a if k in b and a[k]["score"] is not None
+                    and b[k]["score"] is not None)
+    out: dict[str, Any] = {"items_a": len(a), "items_b": len(b), "common_scored": len(common)}
+    if len(common) < 2:
+        out["note"] = "fewer than 2 items scored in both runs"
+        return out
+    sa = np.array([a[k]["score"] for k in common], float)
+    sb = np.array([b[k]["score"] for k in common], float)
+    shift = sb - sa
+    order = np.argsort(-np.abs(shift))
+    out["shift"] = {"mean": float(shift.mean()), "mean_abs": float(np.abs(shift).mean()),
+                    "max_abs": float(np.abs(shift).max()),
+                    "largest": [{"item_id": common[i], "a": float(sa[i]), "b": float(sb[i]),
+                                 "shift": float(shift[i])} for i in order[:10]]}
+    systems: dict[str, list[tuple[float, float]]] = {}
+    for k, x, y in zip(common, sa, sb, strict=True):
+        systems.setdefault(a[k]["system"] or "(none)", []).append((x, y))
+    out["systems"] = {s: {"mean_a": float(np.mean([p[0] for p in v])),
+                          "mean_b": float(np.mean([p[1] for p in v])),
+                          "shift": float(np.mean([p[1] - p[0] for p in v])), "n": len(v)}
+                      for s, v in sorted(systems.items())}
+    cut = threshold if threshold is not None else MIDPOINTS.get(method, 50.0)
+    flips = [{"item_id": k, "a": float(x), "b": float(y)}
+             for k, x, y in zip(common, sa, sb, strict=True) if (x >= cut) != (y >= cut)]
+    out["pass_fail"] = {"threshold": cut, "flipped": len(flips), "items": flips[:20]}
+    ra, rb = stats.rankdata(-sa), stats.rankdata(-sb)
+    moved = [{"item_id": common[i], "rank_a": float(ra[i]), "rank_b": float(rb[i])}
+             for i in range(len(common)) if abs(ra[i] - rb[i]) > 0.1 * len(common)]
+    out["rank_changes"] = {"moved_over_10pct": len(moved), "items": moved[:20],
+                           "kendall_tau_between_runs": float(kendall_tau_b(sa, sb))}
+    human_idx = [i for i, k in enumerate(common) if a[k]["human"] is not None]
+    if len(human_idx) >= 3:
+        h = np.array([a[common[i]]["human"] for i in human_idx], float)
+        xa, xb = sa[human_idx], sb[human_idx]
+        ta, tb = kendall_tau_b(xa, h), kendall_tau_b(xb, h)
+        diff, p = paired_permutation_test(xb, xa, h, n_perm=max(200, n_boot))
+        out["agreement"] = {
+            "protocol": "sample-gold (human overall, annotators averaged)",
+            "n": len(human_idx),
+            "kendall_tau_b_a": ta, "ci95_a": list(bootstrap_ci(xa, h, kendall_tau_b,
+                                                               n_boot=n_boot)),
+            "kendall_tau_b_b": tb, "ci95_b": list(bootstrap_ci(xb, h, kendall_tau_b,
+                                                               n_boot=n_boot, seed=1)),
+            "difference_b_minus_a": diff, "permutation_p_value": p}
+    return out
+
+
+def compare_runs(db_a: Path, db_b: Path, *, series: tuple[str, str] | None = None,
+                 n_boot: int = 500, threshold: float | None = None) -> dict[str, Any]:
+    """Compare two runs' report databases; returns the JSON-able comparison."""
+    a, b = _load(db_a), _load(db_b)
+    pairs = [series] if series else sorted((k, k) for k in a["series"] if k in b["series"])
+    if not pairs:
+        raise ValueError("the runs share no judge/mode series; pass --series A_KEY B_KEY "
+                         f"(A has {sorted(a['series'])}, B has {sorted(b['series'])})")
+    result: dict[str, Any] = {"run_a": {"db": str(db_a), **_run_facts(a)},
+                              "run_b": {"db": str(db_b), **_run_facts(b)}, "series": {}}
+    for ka, kb in pairs:
+        if ka not in a["series"] or kb not in b["series"]:
+            raise ValueError(f"series {ka!r} / {kb!r} not found in both runs")
+        method = a["series"][ka]["method"]
+        result["series"][f"{ka} vs {kb}" if ka != kb else ka] = compare_series(
+            a["series"][ka]["items"], b["series"][kb]["items"], method, n_boot, threshold)
+    judges_a = {p[0].split("/")[0] for p in pairs}
+    judges_b = {p[1].split("/")[0] for p in pairs}
+    usd_a = sum(a["costs"].get(j, {}).get("usd", 0) or 0 for j in judges_a)
+    usd_b = sum(b["costs"].get(j, {}).get("usd", 0) or 0 for j in judges_b)
+    tok_a = sum(a["costs"].get(j, {}).get("tokens", 0) or 0 for j in judges_a)
+    tok_b = sum(b["costs"].get(j, {}).get("tokens", 0) or 0 for j in judges_b)
+    result["cost"] = {"usd_a": usd_a, "usd_b": usd_b, "usd_difference": usd_b - usd_a,
+                      "tokens_a": tok_a, "tokens_b": tok_b, "tokens_difference": tok_b - tok_a}
+    return result
+
+
+def _run_facts(data: dict[str, Any]) -> dict[str, Any]:
+    run = data["run"]
+    return {"run_id": run.get("run_id"), "time": run.get("time"),
+            "git_revision": run.get("git_revision"),
+            "backends": [{k: (list(v) if isinstance(v, np.ndarray) else v)
+                          for k, v in b.items() if k in ("judge", "backend", "snapshot",
+                                                         "models", "fingerprints")}
+                         for b in data["backends"]]}
+
+
+def _f(v: Any, digits: int = 2) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:.{digits}f}"
+
+
+def render(result: dict[str, Any]) -> str:
+    """The comparison as Markdown."""
+    a, b = result["run_a"], result["run_b"]
+    lines = ["# capjudge comparison", "",
+             f"- A: `{a.get('run_id')}` ({a['db']})", f"- B: `{b.get('run_id')}` ({b['db']})",
+             "", "| run | judge | backend | snapshot | models | fingerprints |",
+             "|---|---|---|---|---|---|"]
+    for name, run in (("A", a), ("B", b)):
+        for be in run["backends"]:
+            lines.append(f"| {name} | {be['judge']} | {be['backend']} | {be['snapshot']} | "
+                         f"{', '.join(be['models']) or '-'} | "
+                         f"{', '.join(be['fingerprints']) or '-'} |")
+    for key, s in result["series"].items():
+        lines += ["", f"## {key}", "", f"Items scored in both runs: {s['common_scored']} "
+                  f"(A {s['items_a']}, B {s['items_b']})."]
+        if "shift" not in s:
+            lines.append(s.get("note", ""))
+            continue
+        sh = s["shift"]
+        lines += [f"Score shift B - A: mean {_f(sh['mean'])}, mean |shift| "
+                  f"{_f(sh['mean_abs'])}, max |shift| {_f(sh['max_abs'])}.", ""]
+        if "agreement" in s:
+            g = s["agreement"]
+            lines += ["| run | Kendall tau-b x100 | 95 % CI |", "|---|---|---|",
+                      f"| A | {_f(100 * g['kendall_tau_b_a'], 1)} | [{_f(100 * g['ci95_a'][0], 1)}"
+                      f", {_f(100 * g['ci95_a'][1], 1)}] |",
+                      f"| B | {_f(100 * g['kendall_tau_b_b'], 1)} | [{_f(100 * g['ci95_b'][0], 1)}"
+                      f", {_f(100 * g['ci95_b'][1], 1)}] |", "",
+                      f"Difference B - A: {_f(100 * g['difference_b_minus_a'], 1)} "
+                      f"(paired permutation p = {_f(g['permutation_p_value'], 3)}; protocol: "
+                      f"{g['protocol']}).", ""]
+        lines += ["| system | mean A | mean B | shift | n |", "|---|---|---|---|---|"]
+        for name, v in s["systems"].items():
+            lines.append(f"| {name} | {_f(v['mean_a'])} | {_f(v['mean_b'])} | "
+                         f"{_f(v['shift'])} | {v['n']} |")
+        pf = s["pass_fail"]
+        lines += ["", f"Pass/fail (score >= {pf['threshold']}) flipped for {pf['flipped']} "
+                  f"item(s); {s['rank_changes']['moved_over_10pct']} item(s) moved more than "
+                  f"10 % in rank (tau between runs "
+                  f"{_f(s['rank_changes']['kendall_tau_between_runs'])}).", "",
+                  "| largest shifts: item | A | B | shift |", "|---|---|---|---|"]
+        for it in sh["largest"][:10]:
+            lines.append(f"| {it['item_id']} | {_f(it['a'])} | {_f(it['b'])} | "
+                         f"{_f(it['shift'])} |")
+    c = result["cost"]
+    lines += ["", "## Cost", "", f"A: ${_f(c['usd_a'], 4)} ({c['tokens_a']} tokens); "
+              f"B: ${_f(c['usd_b'], 4)} ({c['tokens_b']} tokens); difference "
+              f"${_f(c['usd_difference'], 4)}."]
+    return "\n".join(lines) + "\n"
+
+
+def write_comparison(result: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md, js = out_dir / "comparison.md", out_dir / "comparison.json"
+    md.write_text(render(result))
+    js.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return md, js

@@ -1,0 +1,131 @@
+"""Run lineage: what produced a report, and a local registry of runs to compare.
+
+A run records its id, time, git revision (and whether the tree was dirty), the sha256 of
+``dvc.lock``, of ``params.yaml`` and of the dataset (``items.parquet``), each judge's backend id,
+model snapshot, the models and fingerprints its answers reported, its template versions, and the
+versions of the packages that matter. The report stage stores it in the report's DuckDB database
+(tables ``runs`` and ``run_backends``), in ``reports/lineage.json`` and in the report, and files
+a copy of the report's database in the registry (``.capjudge-runs/<run id>/``) so
+``capjudge compare`` can put any two runs side by side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import uuid
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+PACKAGES = ("capjudge", "torch", "transformers", "openai", "prefect", "dvc", "duckdb",
+            "great-expectations", "pyarrow", "pillow", "av", "pycocoevalcap")
+
+
+def _sha256(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def git_revision(root: Path = Path(".")) -> dict[str, Any]:
+    """HEAD's commit and whether tracked files differ from it (None outside a repository)."""
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                             text=True, check=True, timeout=10).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                    cwd=root, capture_output=True, text=True, check=True,
+                                    timeout=10).stdout.strip())
+        return {"git_revision": rev, "git_dirty": dirty}
+    except (OSError, subprocess.SubprocessError):
+        return {"git_revision": None, "git_dirty": None}
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def backend_lineage(judge_dirs: list[Path]) -> list[dict[str, Any]]:
+    """Per judge: backend id, snapshot, and the models/fingerprints its answers reported."""
+    rows = []
+    for d in judge_dirs:
+        summary = json.loads((d / "summary.json").read_text())
+        table = pq.read_table(d / "judgements.parquet",
+                              columns=["model", "system_fingerprint", "template", "status"])
+        data = table.to_pylist()
+        answered = [r for r in data if r["status"] != "skipped"]
+        rows.append({
+            "judge": d.name, "method": summary.get("method"),
+            "backend": summary.get("backend", {}).get("backend"),
+            "snapshot": summary.get("backend", {}).get("snapshot"),
+            "backend_facts": json.dumps(summary.get("backend", {}), sort_keys=True),
+            "models": sorted({r["model"] for r in answered if r["model"]}),
+            "fingerprints": sorted({r["system_fingerprint"] for r in answered
+                                    if r["system_fingerprint"]}),
+            "templates": sorted({r["template"] for r in data if r["template"]}),
+            "judgements": len(answered),
+        })
+    return rows
+
+
+def collect(params_path: Path, ingest_dir: Path, judge_dirs: list[Path],
+            root: Path = Path(".")) -> dict[str, Any]:
+    """Everything needed to say what produced a report."""
+    return {
+        "run_id": datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8],
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        **git_revision(root),
+        "dvc_lock_sha256": _sha256(root / "dvc.lock"),
+        "params_sha256": _sha256(params_path),
+        "dataset_sha256": _sha256(ingest_dir / "items.parquet"),
+        "packages": package_versions(),
+        "backends": backend_lineage(judge_dirs),
+    }
+
+
+def register(run: dict[str, Any], report_dir: Path, registry: Path) -> Path:
+    """Copy the run's database and lineage into the registry; returns the run's folder."""
+    target = registry / run["run_id"]
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(report_dir / "capjudge.duckdb", target / "capjudge.duckdb")
+    (target / "lineage.json").write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
+    return target
+
+
+def list_runs(registry: Path) -> list[dict[str, Any]]:
+    """Registered runs, oldest first."""
+    runs = []
+    for p in sorted(registry.glob("*/lineage.json")):
+        runs.append(json.loads(p.read_text()))
+    return sorted(runs, key=lambda r: r["time"])
+
+
+def resolve_run(ref: str, registry: Path) -> Path:
+    """A run's DuckDB database from a run id (or unique prefix, or 'latest', 'previous'), a
+    report folder, or a database path.
+
+    Raises:
+        FileNotFoundError: nothing matches, or the prefix is ambiguous.
+    """
+    p = Path(ref)
+    if p.is_file():
+        return p
+    if p.is_dir() and (p / "capjudge.duckdb").is_file():
+        return p / "capjudge.duckdb"
+    runs = list_runs(registry)
+    if ref in ("latest", "previous") and len(runs) >= (1 if ref == "latest" else 2):
+        return registry / runs[-1 if ref == "latest" else -2]["run_id"] / "capjudge.duckdb"
+    matches = [r["run_id"] for r in runs if r["run_id"].startswith(ref)]
+    if len(matches) == 1:
+        return registry / matches[0] / "capjudge.duckdb"
+    raise FileNotFoundError(f"no single run matches {ref!r} in {registry} "
+                            f"({len(matches)} matches; {len(runs)} runs registered)")
