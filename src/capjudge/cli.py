@@ -333,6 +333,19 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_watch(args: argparse.Namespace) -> int:
+    import subprocess
+
+    if not Path("flows/watch.py").is_file():
+        raise UsageError("run `capjudge watch` from the project root (flows/watch.py)")
+    cmd = [sys.executable, "-m", "flows.watch", "--params", args.params,
+           "--registry", args.registry]
+    cmd += ["--cron", args.cron] if args.cron else ["--once"]
+    if args.no_probe:
+        cmd.append("--no-probe")
+    return subprocess.call(cmd)
+
+
 def _add_judge_options(p: argparse.ArgumentParser, method_default: str | None = "gveval"
                        ) -> None:
     from capjudge.backends import DEFAULT_BACKEND
@@ -437,6 +450,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=500)
     p.add_argument("--out", default="reports/compare")
     p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser("watch", help="re-evaluate when a judge's backend model changes")
+    p.add_argument("--cron", help="serve on this cron schedule (needs a Prefect server); "
+                                  "without it, check once now")
+    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--registry", default=".capjudge-runs")
+    p.add_argument("--no-probe", action="store_true")
+    p.set_defaults(func=_cmd_watch)
 
     p = sub.add_parser("runs", help="list the registered runs")
     p.add_argument("--registry", default=".capjudge-runs")

@@ -98,7 +98,8 @@ class JudgeClient:
     def __init__(self, backend: Backend, cache: RequestCache | None = None, *,
                  retry: RetryPolicy | None = None, rpm: float | None = None,
                  tpm: float | None = None, concurrency: int | None = None,
-                 progress: Callable[[int, int], None] | None = None, seed: int = 0) -> None:
+                 progress: Callable[[int, int], None] | None = None, seed: int = 0,
+                 fingerprint: str | None = None) -> None:
         self.backend = backend
         self.cache = cache
         self.retry = retry or RetryPolicy()
@@ -108,7 +109,7 @@ class JudgeClient:
         self.stats = ClientStats()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._snapshot = backend.snapshot()
+        self._snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
 
     def key(self, request: JudgeRequest) -> str:
         return request.cache_key(self.backend.backend_id, self._snapshot)

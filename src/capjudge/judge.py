@@ -92,6 +92,10 @@ class JudgeConfig:
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     cache_dir: str | None = None
     method_options: dict[str, Any] = field(default_factory=dict)
+    # The backend's fingerprint as last seen by the watch flow (API system_fingerprint, model
+    # list). It joins the model snapshot in the cache key, so a changed remote model is asked
+    # again instead of being answered from the cache.
+    fingerprint: str | None = None
 
     @classmethod
     def from_params(cls, section: dict[str, Any], common: dict[str, Any] | None = None
@@ -124,7 +128,7 @@ def make_client(config: JudgeConfig, backend: Backend,
                        retry=RetryPolicy(max_attempts=config.max_attempts,
                                          base_s=config.backoff_base_s),
                        rpm=config.rpm, tpm=config.tpm, concurrency=config.concurrency,
-                       progress=progress)
+                       progress=progress, fingerprint=config.fingerprint)
 
 
 def load_context_table(path: str | Path) -> dict[str, dict[str, dict[str, Any]]]:

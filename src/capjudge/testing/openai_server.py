@@ -83,7 +83,7 @@ def _prompt_text(body: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def default_script(body: dict[str, Any]) -> Scripted:
+def default_script(body: dict[str, Any], salt: str = "") -> Scripted:
     """A deterministic "model" that answers in the format the prompt asks for.
 
     The score's centre depends on the prompt's hash: the same request always gets the same
@@ -92,7 +92,7 @@ def default_script(body: dict[str, Any]) -> Scripted:
     extraction, detailed descriptions, 3D C/H scoring, and a plain "Why?" explanation.
     """
     text = _prompt_text(body)
-    seed = int(prompt_key(body), 16)
+    seed = int(hashlib.sha256((prompt_key(body) + salt).encode()).hexdigest(), 16)
     if "Correctness Score (C. Score)" in text:
         c, h = seed % 4, (seed // 4) % 3
         return Scripted(text=f"Correctness Score (C. Score): {c}\nHallucination Score "
@@ -210,9 +210,12 @@ def render_answer(s: Scripted, top_n: int) -> tuple[str, list[dict[str, Any]]]:
 class MockOpenAIServer:
     """The server. Use as a context manager; ``url`` is the ``base_url`` for the client."""
 
-    def __init__(self, script: Script = default_script, *, model: str = "gpt-4o-2024-08-06",
+    def __init__(self, script: Script | None = None, *, model: str = "gpt-4o-2024-08-06",
                  fingerprint: str = "fp_test_0001", latency_s: float = 0.0) -> None:
-        self.script = script
+        # The default "model" answers differently when its model id or fingerprint changes,
+        # as a re-deployed model would.
+        self.script: Script = script or (
+            lambda body: default_script(body, salt=f"{self.model}|{self.fingerprint}"))
         self.model = model
         self.fingerprint = fingerprint
         self.latency_s = latency_s

@@ -1,0 +1,109 @@
+"""Backend fingerprints and the watch state: has a judge's model changed since last time?
+
+A fingerprint says which model a backend is serving *now*:
+
+- ``openai/...`` (and OpenAI-compatible servers): the ``/v1/models`` answer and a one-token probe
+  request's ``model`` and ``system_fingerprint`` (the probe costs a few tokens; turn it off with
+  ``probe=False`` to rely on the model list alone);
+- ``hf/...`` and ``embedded/...``: the sha256 of the local weights;
+- ``fake/...``: its scripted snapshot.
+
+An unreachable backend is an ``error`` entry with the reason: recorded and reported by the watch
+flow, never a crash and never a silent skip. The state file keeps the last fingerprint per judge;
+events are appended to ``watch_events.jsonl`` beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from capjudge.backends.base import BackendError, Decoding, JudgeRequest, Message
+
+
+def fingerprint(judge: str, backend_id: str, backend_options: dict[str, Any],
+                probe: bool = True) -> dict[str, Any]:
+    """The backend's current fingerprint (or an ``error`` with the reason)."""
+    from capjudge.backends import create_backend
+
+    entry: dict[str, Any] = {"judge": judge, "backend": backend_id,
+                             "time": datetime.now(UTC).isoformat(timespec="seconds")}
+    try:
+        backend = create_backend(backend_id, **backend_options)
+        if backend_id.startswith("openai/"):
+            from capjudge.backends.openai_backend import OpenAIBackend
+
+            assert isinstance(backend, OpenAIBackend)
+            facts: dict[str, Any] = {"models": backend.list_models()}
+            if backend.model not in facts["models"]:
+                facts["note"] = f"{backend.model} is not in the server's model list"
+            if probe:
+                answer = backend.generate([JudgeRequest(
+                    messages=(Message("user", ("Reply with the single word OK.",)),),
+                    slots=(), decoding=Decoding(max_tokens=1, top_logprobs=0),
+                    template="watch-probe@1")])[0]
+                if isinstance(answer, BackendError):
+                    raise answer
+                facts["model"] = answer.model
+                facts["system_fingerprint"] = answer.system_fingerprint
+            key = json.dumps({k: facts.get(k) for k in ("model", "system_fingerprint")}
+                             | {"served": backend.model in facts["models"]}, sort_keys=True)
+        else:
+            facts = {"snapshot": backend.snapshot()}
+            key = facts["snapshot"]
+        entry.update(facts)
+        entry["fingerprint"] = hashlib.sha256(key.encode()).hexdigest()[:16]
+    except Exception as exc:  # noqa: BLE001 - any failure to reach a backend is reported
+        entry["error"] = f"{type(exc).__name__}: {exc}"
+    return entry
+
+
+class WatchState:
+    """Last fingerprint per judge, and the event log."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / "watch.json"
+        self.events = self.folder / "watch_events.jsonl"
+
+    def load(self) -> dict[str, Any]:
+        if not self.path.is_file():
+            return {}
+        data: dict[str, Any] = json.loads(self.path.read_text())
+        return data
+
+    def save(self, state: dict[str, Any]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+        tmp.replace(self.path)
+
+    def record(self, event: dict[str, Any]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        event = {"time": datetime.now(UTC).isoformat(timespec="seconds"), **event}
+        with self.events.open("a") as handle:
+            handle.write(json.dumps(event, sort_keys=True) + "\n")
+
+    def history(self) -> list[dict[str, Any]]:
+        if not self.events.is_file():
+            return []
+        return [json.loads(line) for line in self.events.read_text().splitlines() if line]
+
+
+def classify(current: dict[str, dict[str, Any]], previous: dict[str, Any]
+             ) -> dict[str, list[str]]:
+    """Judges by outcome: changed, unchanged, new (no previous fingerprint), unreachable."""
+    out: dict[str, list[str]] = {"changed": [], "unchanged": [], "new": [], "unreachable": []}
+    for judge, entry in current.items():
+        if "error" in entry:
+            out["unreachable"].append(judge)
+        elif judge not in previous:
+            out["new"].append(judge)
+        elif previous[judge].get("fingerprint") != entry["fingerprint"]:
+            out["changed"].append(judge)
+        else:
+            out["unchanged"].append(judge)
+    return out

@@ -1,0 +1,103 @@
+"""Lineage, comparison and the watch flow: a changed backend fingerprint triggers a DVC
+re-evaluation and a comparison report; no change does nothing; an unreachable backend is a
+recorded failure."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from capjudge.testing.openai_server import MockOpenAIServer
+from capjudge.watch import WatchState, classify, fingerprint
+
+
+def test_fingerprints_and_classification() -> None:
+    with MockOpenAIServer() as server:
+        opts = {"base_url": server.url}
+        a = fingerprint("j", "openai/gpt-4o-2024-08-06", opts)
+        assert a["models"] == ["gpt-4o-2024-08-06"] and a["system_fingerprint"] == "fp_test_0001"
+        server.fingerprint = "fp_test_0002"
+        b = fingerprint("j", "openai/gpt-4o-2024-08-06", opts)
+    assert a["fingerprint"] != b["fingerprint"]
+    dead = fingerprint("k", "openai/gpt-4o-2024-08-06", {"base_url": "http://127.0.0.1:9/v1",
+                                                          "timeout_s": 2})
+    assert "error" in dead and "Connection" in dead["error"]
+    fake = fingerprint("f", "fake/hash", {})
+    groups = classify({"j": b, "k": dead, "f": fake, "n": a}, {"j": a, "f": fake})
+    assert groups == {"changed": ["j"], "unchanged": ["f"], "new": ["n"], "unreachable": ["k"]}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path,
+                                                                               MockOpenAIServer]]:
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    root = tmp_path / "project"
+    for name in files:
+        if name.startswith("data/") or name.startswith("reports/") or not (ROOT / name).exists():
+            continue
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, root / name)
+    with MockOpenAIServer() as server:
+        params = yaml.safe_load((root / "params.yaml").read_text())
+        params["sample"]["images"] = 2
+        params["contexts"] = {"fake": {"backend": "fake/hash"}}
+        params["judges"] = {"main": {"method": "gveval", "backend": "openai/gpt-4o-2024-08-06",
+                                     "modes": ["ref-only"], "concurrency": 4,
+                                     "backend_options": {"base_url": server.url}}}
+        params["context_judges"] = {"ctx": {"method": "visce2", "backend": "fake/hash",
+                                            "context": "fake"}}
+        params["report"]["bootstrap"] = 20
+        (root / "params.yaml").write_text(yaml.safe_dump(params))
+        (root / "dvc.lock").unlink(missing_ok=True)
+        for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                    ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"]):
+            subprocess.run(cmd, cwd=root, check=True)
+        monkeypatch.chdir(root)
+        yield root, server
+
+
+@pytest.mark.slow
+def test_watch_flow_reevaluates_on_a_changed_fingerprint(project: tuple[Path, MockOpenAIServer]
+                                                         ) -> None:
+    from prefect.testing.utilities import prefect_test_harness
+
+    root, server = project
+    first = subprocess.run(["dvc", "repro"], cwd=root, capture_output=True, text=True,
+                           timeout=900)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    report = (root / "reports" / "report.md").read_text()
+    assert "## Lineage" in report and "fp_test_0001" in report
+    runs = list((root / ".capjudge-runs").glob("*/lineage.json"))
+    assert len(runs) == 1
+    from flows.watch import watch_flow
+
+    with prefect_test_harness(server_startup_timeout=90):
+        baseline = watch_flow()
+        assert baseline["new"] == ["ctx", "main"] and not baseline["changed"]
+        calls = server.total_received
+        server.fingerprint = "fp_test_0002"  # the provider re-deployed the model
+        changed = watch_flow()
+        assert changed["changed"] == ["main"] and changed["unchanged"] == ["ctx"]
+        assert server.total_received > calls + 1  # the judge really asked again
+        comparison = Path(changed["comparison"])
+        text = comparison.read_text()
+        assert "fp_test_0001" in text and "fp_test_0002" in text
+        data = json.loads(comparison.with_suffix(".json").read_text())
+        series = data["series"]["main/ref-only"]
+        assert series["shift"]["mean_abs"] > 0 and "agreement" in series
+        assert len(list((root / ".capjudge-runs").glob("*/lineage.json"))) == 2
+        exps = subprocess.run(["dvc", "exp", "list", "--all-commits"], cwd=root,
+                              capture_output=True, text=True)
+        assert "watch-" in exps.stdout  # the re-evaluation is a kept DVC experiment
+        quiet = watch_flow()
+        assert quiet["unchanged"] == ["ctx", "main"] and "comparison" not in quiet
+    events = [e["event"] for e in WatchState(root / ".capjudge-runs").history()]
+    assert events == ["baseline", "baseline", "re-evaluated", "no_change"]
