@@ -102,7 +102,8 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
 
         runs = list_runs(Path(registry))
         before = runs[-1]["run_id"] if runs else None
-        settings = [f"{judges[j][0]}.{j}.fingerprint={current[j]['fingerprint']}"
+        # "++" adds the key when the judge has none yet and overrides it otherwise (Hydra).
+        settings = [f"++{judges[j][0]}.{j}.fingerprint={current[j]['fingerprint']}"
                     for j in groups["changed"]]
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         logger.info("backend changed for %s: re-running through `dvc exp run %s`",
@@ -117,7 +118,7 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
             state.record({"event": "re-evaluated", "judge": judge, "previous":
                           previous[judge], "current": current[judge],
                           "comparison": comparison, "previous_run": before})
-    elif not groups["unreachable"]:
+    elif not groups["unreachable"] and not groups["new"]:
         logger.info("no backend changed (%d checked): nothing to do", len(judges))
         state.record({"event": "no_change", "judges": sorted(judges)})
     # Reachable backends' fingerprints become the new baseline; unreachable ones keep theirs.

@@ -106,4 +106,4 @@ def classify(current: dict[str, dict[str, Any]], previous: dict[str, Any]
             out["changed"].append(judge)
         else:
             out["unchanged"].append(judge)
-    return out
+    return {k: sorted(v) for k, v in out.items()}
