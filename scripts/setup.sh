@@ -19,6 +19,17 @@ if [ "$(cat .venv/.setup-stamp 2>/dev/null)" != "$stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -c requirements.lock -e ".[dev]"
   echo "$stamp" > .venv/.setup-stamp
 fi
+# Java runs the PTB tokenizer and METEOR of the classical baselines (capjudge meta-eval).
+if ! command -v java >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[setup] installing a Java runtime for METEOR / the PTB tokenizer"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends default-jre-headless >/dev/null) \
+      || echo "[setup] warning: could not install Java; METEOR/PTB baselines will be unavailable"
+  else
+    echo "[setup] warning: no Java on PATH; install a JRE for the METEOR/PTB baselines"
+  fi
+fi
 # Offline-friendly defaults; every one can still be overridden by the caller's environment.
 export DO_NOT_TRACK=${DO_NOT_TRACK:-1}
 export DVC_NO_ANALYTICS=${DVC_NO_ANALYTICS:-1}
