@@ -232,3 +232,23 @@ def test_killed_run_resumes_without_repeating_answered_requests(ingested: Path,
     rows = pq.read_table(out / "judgements.parquet").to_pylist()
     assert sum(r["status"] == "ok" for r in rows) == n_items
     assert all(r["cached"] for r in rows)
+
+
+def test_estimate_cost_counts_image_tokens_by_size_and_detail(ingested: Path,
+                                                              capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
+    from capjudge.cost import image_tokens
+
+    assert image_tokens(1536, 512, "high") == 3 * 170 + 85  # the G-VEval frame tile
+    assert image_tokens(1536, 512, "low") == 85
+    assert image_tokens(4096, 2048, "high") == 170 * 3 * 2 + 85  # 2048x1024 -> 1536x768
+    args = ["estimate-cost", "--items", str(ingested / "items.parquet"), "--method", "gveval",
+            "--backend", "openai/gpt-4o-2024-08-06", "--modes", "ref-free", "--max-tokens",
+            "300"]
+    assert cli_main(args) == 0
+    high = json.loads(capsys.readouterr().out)
+    assert high["requests"] > 100 and high["image_tokens"] > 0
+    assert high["usd_expected"] > 0 and high["usd_max"] >= high["usd_expected"]
+    assert cli_main([*args[:-2], "--max-tokens", "300", "--modes", "ref-only"]) == 0
+    text_only = json.loads(capsys.readouterr().out)
+    assert text_only["image_tokens"] == 0 and text_only["usd_expected"] < high["usd_expected"]

@@ -101,3 +101,37 @@ def test_watch_flow_reevaluates_on_a_changed_fingerprint(project: tuple[Path, Mo
         assert quiet["unchanged"] == ["ctx", "main"] and "comparison" not in quiet
     events = [e["event"] for e in WatchState(root / ".capjudge-runs").history()]
     assert events == ["baseline", "baseline", "re-evaluated", "no_change"]
+
+
+def test_compare_cli_on_two_runs(ingested: Path, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from capjudge.aggregate import AggregateConfig, run_aggregate
+    from capjudge.cli import main as cli_main
+    from capjudge.judge import JudgeConfig, run_judge
+    from capjudge.report import ReportConfig, run_report
+
+    registry = tmp_path / "registry"
+    for k, fp in enumerate(("fp_a", "fp_b")):
+        with MockOpenAIServer(fingerprint=fp) as server:
+            judge_dir = tmp_path / f"run{k}" / "main"
+            run_judge(ingested / "items.parquet", judge_dir, JudgeConfig(
+                method="gveval", backend="openai/gpt-4o-2024-08-06", modes=["ref-only"],
+                backend_options={"base_url": server.url}, concurrency=8,
+                cache_dir=str(tmp_path / f"cache{k}")))
+        run_aggregate([judge_dir], tmp_path / f"run{k}" / "agg", AggregateConfig())
+        run_report(ingested, [judge_dir], tmp_path / f"run{k}" / "agg",
+                   tmp_path / f"run{k}" / "reports",
+                   ReportConfig(bootstrap=20, registry=str(registry)))
+    capsys.readouterr()
+    out = tmp_path / "cmp"
+    code = cli_main(["compare", "previous", "latest", "--registry", str(registry),
+                     "--bootstrap", "50", "--out", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "## main/ref-only" in text and "95 % CI" in text and "permutation p" in text
+    assert "fp_a" in text and "fp_b" in text
+    data = json.loads((out / "comparison.json").read_text())
+    series = data["series"]["main/ref-only"]
+    assert series["common_scored"] > 100 and series["shift"]["mean_abs"] > 0
+    assert "pass_fail" in series and "rank_changes" in series
+    assert data["cost"]["tokens_a"] > 0
