@@ -52,37 +52,44 @@ def _plan_with(template: Template, item: dict[str, Any], mode: str, options: Met
 
 
 class GVEval(BaseMethod):
-    """The G-VEval overall score."""
+    """The G-VEval overall score.
+
+    The method option ``media`` (e.g. ``[video]``) restricts a judge to some media kinds; other
+    items are recorded as skipped.
+    """
 
     name = "gveval"
     modes = MODES
     default_modes = MODES
 
-    def plan(self, item: dict[str, Any], mode: str, options: MethodOptions
-             ) -> list[Planned | Skip]:
-        self.check_mode(mode)
-        medium = "video" if item["media_kind"] == "video" else "image"
-        template = get_template("gveval", f"gveval/{medium}/{mode}")
-        return _plan_with(template, item, mode, options, (score_slot(),), medium)
+    def template_id(self, medium: str, mode: str) -> str:
+        return f"gveval/{medium}/{mode}"
 
-
-class GVEvalACCR(BaseMethod):
-    """G-VEval's ACCR dimensions (video captions; images work the same way)."""
-
-    name = "gveval-accr"
-    modes = MODES
-    default_modes = MODES
+    def slots(self) -> tuple[ScoreSlot, ...]:
+        return (score_slot(),)
 
     def plan(self, item: dict[str, Any], mode: str, options: MethodOptions
              ) -> list[Planned | Skip]:
         self.check_mode(mode)
         medium = "video" if item["media_kind"] == "video" else "image"
-        template = get_template("gveval", f"gveval/accr/{mode}")
+        template = get_template("gveval", self.template_id(medium, mode))
         kinds = options.extra.get("media")
         if kinds and item["media_kind"] not in kinds:
             return [Skip(item["id"], mode, f"judge configured for {'/'.join(kinds)} items "
                          f"only (this is {item['media_kind']})", template.ref)]
-        return _plan_with(template, item, mode, options, accr_slots(), medium)
+        return _plan_with(template, item, mode, options, self.slots(), medium)
+
+
+class GVEvalACCR(GVEval):
+    """G-VEval's ACCR dimensions (video captions; images work the same way)."""
+
+    name = "gveval-accr"
+
+    def template_id(self, medium: str, mode: str) -> str:
+        return f"gveval/accr/{mode}"  # one template for both media; it names the medium
+
+    def slots(self) -> tuple[ScoreSlot, ...]:
+        return accr_slots()
 
     def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
                 ) -> tuple[float | None, str | None]:
