@@ -122,11 +122,12 @@ class JudgeClient:
         first_of: dict[str, int] = {}
         duplicates: dict[int, int] = {}
         for i, key in enumerate(keys):
-            self.stats.requests += 1
             hit = self.cache.get(key) if self.cache else None
+            with self._lock:  # several Prefect tasks may share one client
+                self.stats.requests += 1
+                self.stats.cache_hits += hit is not None
             if hit is not None:
                 results[i] = hit
-                self.stats.cache_hits += 1
             elif key in first_of:
                 duplicates[i] = first_of[key]  # same question twice in one run: ask once
             else:
@@ -152,8 +153,9 @@ class JudgeClient:
             results[i] = results[j]
         final = [r if r is not None else JudgeResponse(status="error", reason="not answered")
                  for r in results]
-        for r in final:
-            self.stats.statuses[r.status] = self.stats.statuses.get(r.status, 0) + 1
+        with self._lock:
+            for r in final:
+                self.stats.statuses[r.status] = self.stats.statuses.get(r.status, 0) + 1
         return final
 
     def _run_batch(self, batch: list[JudgeRequest], keys: list[str]) -> list[JudgeResponse]:
