@@ -78,7 +78,7 @@ def _adhoc_item(args: argparse.Namespace) -> dict[str, Any]:
     """An item built from --image/--video and --caption/--ref, hashed like ingest does."""
     from capjudge.cache import default_cache_dir
     from capjudge.ingest import IngestConfig
-    from capjudge.media import MediaError, check_image, sha256_file, sha256_text, tile_views
+    from capjudge.media import MediaError, check_image, sha256_file, sha256_text
 
     item: dict[str, Any] = {"id": "cli", "task": "caption", "candidate": args.caption,
                             "references": args.ref or [], "question": args.question,
@@ -91,26 +91,25 @@ def _adhoc_item(args: argparse.Namespace) -> dict[str, Any]:
             check_image(path)
             item.update(media_kind="image", media_root=str(path.parent), media_path=path.name,
                         media_sha256=sha256_file(path))
-        elif args.video:
+        elif args.video or getattr(args, "views", None):
+            # The same content-hash-keyed tile cache as the ingest stage.
             from capjudge.ingest import _TileCache
 
-            path = Path(args.video)
             tiles = _TileCache(Path(args.cache_dir or default_cache_dir()) / "tiles",
                                IngestConfig())
-            sha = sha256_file(path)
-            meta = tiles.video(path, sha)
-            item.update(media_kind="video", media_root=str(path.parent), media_path=path.name,
-                        media_sha256=sha, tile_path=meta["tile_path"],
-                        tile_sha256=meta["tile_sha256"])
-        elif getattr(args, "views", None):
-            paths = [Path(v) for v in args.views]
-            for v in paths:
-                check_image(v)
-            sha = sha256_text(*[sha256_file(v) for v in paths])
-            tile = Path(args.cache_dir or default_cache_dir()) / "tiles" / f"{sha}-views.png"
-            tile_path, tile_sha = tile_views([str(v) for v in paths], str(tile))
-            item.update(media_kind="views", media_root=".", media_path=str(paths[0]),
-                        media_sha256=sha, tile_path=tile_path, tile_sha256=tile_sha)
+            if args.video:
+                path = Path(args.video)
+                sha = sha256_file(path)
+                meta = tiles.video(path, sha)
+                item.update(media_kind="video", media_root=str(path.parent),
+                            media_path=path.name, media_sha256=sha,
+                            tile_path=meta["tile_path"], tile_sha256=meta["tile_sha256"])
+            else:
+                paths = [Path(v) for v in args.views]
+                sha = sha256_text(*[sha256_file(v) for v in paths])
+                tile_path, tile_sha = tiles.views(paths, sha)
+                item.update(media_kind="views", media_root=".", media_path=str(paths[0]),
+                            media_sha256=sha, tile_path=tile_path, tile_sha256=tile_sha)
     except (MediaError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     return item
