@@ -93,9 +93,9 @@ def _adhoc_item(args: argparse.Namespace) -> dict[str, Any]:
                         media_sha256=sha256_file(path))
         elif args.video or getattr(args, "views", None):
             # The same content-hash-keyed tile cache as the ingest stage.
-            from capjudge.ingest import _TileCache
+            from capjudge.ingest import TileCache
 
-            tiles = _TileCache(Path(args.cache_dir or default_cache_dir()) / "tiles",
+            tiles = TileCache(Path(args.cache_dir or default_cache_dir()) / "tiles",
                                IngestConfig())
             if args.video:
                 path = Path(args.video)

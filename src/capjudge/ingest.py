@@ -122,8 +122,13 @@ def resolve_media(media_root: Path, value: str) -> Path:
     return full
 
 
-class _TileCache:
-    """Tiles keyed by (content hash, policy); also remembered in memory for repeated media."""
+class TileCache:
+    """Frame and view tiles keyed by (content hash, policy), shared by ingest and `capjudge score`.
+
+    Tiles are files named by the media's content hash and the policy, never by file name, so two
+    clips called `clip.mp4` in different folders never share a tile; sampled video tiles are also
+    remembered in memory for repeated media within one run.
+    """
 
     def __init__(self, tiles_dir: Path, config: IngestConfig) -> None:
         self.dir = tiles_dir
@@ -168,7 +173,7 @@ class _TileCache:
         return tile_views([str(p) for p in paths], str(tile))
 
 
-def _media_record(row: ValidRow, media_root: Path, tiles: _TileCache,
+def _media_record(row: ValidRow, media_root: Path, tiles: TileCache,
                   hashes: dict[Path, str]) -> dict[str, Any]:
     def hashed(p: Path) -> str:
         if p not in hashes:
@@ -233,7 +238,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
         raise ManifestError(f"{media_root}: media root is not a directory")
     out = Path(out_dir)
     (out / "tiles").mkdir(parents=True, exist_ok=True)
-    tiles = _TileCache(out / "tiles", config)
+    tiles = TileCache(out / "tiles", config)
     hashes: dict[Path, str] = {}
 
     items: list[dict[str, Any]] = []
