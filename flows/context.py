@@ -1,5 +1,6 @@
 """Flow for a context stage: ``python -m flows.context --name NAME``
-(``params.yaml: contexts.NAME``): VisCE²'s visual-context extraction, once per picture."""
+(``params.yaml: contexts.NAME``): the stage a method reads its context from (VisCE²'s
+visual-context extraction, once per picture). The section's ``method`` names the method."""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from capjudge.context import ContextConfig
+from capjudge.methods import get_method
 from flows.params import load_params
 from tasks.context import extract_task
 
 
 @flow(name="capjudge-context")
-def context_flow(name: str, items_path: str, out_dir: str, config: ContextConfig
-                 ) -> dict[str, Any]:
-    """Extract visual contexts for every distinct picture of the ingested items."""
-    summary = extract_task(items_path, out_dir, config)
+def context_flow(name: str, method: str, items_path: str, out_dir: str,
+                 section: dict[str, Any]) -> dict[str, Any]:
+    """Run a method's context stage for every distinct picture of the ingested items."""
+    summary = extract_task(method, items_path, out_dir, section)
     get_run_logger().info("%s: %s over %d pictures; %d model calls, %d cache hits", name,
                           summary["by_status"], summary["pictures"], summary["model_calls"],
                           summary["cache_hits"])
@@ -27,17 +28,26 @@ def context_flow(name: str, items_path: str, out_dir: str, config: ContextConfig
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the named context stage as a flow."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--name", required=True)
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     params = load_params(args.params)
-    section = dict(params.get("contexts", {})[args.name])
+    section = dict((params.get("contexts") or {}).get(args.name) or {})
+    if not section:
+        print(f"context {args.name}: not defined under params.yaml contexts", file=sys.stderr)
+        return 2
+    method = section.pop("method", None)
+    if not method or not getattr(get_method(method), "needs_context", False):
+        print(f"context {args.name}: `method:` must name a method with a context stage",
+              file=sys.stderr)
+        return 2
     out_dir = section.pop("out", f"data/context/{args.name}")
     section.setdefault("cache_dir", (params.get("judge") or {}).get("cache_dir"))
-    context_flow(args.name, f"{params['ingest']['out']}/items.parquet", out_dir,
-                 ContextConfig(**section))
+    context_flow(args.name, method, f"{params['ingest']['out']}/items.parquet", out_dir,
+                 section)
     return 0
 
 

@@ -27,11 +27,13 @@ def ingest_flow(manifest: str, media_root: str, out: str, config: dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ingest stage as a flow (params.yaml: ingest)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
     p = load_params(args.params)["ingest"]
-    config = {k: p[k] for k in ("frame_policy", "uniform_frames", "decode_timeout_s") if k in p}
+    config = {k: p[k] for k in ("frame_policy", "uniform_frames", "decode_timeout_s",
+                                "max_candidate_chars") if k in p}
     try:
         ingest_flow(p["manifest"], p["media_root"], p["out"], config)
     except ManifestError as exc:

@@ -1,25 +1,35 @@
 """Flow for a judge stage: ``python -m flows.judge --name NAME`` (``params.yaml: judges.NAME``).
 
-Requests are split into chunks answered by ``judge-chunk`` tasks, run concurrently on Prefect's
-thread pool (as many workers as the judge's ``concurrency``; 1 for local models). Every answer
-goes to the request cache the moment it arrives, so a killed run resumes where it stopped.
+The items are split into chunks sized to the run (:func:`chunk_size`); ``judge-chunk`` tasks
+answer them on the configured task runner with a bounded number in flight, each writing its own
+part file and returning its own statistics; the flow merges the statistics and concatenates the
+parts. Every answer goes to the request cache the moment it arrives, so a killed run resumes
+where it stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
+import shutil
 import sys
 import time
+from collections import deque
+from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from prefect import flow, get_run_logger
+from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from capjudge.backends import default_concurrency
 from capjudge.backends.base import BackendError
-from capjudge.judge import JudgeConfig, build_rows, explain, load_items, plan, summarise_run
+from capjudge.client import ClientStats
+from capjudge.judge import JudgeConfig, combine_parts, summarise, write_summary
 from flows.params import load_params
-from tasks.judge import judge_chunk, shared_client, write_task
+from tasks.judge import judge_chunk
 
 
 def judge_section(params: dict[str, Any], name: str) -> dict[str, Any]:
@@ -47,35 +57,58 @@ def judge_config(params: dict[str, Any], name: str) -> JudgeConfig:
     return JudgeConfig.from_params(section, common)
 
 
+def adaptive_chunk_size(n_items: int, workers: int, minimum: int = 16, maximum: int = 2000) -> int:
+    """Items per task: about four chunks per worker (keeps workers busy and progress visible)
+    without thousands of tiny tasks whose orchestration would cost more than the work."""
+    return max(minimum, min(maximum, math.ceil(n_items / max(1, 4 * workers))))
+
+
 @flow(name="capjudge-judge")
 def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
-               chunk_size: int = 16) -> dict[str, Any]:
+               chunk_size: int | None = None, workers: int = 1) -> dict[str, Any]:
     """Judge every ingested item with one method/backend; write judgements and summary."""
     logger = get_run_logger()
     started = time.perf_counter()
-    items = load_items(items_path)
-    by_id = {i["id"]: i for i in items}
-    backend, client = shared_client(config)
-    planned, skips = plan(items, config, backend.capabilities.vision)
-    logger.info("%s: %d requests, %d skipped (%s)", name, len(planned), len(skips),
-                ", ".join(sorted({f"{s.mode}: {s.reason}" for s in skips})) or "none")
-    chunks = [planned[i:i + chunk_size] for i in range(0, len(planned), chunk_size)]
-    futures = [judge_chunk.submit(config, [p.request for p in chunk]) for chunk in chunks]
-    responses = []
-    for k, future in enumerate(futures, start=1):
-        responses.extend(future.result())
-        logger.info("%s: %d/%d chunks done (%d calls, %d cache hits)", name, k, len(chunks),
-                    client.stats.calls, client.stats.cache_hits)
-    explanations = explain(config, planned, responses, client)
-    rows = build_rows(config, backend, client, planned, responses, explanations, skips, by_id)
-    summary = summarise_run(rows, skips, client, config, backend, time.perf_counter() - started)
-    write_task(out_dir, rows, summary)
-    logger.info("%s: %s; %d model calls, %d cache hits", name, summary["by_status"],
-                summary["model_calls"], summary["cache_hits"])
+    n = pq.ParquetFile(items_path).metadata.num_rows
+    if config.limit:
+        n = min(n, config.limit)
+    size = chunk_size or adaptive_chunk_size(n, workers)
+    out = Path(out_dir)
+    parts_dir = out / ".parts"
+    shutil.rmtree(parts_dir, ignore_errors=True)
+    bounds = [(lo, min(n, lo + size)) for lo in range(0, n, size)]
+    parts = [str(parts_dir / f"part-{k:05d}.parquet") for k in range(len(bounds))]
+    logger.info("%s: %d items in %d chunk(s) of <= %d on %d worker(s)", name, n, len(bounds),
+                size, workers)
+    results: list[dict[str, Any] | None] = [None] * len(bounds)
+    in_flight: deque[tuple[int, PrefectFuture[dict[str, Any]]]] = deque()
+    stats = ClientStats()
+    done = 0
+    # A bounded window of submitted chunks: memory and the task runner's queue stay flat
+    # whatever the number of items.
+    for k, (lo, hi) in enumerate(bounds):
+        in_flight.append((k, judge_chunk.submit(config, items_path, lo, hi, parts[k])))
+        while len(in_flight) >= 2 * workers or (k == len(bounds) - 1 and in_flight):
+            j, future = in_flight.popleft()
+            results[j] = future.result()
+            stats.merge(ClientStats.from_dict(results[j]["stats"]))  # type: ignore[index]
+            done += 1
+            logger.info("%s: %d/%d chunks done (%d requests, %d model calls, %d cache hits, "
+                        "%.0f s)", name, done, len(bounds), stats.requests, stats.calls,
+                        stats.cache_hits, time.perf_counter() - started)
+    table = combine_parts(parts, out / "judgements.parquet")
+    shutil.rmtree(parts_dir, ignore_errors=True)
+    backend = next((r["backend"] for r in results if r), {"backend": config.backend})
+    summary = summarise(table, stats, config, backend, time.perf_counter() - started)
+    write_summary(out, summary)
+    logger.info("%s: %s; %d requests, %d model calls, %d cache hits", name,
+                summary["by_status"], summary["requests"], summary["model_calls"],
+                summary["cache_hits"])
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the named judge's stage as a flow."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--name", required=True, help="judge name under params.yaml judges")
     parser.add_argument("--params", default="params.yaml")
@@ -83,13 +116,18 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     params = load_params(args.params)
     config = judge_config(params, args.name)
-    workers = config.concurrency or (1 if config.backend.split("/")[0] in ("hf", "embedded")
-                                     else 8)
+    try:
+        workers = config.concurrency or default_concurrency(config.backend,
+                                                            config.backend_options)
+    except BackendError as exc:
+        print(f"judge {args.name}: error: {exc}", file=sys.stderr)
+        return 2
     out_dir = judge_section(params, args.name).get("out", f"data/judge/{args.name}")
     items_path = f"{params['ingest']['out']}/items.parquet"
     runner: Any = ThreadPoolTaskRunner(max_workers=workers)
     try:
-        judge_flow.with_options(task_runner=runner)(args.name, items_path, out_dir, config)
+        judge_flow.with_options(task_runner=runner)(args.name, items_path, out_dir, config,
+                                                    workers=workers)
     except BackendError as exc:
         print(f"judge {args.name}: error: {exc}", file=sys.stderr)
         return 2

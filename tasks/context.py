@@ -1,4 +1,4 @@
-"""Task wrappers for the context stage (VisCE² step 1)."""
+"""Task wrappers for a method's context stage (VisCE² step 1: visual-context extraction)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from capjudge.context import ContextConfig, run_context
+from capjudge.item import load_items
+from capjudge.methods import get_method
 
 
-@task(name="extract-visual-context", retries=1, retry_delay_seconds=10, cache_policy=NO_CACHE)
-def extract_task(items_path: str, out_dir: str, config: ContextConfig) -> dict[str, Any]:
-    """Extract (or fetch from the request cache) every picture's context and description."""
-    return run_context(items_path, out_dir, config)
+@task(name="extract-context", retries=1, retry_delay_seconds=10, cache_policy=NO_CACHE)
+def extract_task(method: str, items_path: str, out_dir: str, section: dict[str, Any]
+                 ) -> dict[str, Any]:
+    """Run ``method``'s context stage over the ingested items (answers come from the request
+    cache when already extracted)."""
+    return get_method(method).run_context(load_items(items_path), out_dir, section)

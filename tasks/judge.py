@@ -1,44 +1,36 @@
-"""Task wrappers for the judge stage: plan, judge a chunk (retried), write."""
+"""Task wrappers for the judge stage: judge one chunk of items, writing its own output part.
+
+A chunk task reads its slice of ``items.parquet`` itself and writes its rows to a part file;
+only small statistics travel back to the flow, so the flow's memory and Prefect's parameter
+handling do not grow with the rows, and the task runs the same on threads, processes or other
+hosts (a shared filesystem).
+"""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
+import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from capjudge.backends.base import Backend, JudgeRequest, JudgeResponse
-from capjudge.client import JudgeClient
-from capjudge.judge import JudgeConfig, make_backend, make_client
-
-_CLIENTS: dict[int, tuple[Backend, JudgeClient]] = {}
-_LOCK = threading.Lock()
-
-
-def shared_client(config: JudgeConfig) -> tuple[Backend, JudgeClient]:
-    """One backend and client per judge config per process: chunks running in parallel share
-    the model, the cache and, above all, the rate limiter."""
-    key = id(config)
-    with _LOCK:
-        if key not in _CLIENTS:
-            backend = make_backend(config)
-            _CLIENTS[key] = (backend, make_client(config, backend))
-        return _CLIENTS[key]
+from capjudge.item import Item
+from capjudge.judge import JudgeConfig, judge_items, shared_client, write_part
 
 
 @task(name="judge-chunk", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE)
-def judge_chunk(config: JudgeConfig, requests: list[JudgeRequest]) -> list[JudgeResponse]:
-    """Answer a chunk of requests. Per-request failures are statuses, not exceptions; a retry
-    here covers a crash of the whole chunk, and answered requests come from the cache."""
-    _, client = shared_client(config)
-    return client.run(requests)
+def judge_chunk(config: JudgeConfig, items_path: str, start: int, stop: int,
+                part_path: str) -> dict[str, Any]:
+    """Judge items ``[start, stop)``; write their rows to ``part_path``; return statistics.
 
-
-@task(name="write-judgements", cache_policy=NO_CACHE)
-def write_task(out_dir: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
-    from pathlib import Path
-
-    from capjudge.judge import write_outputs
-
-    write_outputs(Path(out_dir), rows, summary)
+    Per-request failures are statuses, not exceptions; a retry here covers a crash of the
+    whole chunk, and answered requests then come from the cache.
+    """
+    table = pq.read_table(items_path).slice(start, stop - start)
+    items = [Item.from_row(row) for row in table.to_pylist()]
+    backend, client = shared_client(config)
+    result = judge_items(items, config, backend=backend, client=client)
+    write_part(part_path, result.rows)
+    return {"stats": result.stats.to_dict(), "rows": len(result.rows),
+            "planned": len(result.planned), "skipped": len(result.skips),
+            "backend": backend.describe()}

@@ -9,13 +9,17 @@ from PIL import Image
 
 from capjudge.media import (
     MediaError,
+    check_image,
     decode_frames_all,
     decode_frames_seek,
     frame_indices,
     letterbox,
+    prepare_judge_image,
     probe_video,
     sample_video_tile,
     sample_video_tile_isolated,
+    sha256_file,
+    tile_views,
 )
 from helpers import grey_video, panel_level
 
@@ -89,3 +93,41 @@ def test_letterbox_keeps_aspect_ratio() -> None:
     assert boxed.getpixel((256, 256)) == (255, 0, 0)
     assert boxed.getpixel((256, 10)) == (0, 0, 0)  # padding above the 512x256 content
     assert boxed.getpixel((256, 130)) == (255, 0, 0)
+
+
+def test_letterbox_shows_transparency_over_white() -> None:
+    img = Image.new("RGBA", (100, 100), (255, 0, 0, 0))  # fully transparent red
+    assert letterbox(img).getpixel((256, 256)) == (255, 255, 255)
+
+
+def test_views_tile_is_upright_and_scales_deep_images(tmp_path: Path) -> None:
+    # Stored 60x20; EXIF orientation 8 shows it 20x60 (portrait): padding at the panel's sides.
+    turned = Image.new("RGB", (60, 20), (0, 0, 220))
+    exif = turned.getexif()
+    exif[0x0112] = 8
+    turned.save(tmp_path / "turned.jpg", exif=exif)
+    Image.new("I;16", (20, 20), 32768).save(tmp_path / "deep.png")  # 16-bit mid-grey
+    path, _ = tile_views([str(tmp_path / "turned.jpg"), str(tmp_path / "deep.png")],
+                         str(tmp_path / "tile.png"))
+    tile = Image.open(path)
+    assert tile.getpixel((40, 256)) == (0, 0, 0)
+    assert abs(panel_level(tile, 1) - 128) < 2  # not clipped to white
+
+
+def test_judge_image_is_the_original_when_already_acceptable(tmp_path: Path) -> None:
+    image = tmp_path / "ok.jpg"
+    Image.new("RGB", (30, 20), (9, 9, 9)).save(image)
+    sha = sha256_file(image)
+    judge = prepare_judge_image(image, sha, tmp_path / "copies", check_image(image))
+    assert (judge.path, judge.sha256, judge.note) == (str(image), sha, None)
+    assert not (tmp_path / "copies").exists()
+
+
+def test_judge_copy_is_content_addressed_and_reused(tmp_path: Path) -> None:
+    image = tmp_path / "cmyk.jpg"
+    Image.new("CMYK", (30, 20), (0, 0, 0, 255)).save(image)
+    first = prepare_judge_image(image, sha256_file(image), tmp_path / "copies")
+    again = prepare_judge_image(image, sha256_file(image), tmp_path / "copies")
+    assert first == again and Path(first.path).name == f"{first.sha256}.jpg"
+    assert first.note == "CMYK JPEG -> 8-bit RGB JPEG"
+    assert len(list((tmp_path / "copies").iterdir())) == 1

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from capjudge.cli import main as cli_main
-from capjudge.context import ContextConfig, run_context
 from capjudge.judge import JudgeConfig, run_judge
+from capjudge.methods.visce2_context import ContextConfig, run_context
 from capjudge.testing.openai_server import MockOpenAIServer
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jinja2
 import pytest
 
 from capjudge.backends.base import ImagePart
+from capjudge.item import Item
 from capjudge.methods import MethodOptions, Planned
 from capjudge.methods.gveval import GVEval
 from capjudge.prompts import all_templates, get_template, versions_lock
@@ -26,10 +29,10 @@ def test_strict_undefined_refuses_missing_variables() -> None:
         template.render(candidate="A cat.")  # no references
 
 
-def _item(candidate: str, kind: str = "image") -> dict[str, object]:
-    return {"id": "x", "media_kind": kind, "media_root": "/m", "media_path": "a.png",
-            "media_sha256": "a" * 64, "tile_path": "/t.png", "tile_sha256": "b" * 64,
-            "candidate": candidate, "references": ["A red square.", "A square that is red."]}
+def _item(candidate: str, kind: str = "image") -> Item:
+    return Item(id="x", media_kind=kind, media_root="/m", media_path="a.png",
+                media_sha256="a" * 64, tile_path="/t.png", tile_sha256="b" * 64,
+                candidate=candidate, references=("A red square.", "A square that is red."))
 
 
 def test_gveval_prompts_delimit_the_caption_and_restate_the_instructions() -> None:
@@ -58,11 +61,11 @@ def test_video_items_use_the_frame_tile_and_video_prompts() -> None:
 
 def test_cache_key_uses_content_hashes_not_paths() -> None:
     a = GVEval().plan(_item("A cat."), "ref-free", MethodOptions())[0]
-    moved = dict(_item("A cat."), media_root="/elsewhere")
+    moved = replace(_item("A cat."), media_root="/elsewhere")
     b = GVEval().plan(moved, "ref-free", MethodOptions())[0]
     assert isinstance(a, Planned) and isinstance(b, Planned)
     assert a.request.cache_key("x", "s") == b.request.cache_key("x", "s")
-    changed = dict(_item("A cat."), media_sha256="c" * 64)
+    changed = replace(_item("A cat."), media_sha256="c" * 64)
     c = GVEval().plan(changed, "ref-free", MethodOptions())[0]
     assert isinstance(c, Planned)
     assert a.request.cache_key("x", "s") != c.request.cache_key("x", "s")

@@ -8,17 +8,17 @@ Outputs (in ``out_dir``):
 - ``criteria.parquet``: one row per judge, item, mode and criterion (score, argmax, sd, mass,
   status, reason).
 - ``item_scores.parquet``: one row per judge, item and mode with the method's overall score
-  (G-VEval score, ACCR mean, HarmonicEval harmonic weighting, 3D precision, VisCE² rating), a
-  status (``ok``, ``partial`` when some criteria are missing, ``failed``, ``skipped``) and why.
+  (each method says how its criteria combine), a status from the one rule
+  (:func:`capjudge.methods.verdict`: ``ok``, ``low_mass``, ``partial`` when some criteria are
+  missing, ``failed`` with its ``cause``, ``skipped``) and why.
 - ``system_scores.parquet``: per judge, mode and system: mean overall score, counts, failures,
-  and for 3D precision both the macro (mean of items) and micro (summed C and H) precision.
+  and the method's declared system-level aggregates (e.g. 3D precision macro and micro).
 - ``summary.json``.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,21 +28,22 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from capjudge.methods import Criterion, get_method
-from capjudge.scoring import precision_macro, precision_micro
+from capjudge.methods import Criterion, get_method, verdict
 
 ITEM_SCHEMA = pa.schema([
     ("judge", pa.string()), ("method", pa.string()), ("mode", pa.string()),
     ("item_id", pa.string()), ("system", pa.string()), ("score", pa.float64()),
-    ("status", pa.string()), ("reason", pa.string()), ("criteria_scored", pa.int64()),
-    ("criteria_total", pa.int64()), ("backend", pa.string()), ("snapshot", pa.string()),
+    ("status", pa.string()), ("cause", pa.string()), ("reason", pa.string()),
+    ("criteria_scored", pa.int64()), ("criteria_total", pa.int64()), ("backend", pa.string()),
+    ("snapshot", pa.string()),
 ])
-SYSTEM_SCHEMA = pa.schema([
+SYSTEM_FIELDS = [
     ("judge", pa.string()), ("method", pa.string()), ("mode", pa.string()),
     ("system", pa.string()), ("mean_score", pa.float64()), ("items", pa.int64()),
-    ("scored", pa.int64()), ("failed", pa.int64()), ("precision_macro", pa.float64()),
-    ("precision_micro", pa.float64()),
-])
+    ("scored", pa.int64()), ("failed", pa.int64()),
+]
+"""Fixed system columns; each method's declared aggregates (e.g. 3D ``precision_macro``,
+``precision_micro``) follow as float columns."""
 
 
 @dataclass(frozen=True)
@@ -52,14 +53,15 @@ class AggregateConfig:
     gamma: float = 0.75  # HarmonicEval weighting: 1 uniform, 0.5 inverse variance, ->0 select
     include_low_mass: bool = True  # low-mass judgements have a score; flagged, still used
 
+    def options(self) -> dict[str, Any]:
+        """The options every method's ``overall`` and the status rule receive."""
+        return {"gamma": self.gamma, "include_low_mass": self.include_low_mass}
 
-def _criterion(row: dict[str, Any], include_low_mass: bool) -> Criterion:
-    score = row.get("score")
-    if row["status"] == "low_mass" and not include_low_mass:
-        score = None
+
+def _criterion(row: dict[str, Any]) -> Criterion:
     return Criterion(name=row["criterion"], status=row["status"], reason=row.get("reason"),
-                     score=score, sd=row.get("sd"), mass=row.get("mass"),
-                     printed=row.get("printed"))
+                     score=row.get("score"), sd=row.get("sd"), mass=row.get("mass"),
+                     printed=row.get("printed"), source=row.get("source") or "none")
 
 
 def aggregate_judge(judge: str, rows: Sequence[dict[str, Any]], config: AggregateConfig
@@ -73,31 +75,17 @@ def aggregate_judge(judge: str, rows: Sequence[dict[str, Any]], config: Aggregat
     for r in rows:
         groups[(r["item_id"], r["mode"])].append(r)
     items = []
+    criteria_of: dict[tuple[str, str], list[Criterion]] = {}
     for (item_id, mode), group in sorted(groups.items()):
-        judged = [r for r in group if r["status"] != "skipped"]
         first = group[0]
-        base = {"judge": judge, "method": method_name, "mode": mode, "item_id": item_id,
-                "system": first.get("system"), "backend": first.get("backend"),
-                "snapshot": first.get("snapshot"), "criteria_total": len(group)}
-        if not judged:
-            items.append({**base, "score": None, "status": "skipped", "criteria_scored": 0,
-                          "reason": "; ".join(sorted({str(r.get("reason")) for r in group}))})
-            continue
-        criteria = [_criterion(r, config.include_low_mass) for r in judged]
-        score, why = method.overall(criteria, {"gamma": config.gamma})
-        scored = sum(c.score is not None for c in criteria)
-        failures = sorted({f"{c.name}: {c.status} ({c.reason})" for c in criteria
-                           if c.score is None})
-        reason: str | None
-        if score is None or (isinstance(score, float) and math.isnan(score)):
-            status = "failed"
-            reason = "; ".join(failures) or why
-        elif failures or len(judged) < len(group):
-            status, reason = "partial", why or "; ".join(failures)
-        else:
-            status, reason = "ok", why
-        items.append({**base, "score": score, "status": status, "reason": reason,
-                      "criteria_scored": scored})
+        criteria = [_criterion(r) for r in group]
+        criteria_of[(item_id, mode)] = criteria
+        v = verdict(method, criteria, config.options())
+        items.append({"judge": judge, "method": method_name, "mode": mode, "item_id": item_id,
+                      "system": first.get("system"), "backend": first.get("backend"),
+                      "snapshot": first.get("snapshot"), "criteria_total": v.total,
+                      "score": v.score, "status": v.status, "cause": v.cause,
+                      "reason": v.reason, "criteria_scored": v.scored})
     systems = []
     by_system: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for it in items:
@@ -107,24 +95,18 @@ def aggregate_judge(judge: str, rows: Sequence[dict[str, Any]], config: Aggregat
         row = {"judge": judge, "method": method_name, "mode": mode, "system": system,
                "mean_score": sum(values) / len(values) if values else None,
                "items": len(group), "scored": len(values),
-               "failed": sum(g["status"] == "failed" for g in group),
-               "precision_macro": None, "precision_micro": None}
-        if method_name == "cap3d":
-            ids = {g["item_id"] for g in group}
-            pairs = _ch_pairs([r for r in rows if r["item_id"] in ids and r["mode"] == mode])
-            row["precision_macro"] = precision_macro(pairs)
-            row["precision_micro"] = precision_micro(pairs)
+               "failed": sum(g["status"] == "failed" for g in group)}
+        row.update(method.system_aggregates([criteria_of[(g["item_id"], mode)]
+                                             for g in group]))
         systems.append(row)
     return items, systems
 
 
-def _ch_pairs(rows: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:
-    points: dict[str, dict[str, float]] = defaultdict(dict)
-    for r in rows:
-        if r["criterion"] in ("correctness", "hallucination") and r.get("score") is not None:
-            points[r["item_id"]][r["criterion"]] = float(r["score"])
-    return [(p["correctness"], p["hallucination"]) for p in points.values()
-            if {"correctness", "hallucination"} <= p.keys()]
+def system_schema(systems: Sequence[dict[str, Any]]) -> pa.Schema:
+    """The fixed system columns plus every aggregate some method reported."""
+    fixed = {name for name, _ in SYSTEM_FIELDS}
+    extra = sorted({k for row in systems for k in row if k not in fixed})
+    return pa.schema(SYSTEM_FIELDS + [(k, pa.float64()) for k in extra])
 
 
 def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
@@ -150,7 +132,9 @@ def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(all_criteria), out / "criteria.parquet")
     pq.write_table(pa.Table.from_pylist(all_items, schema=ITEM_SCHEMA), out / "item_scores.parquet")
-    pq.write_table(pa.Table.from_pylist(all_systems, schema=SYSTEM_SCHEMA),
+    schema = system_schema(all_systems)
+    pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in schema.names}
+                                         for r in all_systems], schema=schema),
                    out / "system_scores.parquet")
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for it in all_items:

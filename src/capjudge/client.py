@@ -24,6 +24,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from capjudge.backends.base import Backend, BackendError, JudgeRequest, JudgeResponse
 from capjudge.cache import RequestCache
@@ -81,7 +83,12 @@ class RetryPolicy:
 
 @dataclass
 class ClientStats:
-    """What a run did: calls made, cache hits, retries, statuses."""
+    """What a run did: calls made, cache hits, retries, statuses.
+
+    Every :meth:`JudgeClient.run` counts into a fresh instance and returns it, so a task on any
+    worker (thread, process, host) reports exactly its own work; a flow adds them up with
+    :meth:`merge`. Nothing here depends on which process the client lives in.
+    """
 
     requests: int = 0
     cache_hits: int = 0
@@ -90,6 +97,33 @@ class ClientStats:
     statuses: dict[str, int] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_write_failures: int = 0
+
+    def merge(self, other: ClientStats) -> ClientStats:
+        """Add ``other``'s counts to this one (in place); returns self."""
+        self.requests += other.requests
+        self.cache_hits += other.cache_hits
+        self.calls += other.calls
+        self.retries += other.retries
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cache_write_failures += other.cache_write_failures
+        for status, n in other.statuses.items():
+            self.statuses[status] = self.statuses.get(status, 0) + n
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able copy (what tasks return to their flow)."""
+        return {"requests": self.requests, "cache_hits": self.cache_hits, "calls": self.calls,
+                "retries": self.retries, "statuses": dict(self.statuses),
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "cache_write_failures": self.cache_write_failures}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClientStats:
+        """The inverse of :meth:`to_dict`."""
+        return cls(**{k: (dict(v) if k == "statuses" else v) for k, v in data.items()})
 
 
 class JudgeClient:
@@ -112,20 +146,31 @@ class JudgeClient:
         self._snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
 
     def key(self, request: JudgeRequest) -> str:
+        """The request's cache key under this backend and model snapshot."""
         return request.cache_key(self.backend.backend_id, self._snapshot)
 
     def run(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse]:
-        """Answer every request (order preserved); never raises for a failed request."""
+        """Answer every request (order preserved); never raises for a failed request.
+
+        Each response carries its cache key (``response.cache_key``), computed once here.
+        """
+        return self.run_with_stats(requests)[0]
+
+    def run_with_stats(self, requests: Sequence[JudgeRequest]
+                       ) -> tuple[list[JudgeResponse], ClientStats]:
+        """:meth:`run`, also returning the statistics of this call alone (the client's
+        cumulative :attr:`stats` are updated too)."""
+        stats = ClientStats()
         results: list[JudgeResponse | None] = [None] * len(requests)
         keys = [self.key(r) for r in requests]
         pending: list[int] = []
         first_of: dict[str, int] = {}
         duplicates: dict[int, int] = {}
         for i, key in enumerate(keys):
-            hit = self.cache.get(key) if self.cache else None
-            with self._lock:  # several Prefect tasks may share one client
-                self.stats.requests += 1
-                self.stats.cache_hits += hit is not None
+            # `is not None`: a cache object's truthiness must never cost a directory scan.
+            hit = self.cache.get(key) if self.cache is not None else None
+            stats.requests += 1
+            stats.cache_hits += hit is not None
             if hit is not None:
                 results[i] = hit
             elif key in first_of:
@@ -141,7 +186,7 @@ class JudgeClient:
         if batches:
             with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
                 futures = {pool.submit(self._run_batch, [requests[i] for i in b],
-                                       [keys[i] for i in b]): b for b in batches}
+                                       [keys[i] for i in b], stats): b for b in batches}
                 for future in as_completed(futures):
                     batch = futures[future]
                     for i, response in zip(batch, future.result(), strict=True):
@@ -153,12 +198,16 @@ class JudgeClient:
             results[i] = results[j]
         final = [r if r is not None else JudgeResponse(status="error", reason="not answered")
                  for r in results]
+        for r, key in zip(final, keys, strict=True):
+            r.cache_key = key
         with self._lock:
             for r in final:
-                self.stats.statuses[r.status] = self.stats.statuses.get(r.status, 0) + 1
-        return final
+                stats.statuses[r.status] = stats.statuses.get(r.status, 0) + 1
+            self.stats.merge(stats)
+        return final, stats
 
-    def _run_batch(self, batch: list[JudgeRequest], keys: list[str]) -> list[JudgeResponse]:
+    def _run_batch(self, batch: list[JudgeRequest], keys: list[str], stats: ClientStats
+                   ) -> list[JudgeResponse]:
         out: list[JudgeResponse | None] = [None] * len(batch)
         todo = list(range(len(batch)))
         attempt = 0
@@ -175,7 +224,7 @@ class JudgeClient:
                                         transient=False)] * len(todo)
             elapsed = time.perf_counter() - started
             with self._lock:
-                self.stats.calls += len(todo)
+                stats.calls += len(todo)
             retry_later: list[int] = []
             retry_after: float | None = None
             for i, answer in zip(todo, answers, strict=True):
@@ -185,12 +234,10 @@ class JudgeClient:
                         answer.latency_s = elapsed / len(todo)
                     out[i] = answer
                     with self._lock:
-                        self.stats.prompt_tokens += answer.usage.prompt_tokens
-                        self.stats.completion_tokens += answer.usage.completion_tokens
+                        stats.prompt_tokens += answer.usage.prompt_tokens
+                        stats.completion_tokens += answer.usage.completion_tokens
                     if self.cache is not None:
-                        self.cache.put(keys[i], answer, {"backend": self.backend.backend_id,
-                                                         "template": batch[i].template,
-                                                         "tag": batch[i].tag})
+                        self._store(keys[i], answer, batch[i], stats)
                 elif answer.transient and attempt < self.retry.max_attempts:
                     retry_later.append(i)
                     if answer.retry_after is not None:
@@ -201,10 +248,48 @@ class JudgeClient:
             todo = retry_later
             if todo:
                 with self._lock:
-                    self.stats.retries += len(todo)
+                    stats.retries += len(todo)
                     delay = self.retry.delay(attempt, retry_after, self._rng)
                 log.info("retrying %d request(s) in %.2f s (attempt %d)", len(todo), delay,
                          attempt + 1)
                 time.sleep(delay)
         return [o if o is not None else JudgeResponse(status="error", reason="not answered")
                 for o in out]
+
+    def _store(self, key: str, answer: JudgeResponse, request: JudgeRequest,
+               stats: ClientStats) -> None:
+        """Cache an answer; a failed write is counted and logged, never fatal (the answer is
+        still returned and written to the stage's output)."""
+        assert self.cache is not None
+        meta = {"backend": self.backend.backend_id, "template": request.template,
+                "tag": request.tag}
+        try:
+            stored = self.cache.put(key, answer, meta)
+        except OSError as exc:  # a blocked shard directory, a full or read-only disk
+            log.warning("request cache write failed (%s); the answer is kept in this run's "
+                        "output but will be asked again next time", exc)
+            stored = None
+        if stored is None or (stored is False and answer.status in ("ok", "low_mass")
+                              and answer.text.strip()):
+            with self._lock:
+                stats.cache_write_failures += 1
+
+
+def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
+                 max_attempts: int = 5, backoff_base_s: float = 0.5,
+                 rpm: float | None = None, tpm: float | None = None,
+                 concurrency: int | None = None,
+                 progress: Callable[[int, int], None] | None = None,
+                 fingerprint: str | None = None) -> JudgeClient:
+    """The cached, retrying, rate-limited client around a backend, as every stage builds it."""
+    from capjudge.cache import RequestCache, default_cache_dir
+
+    try:
+        cache: RequestCache | None = RequestCache(cache_dir or default_cache_dir())
+    except OSError as exc:
+        log.warning("request cache unavailable (%s): answers will not be cached", exc)
+        cache = None
+    return JudgeClient(backend, cache,
+                       retry=RetryPolicy(max_attempts=max_attempts, base_s=backoff_base_s),
+                       rpm=rpm, tpm=tpm, concurrency=concurrency, progress=progress,
+                       fingerprint=fingerprint)

@@ -6,8 +6,8 @@ named judges. For each matched series, on the items both runs scored:
 - score shifts per item (mean, mean absolute, largest) and per system (mean score A vs B);
 - agreement with humans in A and in B (Kendall tau-b with bootstrap 95 % CIs) and a paired
   permutation test of the difference;
-- items whose pass/fail flipped (score >= the scale's midpoint, or ``--threshold``) and items
-  whose rank moved by more than 10 % of the list;
+- items whose pass/fail flipped (score >= the method's declared pass mark, or
+  ``--threshold``) and items whose rank moved by more than 10 % of the list;
 - cost and token difference;
 - the two runs' lineage (backends, snapshots, fingerprints).
 """
@@ -23,8 +23,7 @@ import numpy as np
 from scipy import stats
 
 from capjudge.metaeval.stats import bootstrap_ci, kendall_tau_b, paired_permutation_test
-
-MIDPOINTS = {"harmoniceval": 3.0}  # everything else is on 0-100
+from capjudge.methods import get_method
 
 
 def _load(db: Path) -> dict[str, Any]:
@@ -32,13 +31,12 @@ def _load(db: Path) -> dict[str, Any]:
 
     con = duckdb.connect(str(db), read_only=True)
     try:
-        scores = con.execute("""
-            SELECT s.judge || '/' || s.mode AS series, s.method, s.item_id, s.system, s.score,
-                   h.human
-            FROM item_scores s
-            LEFT JOIN (SELECT item_id, avg(value) AS human FROM labels
-                       WHERE criterion = 'overall' GROUP BY item_id) h USING (item_id)
-        """).fetchall()
+        # The report database's own view joins judges with the human criterion it was
+        # built for; comparing never re-derives (or hard-codes) that join.
+        scores = con.execute("SELECT series, method, item_id, system, score, human "
+                             "FROM scored_items").fetchall()
+        criterion = con.execute("SELECT value FROM settings WHERE key = 'human_criterion'"
+                                ).fetchone()
         costs = con.execute("""
             SELECT judge, sum(coalesce(cost_usd, 0)), sum(coalesce(prompt_tokens, 0)
                    + coalesce(completion_tokens, 0)), count(*) FILTER (WHERE NOT cached
@@ -57,11 +55,14 @@ def _load(db: Path) -> dict[str, Any]:
         s["items"][item] = {"system": system, "score": score, "human": human}
     return {"series": series, "costs": {r[0]: {"usd": r[1], "tokens": r[2], "calls": r[3]}
                                         for r in costs},
-            "run": run, "backends": backends}
+            "run": run, "backends": backends,
+            "human_criterion": criterion[0] if criterion else None}
 
 
 def compare_series(a: dict[str, Any], b: dict[str, Any], method: str, n_boot: int,
-                   threshold: float | None) -> dict[str, Any]:
+                   threshold: float | None, human_criterion: str | None = None
+                   ) -> dict[str, Any]:
+    """Shifts, flips, rank changes and agreement of one series between two runs."""
     common = sorted(k for k in a if k in b and a[k]["score"] is not None
                     and b[k]["score"] is not None)
     out: dict[str, Any] = {"items_a": len(a), "items_b": len(b), "common_scored": len(common)}
@@ -83,7 +84,7 @@ def compare_series(a: dict[str, Any], b: dict[str, Any], method: str, n_boot: in
                           "mean_b": float(np.mean([p[1] for p in v])),
                           "shift": float(np.mean([p[1] - p[0] for p in v])), "n": len(v)}
                       for s, v in sorted(systems.items())}
-    cut = threshold if threshold is not None else MIDPOINTS.get(method, 50.0)
+    cut = threshold if threshold is not None else get_method(method).overall_scale.threshold
     flips = [{"item_id": k, "a": float(x), "b": float(y)}
              for k, x, y in zip(common, sa, sb, strict=True) if (x >= cut) != (y >= cut)]
     out["pass_fail"] = {"threshold": cut, "flipped": len(flips), "items": flips[:20]}
@@ -99,7 +100,8 @@ def compare_series(a: dict[str, Any], b: dict[str, Any], method: str, n_boot: in
         ta, tb = kendall_tau_b(xa, h), kendall_tau_b(xb, h)
         diff, p = paired_permutation_test(xb, xa, h, n_perm=max(200, n_boot))
         out["agreement"] = {
-            "protocol": "sample-gold (human overall, annotators averaged)",
+            "protocol": f"sample-gold (human {human_criterion or 'label'}, annotators "
+                        "averaged)",
             "n": len(human_idx),
             "kendall_tau_b_a": ta, "ci95_a": list(bootstrap_ci(xa, h, kendall_tau_b,
                                                                n_boot=n_boot)),
@@ -124,7 +126,8 @@ def compare_runs(db_a: Path, db_b: Path, *, series: tuple[str, str] | None = Non
             raise ValueError(f"series {ka!r} / {kb!r} not found in both runs")
         method = a["series"][ka]["method"]
         result["series"][f"{ka} vs {kb}" if ka != kb else ka] = compare_series(
-            a["series"][ka]["items"], b["series"][kb]["items"], method, n_boot, threshold)
+            a["series"][ka]["items"], b["series"][kb]["items"], method, n_boot, threshold,
+            a["human_criterion"])
     judges_a = {p[0].split("/")[0] for p in pairs}
     judges_b = {p[1].split("/")[0] for p in pairs}
     usd_a = sum(a["costs"].get(j, {}).get("usd", 0) or 0 for j in judges_a)
@@ -204,6 +207,7 @@ def render(result: dict[str, Any]) -> str:
 
 
 def write_comparison(result: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    """Write comparison.md and comparison.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
     md, js = out_dir / "comparison.md", out_dir / "comparison.json"
     md.write_text(render(result))

@@ -6,6 +6,8 @@ Outputs (in ``out_dir``):
 - ``quarantine.parquet``: ``id``, ``line``, ``reason``, ``raw`` for every rejected row.
 - ``capjudge.duckdb``: both tables, for later stages to join against.
 - ``tiles/``: labelled frame/view tiles, named by content hash and policy.
+- ``judge_images/``: normalised copies of images a vision API would not take as they are
+  (CMYK, 16-bit, animated, palette, EXIF-rotated, ...), named by their own content hash.
 - ``summary.json``: counts (items by kind, quarantined by reason).
 
 A bad row never stops the stage and is never dropped silently: it is quarantined with a
@@ -26,11 +28,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from capjudge.manifest import ManifestError, ValidRow, read_rows, validate_fields
+from capjudge.manifest import ManifestError, ValidRow, read_rows, safe_text, validate_fields
 from capjudge.media import (
+    ImageInfo,
+    JudgeImage,
     MediaError,
     SampledTile,
     check_image,
+    prepare_judge_image,
     sample_video_tile_isolated,
     sha256_file,
     sha256_text,
@@ -49,13 +54,20 @@ ITEMS_SCHEMA = pa.schema([
     ("view_paths", pa.list_(pa.string())),
     ("view_sha256", pa.list_(pa.string())),
     ("media_sha256", pa.string()),  # file hash; for views, the hash of the view hashes
-    ("width", pa.int64()),
+    ("width", pa.int64()),  # as displayed (EXIF orientation applied); video: frame size
     ("height", pa.int64()),
     ("n_frames", pa.int64()),
     ("fps", pa.float64()),
     ("duration_s", pa.float64()),
     ("tile_path", pa.string()),
     ("tile_sha256", pa.string()),
+    # The picture to send to a judge. Image items: the original (judge_sha256 = media_sha256)
+    # when a vision API takes it as is (8-bit RGB/RGBA/L JPEG, PNG or WebP, one frame, upright),
+    # else a normalised copy in judge_images/ (media_sha256 stays the original's hash).
+    # Video and 3D items: their tile (= tile_path / tile_sha256).
+    ("judge_path", pa.string()),
+    ("judge_sha256", pa.string()),
+    ("judge_note", pa.string()),  # what normalisation did ("CMYK JPEG -> ..."), or null
     ("frame_policy", pa.string()),
     ("frame_indices", pa.list_(pa.int64())),
     ("frame_timestamps_s", pa.list_(pa.float64())),
@@ -64,7 +76,9 @@ ITEMS_SCHEMA = pa.schema([
     ("question", pa.string()),
     ("system", pa.string()),
     ("labels", pa.string()),  # JSON: criterion -> number | [numbers]
-    ("extra", pa.string()),  # JSON: unknown manifest keys, kept verbatim
+    # JSON: unknown manifest keys; values JSON cannot hold are encoded without loss (ISO 8601
+    # timestamps, decimals as exact text, {"$base64": ...} bytes; see manifest.to_json_value).
+    ("extra", pa.string()),
 ])
 
 QUARANTINE_SCHEMA = pa.schema([
@@ -75,6 +89,9 @@ QUARANTINE_SCHEMA = pa.schema([
 ])
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+# Checked before _URL, which would otherwise call C:\images\a.jpg a URL with scheme "C".
+_WINDOWS_DRIVE = re.compile(r"^[a-zA-Z]:")
+_WINDOWS_UNC = re.compile(r"^\\\\[^\\]")
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,9 @@ class IngestConfig:
     frame_policy: str = "first_middle_last"
     uniform_frames: int = 3
     decode_timeout_s: float = 60.0
+    # The longest candidate accepted, in characters (None: no limit). A candidate of megabytes
+    # would be sent whole in one prompt (cost, context overflow); it is quarantined, never cut.
+    max_candidate_chars: int | None = 20_000
 
 
 @dataclass
@@ -104,9 +124,18 @@ def resolve_media(media_root: Path, value: str) -> Path:
     Symlinks are resolved before the check, so a link pointing outside the root is refused too.
 
     Raises:
-        MediaError: URL, escape from the root, missing or non-regular file.
+        MediaError: URL, Windows path on another system, escape from the root, missing or
+            non-regular file.
     """
-    if _URL.match(value) and not (len(value) > 1 and value[1] == ":" and os.name == "nt"):
+    if os.name != "nt":
+        # A manifest written on Windows: say so rather than "URL" or "file not found".
+        if _WINDOWS_DRIVE.match(value):
+            raise MediaError(f"absolute Windows path, not resolvable here: {value!r} "
+                             "(use a path relative to the media root)")
+        if _WINDOWS_UNC.match(value):
+            raise MediaError(f"Windows network (UNC) path, not resolvable here: {value!r} "
+                             "(use a path relative to the media root)")
+    if _URL.match(value) and not (_WINDOWS_DRIVE.match(value) and os.name == "nt"):
         raise MediaError(f"URLs are not allowed as media paths: {value!r}")
     root = media_root.resolve()
     candidate = Path(value)
@@ -114,7 +143,9 @@ def resolve_media(media_root: Path, value: str) -> Path:
     if full != root and root not in full.parents:
         raise MediaError(f"path escapes the media root: {value!r}")
     if not full.exists():
-        raise MediaError(f"file not found: {value!r}")
+        hint = " (backslashes are not path separators here; use '/')" \
+            if "\\" in value and os.sep != "\\" else ""
+        raise MediaError(f"file not found: {value!r}{hint}")
     if not full.is_file():
         raise MediaError(f"not a regular file: {value!r}")
     if full.stat().st_size == 0:
@@ -130,10 +161,25 @@ class TileCache:
     remembered in memory for repeated media within one run.
     """
 
-    def __init__(self, tiles_dir: Path, config: IngestConfig) -> None:
+    def __init__(self, tiles_dir: Path, config: IngestConfig,
+                 judge_dir: Path | None = None) -> None:
         self.dir = tiles_dir
         self.config = config
+        self.judge_dir = judge_dir or tiles_dir.parent / "judge_images"
         self.videos: dict[tuple[str, str], dict[str, Any]] = {}
+        self.judge_images: dict[str, JudgeImage] = {}
+
+    def judge_image(self, path: Path, sha: str, info: ImageInfo) -> JudgeImage:
+        """The file to send to a judge for an image: itself, or its normalised copy.
+
+        Args:
+            path: the checked image file.
+            sha: its content hash (copies are remembered by it within a run).
+            info: its :func:`check_image` result.
+        """
+        if sha not in self.judge_images:
+            self.judge_images[sha] = prepare_judge_image(path, sha, self.judge_dir, info)
+        return self.judge_images[sha]
 
     def video(self, path: Path, sha: str) -> dict[str, Any]:
         policy = self.config.frame_policy
@@ -165,7 +211,9 @@ class TileCache:
         return meta
 
     def views(self, paths: list[Path], sha: str) -> tuple[str, str]:
-        tile = self.dir / f"{sha}-views.png"
+        # "-v2": views are now decoded upright (EXIF) and deep/CMYK views converted properly;
+        # a tile cached by an earlier version (e.g. in the score CLI's cache) may be sideways.
+        tile = self.dir / f"{sha}-views-v2.png"
         if tile.is_file():
             return str(tile), sha256_file(tile)
         for p in paths:
@@ -186,11 +234,18 @@ def _media_record(row: ValidRow, media_root: Path, tiles: TileCache,
         "view_paths": None, "view_sha256": None, "width": None, "height": None,
         "n_frames": None, "fps": None, "duration_s": None, "tile_path": None,
         "tile_sha256": None, "frame_policy": None, "frame_indices": None,
-        "frame_timestamps_s": None,
+        "frame_timestamps_s": None, "judge_path": None, "judge_sha256": None,
+        "judge_note": None,
     }
     if row.media_kind == "image":
         info = check_image(paths[0])
-        rec.update(media_sha256=hashed(paths[0]), width=info.width, height=info.height)
+        sha = hashed(paths[0])
+        judge = tiles.judge_image(paths[0], sha, info)
+        # An unchanged original is named the way item_image() names it (media_root/media_path)
+        # rather than by its resolved absolute path, so items.parquet stays machine-independent.
+        judge_path = judge.path if judge.note else str(media_root / row.media[0])
+        rec.update(media_sha256=sha, width=judge.width, height=judge.height,
+                   judge_path=judge_path, judge_sha256=judge.sha256, judge_note=judge.note)
     elif row.media_kind == "video":
         sha = hashed(paths[0])
         meta = tiles.video(paths[0], sha)
@@ -200,6 +255,7 @@ def _media_record(row: ValidRow, media_root: Path, tiles: TileCache,
             tile_path=meta["tile_path"], tile_sha256=meta["tile_sha256"],
             frame_policy=meta["policy"], frame_indices=meta["indices"],
             frame_timestamps_s=meta["timestamps_s"],
+            judge_path=meta["tile_path"], judge_sha256=meta["tile_sha256"],
         )
     else:
         if len(paths) < 1:
@@ -208,7 +264,8 @@ def _media_record(row: ValidRow, media_root: Path, tiles: TileCache,
         sha = sha256_text(*view_shas)
         tile_path, tile_sha = tiles.views(paths, sha)
         rec.update(media_sha256=sha, view_paths=row.media, view_sha256=view_shas,
-                   tile_path=tile_path, tile_sha256=tile_sha, frame_policy="views")
+                   tile_path=tile_path, tile_sha256=tile_sha, frame_policy="views",
+                   judge_path=tile_path, judge_sha256=tile_sha)
     return rec
 
 
@@ -247,21 +304,23 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
     n_rows = 0
     for raw in read_rows(manifest):
         n_rows += 1
-        row, reasons = validate_fields(raw)
+        row, reasons = validate_fields(raw, config.max_candidate_chars)
         raw_id = raw.data.get("id") if raw.data else None
-        qid = raw_id if isinstance(raw_id, str) else None
+        # safe_text: an id with a lone surrogate is quarantined for it, and must still be
+        # writable to the (UTF-8) quarantine table.
+        qid = safe_text(raw_id) if isinstance(raw_id, str) else None
         if row is not None and row.id in first_line:
             reasons = [f"duplicate id {row.id!r} (first at line {first_line[row.id]})"]
             row = None
         if row is None:
-            quarantine.append({"id": qid, "line": raw.line, "reason": "; ".join(reasons),
-                               "raw": raw.raw})
+            quarantine.append({"id": qid, "line": raw.line,
+                               "reason": safe_text("; ".join(reasons)), "raw": safe_text(raw.raw)})
             continue
         try:
             media = _media_record(row, media_root, tiles, hashes)
         except (MediaError, OSError) as exc:
-            quarantine.append({"id": row.id, "line": raw.line, "reason": str(exc),
-                               "raw": raw.raw})
+            quarantine.append({"id": row.id, "line": raw.line, "reason": safe_text(str(exc)),
+                               "raw": safe_text(raw.raw)})
             continue
         first_line[row.id] = raw.line
         items.append({
@@ -270,7 +329,10 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
             "candidate": row.candidate, "references": row.references,
             "question": row.question, "system": row.system,
             "labels": json.dumps(row.labels, sort_keys=True),
-            "extra": json.dumps(row.extra, sort_keys=True, ensure_ascii=False),
+            # allow_nan=False: validate_fields already encoded what JSON cannot hold; a NaN
+            # here would be a bug, not a bad row.
+            "extra": json.dumps(row.extra, sort_keys=True, ensure_ascii=False,
+                                allow_nan=False),
         })
         if n_rows % 50 == 0:
             log.info("ingest: %d rows read, %d items, %d quarantined", n_rows, len(items),

@@ -1,24 +1,31 @@
-"""The judge stage: items -> requests (per method and mode) -> backend -> judgement rows.
+"""The one judge pipeline: items + a judge config -> judgement rows + run statistics.
 
-Outputs (in ``out_dir``):
+:func:`judge_items` is the only place where items become requests, requests become answers
+and answers become rows. ``capjudge judge`` (:func:`run_judge`), ``capjudge score``, the
+Prefect judge flow (one call per chunk, on any worker) and meta-evaluation all call it.
+
+Outputs of a judge stage (in ``out_dir``):
 
 - ``judgements.parquet``: one row per (item, mode, criterion) with the full score distribution
   (``values``/``probs``), its expected value, argmax, sd, entropy and captured mass, the status
   and reason, the reasoning text, the template id@version, backend id, model snapshot and
   fingerprint, token usage and cost. Skipped (item, mode) pairs are rows with status
   ``skipped`` and the reason; failures are rows with their status and reason, never a score.
-- ``summary.json``: counts by status and mode, model calls, cache hits, tokens, cost, which
-  modes ran and which were skipped and why.
+- ``summary.json``: counts by status and mode, requests, model calls, cache hits, tokens, cost,
+  which modes ran and which were skipped and why. Computed from the rows and from statistics
+  each call returns, so it is the same whichever workers did the work.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +34,19 @@ import pyarrow.parquet as pq
 
 from capjudge.backends import create_backend
 from capjudge.backends.base import Backend, Decoding, JudgeResponse
-from capjudge.cache import RequestCache, default_cache_dir
-from capjudge.client import JudgeClient, RetryPolicy
+from capjudge.client import ClientStats, JudgeClient, build_client
 from capjudge.cost import Price, price_for
-from capjudge.methods import MethodOptions, Planned, Skip, get_method
+from capjudge.item import Item, load_items
+from capjudge.methods import (
+    Criterion,
+    Method,
+    MethodOptions,
+    Planned,
+    Skip,
+    Verdict,
+    get_method,
+    verdict,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +68,7 @@ JUDGEMENTS_SCHEMA = pa.schema([
     ("source", pa.string()),  # logprobs | teacher_forcing | text | none
     ("anchor_forced", pa.bool_()),
     ("reasoning", pa.string()),
-    ("explanation", pa.string()),  # HarmonicEval's optional "Why?" turn
+    ("explanation", pa.string()),  # the method's optional explanation turn
     ("template", pa.string()),  # id@version
     ("backend", pa.string()),
     ("model", pa.string()),  # as reported by the backend
@@ -68,6 +84,8 @@ JUDGEMENTS_SCHEMA = pa.schema([
     ("media_sha256", pa.string()),
     ("system", pa.string()),  # which captioner wrote the candidate
 ])
+
+FAILURES = ("error", "refused", "parse_failure")
 
 
 @dataclass
@@ -109,8 +127,15 @@ class JudgeConfig:
         return cls(**merged)
 
     def decoding(self) -> Decoding:
+        """The decoding settings every request of this judge uses."""
         return Decoding(max_tokens=self.max_tokens, temperature=self.temperature,
                         top_logprobs=self.top_logprobs)
+
+    def stable_hash(self) -> str:
+        """A hash of every setting, equal across processes and hosts (unlike ``id()``): the key
+        under which workers share one backend and client."""
+        payload = json.dumps(asdict(self), sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
 def make_backend(config: JudgeConfig) -> Backend:
@@ -123,45 +148,70 @@ def make_backend(config: JudgeConfig) -> Backend:
 def make_client(config: JudgeConfig, backend: Backend,
                 progress: Callable[[int, int], None] | None = None) -> JudgeClient:
     """The cached, retrying, rate-limited client around a backend."""
-    cache = RequestCache(config.cache_dir or default_cache_dir())
-    return JudgeClient(backend, cache,
-                       retry=RetryPolicy(max_attempts=config.max_attempts,
-                                         base_s=config.backoff_base_s),
-                       rpm=config.rpm, tpm=config.tpm, concurrency=config.concurrency,
-                       progress=progress, fingerprint=config.fingerprint)
+    return build_client(backend, cache_dir=config.cache_dir, max_attempts=config.max_attempts,
+                        backoff_base_s=config.backoff_base_s, rpm=config.rpm, tpm=config.tpm,
+                        concurrency=config.concurrency, progress=progress,
+                        fingerprint=config.fingerprint)
 
 
-def load_context_table(path: str | Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """contexts.parquet as ``{image sha256: {kind: {status, reason, text}}}``."""
-    table: dict[str, dict[str, dict[str, Any]]] = {}
-    for row in pq.read_table(path).to_pylist():
-        table.setdefault(row["media_sha256"], {})[row["kind"]] = row
-    return table
+_SHARED: dict[str, tuple[Backend, JudgeClient]] = {}
+_SHARED_LOCK = threading.Lock()
 
 
-def method_options(config: JudgeConfig, vision: bool) -> MethodOptions:
-    """Options for the method; loads the visual-context table when the method needs one."""
+def shared_client(config: JudgeConfig) -> tuple[Backend, JudgeClient]:
+    """One backend and client per judge config per process, keyed by the config's stable hash:
+    chunks running on threads of one worker share the model, the cache and the rate limiter."""
+    key = config.stable_hash()
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            backend = make_backend(config)
+            _SHARED[key] = (backend, make_client(config, backend))
+        return _SHARED[key]
+
+
+def method_options(config: JudgeConfig, method: Method, vision: bool) -> MethodOptions:
+    """Options for the method; loads the context stage's table when the method reads one."""
     extra = dict(config.method_options)
-    method = get_method(config.method)
     if method.needs_context and "context_table" not in extra:
         path = extra.get("contexts")
-        extra["context_table"] = load_context_table(path) if path and Path(path).is_file() \
-            else {}
+        extra["context_table"] = method.load_context(path) if path else {}
     return MethodOptions(decoding=config.decoding(), detail=config.detail, vision=vision,
                          extra=extra)
 
 
-def plan(items: Sequence[dict[str, Any]], config: JudgeConfig, vision: bool,
+def judge_modes(config: JudgeConfig, method: Method) -> list[str]:
+    """The modes a judge runs (validated against the method's)."""
+    modes = list(config.modes or method.default_modes)
+    for mode in modes:
+        method.check_mode(mode)
+    return modes
+
+
+def plan(items: Sequence[Item | dict[str, Any]], config: JudgeConfig, vision: bool = True,
          options: MethodOptions | None = None) -> tuple[list[Planned], list[Skip]]:
-    """Every (item, mode[, criterion]) as a request to send or a recorded skip."""
+    """Every (item, mode[, criterion]) as a request to send or a recorded skip.
+
+    Args:
+        items: typed items (``items.parquet`` rows as dicts are accepted too).
+        config: the judge.
+        vision: whether the backend accepts images (ignored when ``options`` is given).
+        options: method options (default: from the config).
+    """
     method = get_method(config.method)
-    modes = config.modes or list(method.default_modes)
-    options = options or method_options(config, vision)
+    options = options or method_options(config, method, vision)
+    items = [i if isinstance(i, Item) else Item.from_row(i) for i in items]
+    modes = judge_modes(config, method)
     planned: list[Planned] = []
     skipped: list[Skip] = []
-    for item in items[: config.limit] if config.limit else items:
+    for item in items:
         for mode in modes:
-            for result in method.plan(item, mode, options):
+            try:
+                results = method.plan(item, mode, options)
+            except (ValueError, OSError) as exc:
+                # A bad item (a missing picture, a malformed option) is that item's recorded
+                # skip, never the end of the stage.
+                results = [Skip(item.id, mode, f"could not build the request: {exc}")]
+            for result in results:
                 if isinstance(result, Planned):
                     planned.append(result)
                 else:
@@ -169,9 +219,81 @@ def plan(items: Sequence[dict[str, Any]], config: JudgeConfig, vision: bool,
     return planned, skipped
 
 
-def response_rows(p: Planned, response: JudgeResponse, item: dict[str, Any], method: str,
-                  backend: Backend, key: str, price: Price | None,
-                  explanation: str | None = None) -> list[dict[str, Any]]:
+@dataclass
+class JudgeResult:
+    """What :func:`judge_items` returns.
+
+    Attributes:
+        rows: judgement rows (JUDGEMENTS_SCHEMA), answered requests first, then skips.
+        stats: this call's client statistics (requests, model calls, cache hits, ...).
+        criteria: per (item id, mode) every criterion result, skipped ones included.
+        responses: the answers, aligned with ``planned``.
+        planned: the requests that were sent (or answered from the cache).
+        skips: what was not judged, and why.
+    """
+
+    rows: list[dict[str, Any]]
+    stats: ClientStats
+    criteria: dict[tuple[str, str], list[Criterion]]
+    responses: list[JudgeResponse]
+    planned: list[Planned]
+    skips: list[Skip]
+
+    def verdicts(self, method: Method, options: dict[str, Any]) -> dict[tuple[str, str], Verdict]:
+        """Each (item, mode)'s overall score and status under the one rule."""
+        return {key: verdict(method, crit, options) for key, crit in self.criteria.items()}
+
+
+def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend | None = None,
+                client: JudgeClient | None = None, options: MethodOptions | None = None,
+                progress: Callable[[int, int], None] | None = None) -> JudgeResult:
+    """Judge items with one method on one backend: plan, ask (cached), read, build rows.
+
+    Args:
+        items: the items (``config.limit`` is applied by the caller that owns the item list).
+        config: the judge.
+        backend: an existing backend (default: :func:`make_backend`).
+        client: an existing client around ``backend`` (default: a new one).
+        options: method options (default: from the config; loads a context table if needed).
+        progress: called with (done, total) requests while answering.
+
+    Returns:
+        The rows, this call's statistics and the per-item criteria.
+    """
+    method = get_method(config.method)
+    if backend is None:
+        backend = client.backend if client is not None else make_backend(config)
+    if client is None:
+        client = make_client(config, backend, progress)
+    options = options or method_options(config, method, backend.capabilities.vision)
+    planned, skips = plan(items, config, options=options)
+    responses, stats = client.run_with_stats([p.request for p in planned])
+    explanations = _explain(config, method, planned, responses, client, stats)
+    by_id = {item.id: item for item in items}
+    price = price_for(backend.backend_id.split("/", 1)[1], config.prices)
+    snapshot = backend.snapshot()
+    rows: list[dict[str, Any]] = []
+    criteria: dict[tuple[str, str], list[Criterion]] = {}
+    for p, response, why in zip(planned, responses, explanations, strict=True):
+        results = method.interpret(p, response)
+        criteria.setdefault((p.item_id, p.mode), []).extend(results)
+        rows += _response_rows(p, response, results, by_id[p.item_id], method.name, backend,
+                               snapshot, price, why)
+    for s in skips:
+        criteria.setdefault((s.item_id, s.mode), []).append(
+            Criterion(s.criterion if s.criterion != "*" else "*", "skipped", s.reason))
+        item = by_id[s.item_id]
+        rows.append({"item_id": s.item_id, "method": method.name, "mode": s.mode,
+                     "criterion": s.criterion, "status": "skipped", "reason": s.reason,
+                     "template": s.template, "backend": backend.backend_id,
+                     "snapshot": snapshot, "media_sha256": item.media_sha256,
+                     "system": item.system, "cached": False, "anchor_forced": False})
+    return JudgeResult(rows, stats, criteria, responses, planned, skips)
+
+
+def _response_rows(p: Planned, response: JudgeResponse, results: Sequence[Criterion],
+                   item: Item, method: str, backend: Backend, snapshot: str,
+                   price: Price | None, explanation: str | None) -> list[dict[str, Any]]:
     """Judgement rows (one per criterion) for one answered request."""
     cost = price.cost(response.usage.prompt_tokens, response.usage.completion_tokens) \
         if price and not response.cached else (0.0 if price else None)
@@ -179,104 +301,116 @@ def response_rows(p: Planned, response: JudgeResponse, item: dict[str, Any], met
         "item_id": p.item_id, "method": method, "mode": p.mode, "reasoning": response.text,
         "explanation": explanation,
         "template": p.request.template, "backend": backend.backend_id, "model": response.model,
-        "snapshot": backend.snapshot(), "system_fingerprint": response.system_fingerprint,
+        "snapshot": snapshot, "system_fingerprint": response.system_fingerprint,
         "prompt_tokens": response.usage.prompt_tokens,
         "completion_tokens": response.usage.completion_tokens, "cost_usd": cost,
         "latency_s": response.latency_s, "attempts": response.attempts,
-        "cached": response.cached, "cache_key": key, "media_sha256": item.get("media_sha256"),
-        "system": item.get("system"),
+        "cached": response.cached, "cache_key": response.cache_key,
+        "media_sha256": item.media_sha256, "system": item.system,
     }
-    rows = []
-    for c in get_method(method).interpret(p, response):
-        printed = c.printed
-        rows.append({**common, "criterion": c.name, "status": c.status, "reason": c.reason,
-                     "values": c.values, "probs": c.probs, "mass": c.mass,
-                     "printed": None if printed is None else float(printed),
-                     "source": c.source, "anchor_forced": c.anchor_forced, "score": c.score,
-                     "argmax": c.argmax, "sd": c.sd, "entropy": c.entropy})
-    return rows
+    return [{**common, "criterion": c.name, "status": c.status, "reason": c.reason,
+             "values": c.values, "probs": c.probs, "mass": c.mass,
+             "printed": None if c.printed is None else float(c.printed),
+             "source": c.source, "anchor_forced": c.anchor_forced, "score": c.score,
+             "argmax": c.argmax, "sd": c.sd, "entropy": c.entropy} for c in results]
 
 
-def skip_rows(skips: Sequence[Skip], items_by_id: dict[str, dict[str, Any]], method: str,
-              backend: Backend) -> list[dict[str, Any]]:
-    """Rows recording what was not judged and why."""
-    return [{"item_id": s.item_id, "method": method, "mode": s.mode, "criterion": s.criterion,
-             "status": "skipped", "reason": s.reason, "template": s.template,
-             "backend": backend.backend_id, "snapshot": backend.snapshot(),
-             "media_sha256": items_by_id[s.item_id].get("media_sha256"),
-             "system": items_by_id[s.item_id].get("system"), "cached": False,
-             "anchor_forced": False} for s in skips]
-
-
-def write_outputs(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
-    """Write judgements.parquet and summary.json."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist(rows, schema=JUDGEMENTS_SCHEMA)
-    pq.write_table(table, out_dir / "judgements.parquet")
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-
-
-def summarise_run(rows: Sequence[dict[str, Any]], skips: Sequence[Skip], client: JudgeClient,
-                  config: JudgeConfig, backend: Backend, seconds: float) -> dict[str, Any]:
-    """The run's counts for summary.json (and DVC metrics)."""
-    judged = [r for r in rows if r["status"] != "skipped"]
-    by_status = Counter(r["status"] for r in rows)
-    modes_ran = sorted({r["mode"] for r in judged})
-    skipped_modes: dict[str, dict[str, int]] = {}
-    for s in skips:
-        skipped_modes.setdefault(s.mode, {}).setdefault(s.reason, 0)
-        skipped_modes[s.mode][s.reason] += 1
-    cost = [r["cost_usd"] for r in judged if r.get("cost_usd") is not None]
-    return {
-        "method": config.method, "backend": backend.describe(), "modes_ran": modes_ran,
-        "modes_skipped": {m: v for m, v in skipped_modes.items() if m not in modes_ran},
-        "skips": skipped_modes, "rows": len(rows), "by_status": dict(sorted(by_status.items())),
-        # Failures have no score; low_mass judgements do (flagged), so they are counted apart.
-        "failure_rate": (sum(v for k, v in by_status.items()
-                             if k in ("error", "refused", "parse_failure")) / max(1, len(judged))),
-        "low_mass_rate": by_status.get("low_mass", 0) / max(1, len(judged)),
-        "requests": client.stats.requests, "model_calls": client.stats.calls,
-        "cache_hits": client.stats.cache_hits, "retries": client.stats.retries,
-        "prompt_tokens": client.stats.prompt_tokens,
-        "completion_tokens": client.stats.completion_tokens,
-        "cost_usd": round(sum(cost), 6) if cost else None,
-        "templates": sorted({r["template"] for r in rows if r.get("template")}),
-        "seconds": round(seconds, 2),
-    }
-
-
-def explain(config: JudgeConfig, planned: Sequence[Planned],
-            responses: Sequence[JudgeResponse], client: JudgeClient) -> list[str | None]:
-    """HarmonicEval's optional "Why? Tell me the reason." turn, for answered requests."""
-    method = get_method(config.method)
-    if not config.method_options.get("explain") or not hasattr(method, "explanation_request"):
-        return [None] * len(planned)
-    todo = [i for i, r in enumerate(responses) if r.status in ("ok", "low_mass")]
-    follow_ups = client.run([method.explanation_request(planned[i], responses[i])
-                             for i in todo])
+def _explain(config: JudgeConfig, method: Method, planned: Sequence[Planned],
+             responses: Sequence[JudgeResponse], client: JudgeClient,
+             stats: ClientStats) -> list[str | None]:
+    """The method's optional explanation turn (``method_options.explain``), for answered
+    requests; its requests count in ``stats`` like any other."""
     out: list[str | None] = [None] * len(planned)
-    for i, answer in zip(todo, follow_ups, strict=True):
+    if not config.method_options.get("explain") or not method.explains:
+        return out
+    todo: list[int] = []
+    follow_ups = []
+    for i, r in enumerate(responses):
+        if r.status in ("ok", "low_mass"):
+            request = method.explanation_request(planned[i], r)
+            if request is not None:
+                todo.append(i)
+                follow_ups.append(request)
+    answers, extra = client.run_with_stats(follow_ups)
+    stats.merge(extra)
+    for i, answer in zip(todo, answers, strict=True):
         out[i] = answer.text if answer.status in ("ok", "low_mass") and answer.text else None
     return out
 
 
-def build_rows(config: JudgeConfig, backend: Backend, client: JudgeClient,
-               planned: Sequence[Planned], responses: Sequence[JudgeResponse],
-               explanations: Sequence[str | None], skips: Sequence[Skip],
-               by_id: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """All judgement rows of a run: answered requests, then recorded skips."""
-    price = price_for(backend.backend_id.split("/", 1)[1], config.prices)
-    rows: list[dict[str, Any]] = []
-    for p, response, why in zip(planned, responses, explanations, strict=True):
-        rows += response_rows(p, response, by_id[p.item_id], config.method, backend,
-                              client.key(p.request), price, why)
-    rows += skip_rows(skips, by_id, config.method, backend)
-    return rows
+def rows_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
+    """Judgement rows as an Arrow table with the fixed schema."""
+    return pa.Table.from_pylist(list(rows), schema=JUDGEMENTS_SCHEMA)
 
 
-def load_items(path: str | Path) -> list[dict[str, Any]]:
-    """items.parquet as a list of dicts."""
-    return pq.read_table(path).to_pylist()
+def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
+              backend: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """The run's counts for summary.json (and DVC metrics), from the judgement table and the
+    merged statistics of every call that produced it."""
+    status = table.column("status").to_pylist()
+    mode = table.column("mode").to_pylist()
+    reason = table.column("reason").to_pylist()
+    costs = [c for c, s in zip(table.column("cost_usd").to_pylist(), status, strict=True)
+             if c is not None and s != "skipped"]
+    by_status = Counter(status)
+    judged = len(status) - by_status.get("skipped", 0)
+    modes_ran = sorted({m for m, s in zip(mode, status, strict=True) if s != "skipped"})
+    skipped_modes: dict[str, dict[str, int]] = {}
+    for m, s, r in zip(mode, status, reason, strict=True):
+        if s == "skipped":
+            per_mode = skipped_modes.setdefault(m, {})
+            per_mode[r or "skipped"] = per_mode.get(r or "skipped", 0) + 1
+    templates = sorted({t for t in table.column("template").to_pylist() if t})
+    return {
+        "method": config.method, "backend": backend, "modes_ran": modes_ran,
+        "modes_skipped": {m: v for m, v in skipped_modes.items() if m not in modes_ran},
+        "skips": skipped_modes, "rows": len(status), "by_status": dict(sorted(by_status.items())),
+        # Failures have no score; low_mass judgements do (flagged), so they are counted apart.
+        "failure_rate": sum(by_status.get(k, 0) for k in FAILURES) / max(1, judged),
+        "low_mass_rate": by_status.get("low_mass", 0) / max(1, judged),
+        "requests": stats.requests, "model_calls": stats.calls,
+        "cache_hits": stats.cache_hits, "retries": stats.retries,
+        "cache_write_failures": stats.cache_write_failures,
+        "prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.completion_tokens,
+        "cost_usd": round(sum(costs), 6) if costs else None,
+        "templates": templates, "seconds": round(seconds, 2),
+    }
+
+
+def write_part(path: str | Path, rows: Sequence[dict[str, Any]]) -> Path:
+    """Write one chunk's rows (a worker writes its own part; nothing travels back)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(rows_table(rows), tmp)
+    tmp.replace(path)
+    return path
+
+
+def combine_parts(parts: Iterable[str | Path], out: str | Path) -> pa.Table:
+    """Concatenate part files into one judgements.parquet, a part at a time (row groups), and
+    return the columns the summary needs."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    kept: list[pa.Table] = []
+    summary_columns = ["status", "mode", "reason", "cost_usd", "template"]
+    with pq.ParquetWriter(tmp, JUDGEMENTS_SCHEMA) as writer:
+        for part in parts:
+            table = pq.read_table(part, schema=JUDGEMENTS_SCHEMA)
+            writer.write_table(table)
+            kept.append(table.select(summary_columns))
+    tmp.replace(out)
+    if not kept:
+        return rows_table([]).select(summary_columns)
+    return pa.concat_tables(kept)
+
+
+def write_summary(out_dir: str | Path, summary: dict[str, Any]) -> None:
+    """Write summary.json."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
 
 def progress_logger(label: str) -> Callable[[int, int], None]:
@@ -297,17 +431,25 @@ def progress_logger(label: str) -> Callable[[int, int], None]:
 
 def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
               backend: Backend | None = None) -> dict[str, Any]:
-    """Run one judge over the ingested items and write its outputs; returns the summary."""
+    """Run one judge over the ingested items in this process and write its outputs; returns
+    the summary (the same one the Prefect flow writes)."""
     started = time.perf_counter()
     items = load_items(items_path)
-    by_id = {i["id"]: i for i in items}
+    if config.limit:
+        items = items[: config.limit]
     backend = backend or make_backend(config)
-    planned, skips = plan(items, config, backend.capabilities.vision)
     client = make_client(config, backend, progress_logger(f"judge {config.method}"))
-    responses = client.run([p.request for p in planned])
-    explanations = explain(config, planned, responses, client)
-    rows = build_rows(config, backend, client, planned, responses, explanations, skips, by_id)
-    summary = summarise_run(rows, skips, client, config, backend,
-                            time.perf_counter() - started)
-    write_outputs(Path(out_dir), rows, summary)
+    result = judge_items(items, config, backend=backend, client=client)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    table = rows_table(result.rows)
+    pq.write_table(table, out / "judgements.parquet")
+    summary = summarise(table, result.stats, config, backend.describe(),
+                        time.perf_counter() - started)
+    write_summary(out, summary)
     return summary
+
+
+__all__ = ["JUDGEMENTS_SCHEMA", "JudgeConfig", "JudgeResult", "combine_parts", "judge_items",
+           "load_items", "make_backend", "make_client", "method_options", "plan", "run_judge",
+           "shared_client", "summarise", "write_part", "write_summary"]

@@ -11,7 +11,7 @@ Keys: ``id`` (unique string), ``task`` (``caption``, ``vqa``, ``reg``, ``vdu``),
 ``candidate`` (the text to judge), ``references`` (list of strings, may be empty), optional
 ``question``, ``system`` (which model wrote the candidate), ``labels`` (criterion -> number, or a
 list of numbers for several annotators). Relative paths resolve under the media root. Other keys
-are kept verbatim in the ``extra`` column.
+are kept in the ``extra`` column as JSON (see :func:`to_json_value` for values JSON cannot hold).
 
 This module only checks field types and text; files are checked in :mod:`capjudge.ingest`.
 A row that fails is not an exception: it becomes a quarantine reason.
@@ -19,10 +19,15 @@ A row that fails is not an exception: it becomes a quarantine reason.
 
 from __future__ import annotations
 
+import base64
 import csv
+import datetime as dt
+import decimal
 import json
 import math
+import numbers
 import unicodedata
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +39,20 @@ KNOWN_KEYS = {"id", "task", *MEDIA_KEYS, "candidate", "references", "question", 
 # Tab, newline and carriage return are ordinary in captions; every other control character is a
 # sign of binary junk or an injection attempt and is refused.
 _ALLOWED_CONTROL = {"\t", "\n", "\r"}
+# Characters that draw nothing but are not whitespace to str.isspace(): a text made only of these
+# (and whitespace) is empty to a reader, so it is treated as empty. Format characters (category Cf:
+# U+200B..U+200D, U+2060, U+FEFF, U+00AD, ...) are matched by category; these are the fillers and
+# selectors of other categories.
+_INVISIBLE = frozenset(
+    {"\u034f", "\u115f", "\u1160", "\u17b4", "\u17b5", "\u2800", "\u3164", "\uffa0"}
+    | {chr(c) for c in range(0xFE00, 0xFE10)}  # variation selectors
+    | {chr(c) for c in range(0xE0100, 0xE01F0)}  # variation selectors supplement
+)
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_UTF8_BOM = b"\xef\xbb\xbf"
+# csv's default field limit (131,072 characters) would make one long caption fail the whole
+# file; long texts are refused per row instead (IngestConfig.max_candidate_chars).
+_CSV_FIELD_LIMIT = 2**31 - 1
 
 
 class ManifestError(Exception):
@@ -80,13 +99,132 @@ def text_problem(value: str) -> str | None:
     return None
 
 
+def is_blank(value: str) -> bool:
+    """Return True when a text shows nothing: only whitespace, format or filler characters.
+
+    Args:
+        value: the text.
+
+    Returns:
+        True for ``""``, ``"   "`` and texts made only of zero-width or invisible characters
+        (U+200B, U+200C, U+200D, U+2060, U+FEFF, Hangul fillers, variation selectors, ...).
+    """
+    return all(c.isspace() or c in _INVISIBLE or unicodedata.category(c) == "Cf" for c in value)
+
+
+def safe_text(value: str) -> str:
+    """Return ``value`` unchanged if it is valid Unicode, else with lone surrogates escaped.
+
+    Quarantine tables must always be writable (Parquet strings are UTF-8), even when the row
+    being quarantined is exactly the one with a lone surrogate in it.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
+def _surrogate_escaped_byte(value: str) -> int | None:
+    """The first undecodable byte of a text decoded with ``surrogateescape``, else None."""
+    for c in value:
+        if "\udc80" <= c <= "\udcff":
+            return ord(c) - 0xDC00
+    return None
+
+
+def to_json_value(value: Any) -> Any:
+    """Convert one manifest value to something ``json.dumps(..., allow_nan=False)`` writes.
+
+    JSON has no timestamps, decimals, bytes or non-finite numbers, but Parquet (and Python's own
+    JSON reader, for ``NaN``) can produce them, so they are encoded without loss:
+
+    - ``datetime``/``date``/``time`` (also pandas timestamps with nanoseconds): ISO 8601 text;
+    - ``timedelta``: an ISO 8601 duration (``P1DT0H0M2.5S``);
+    - ``Decimal``: its exact decimal text (``"1.2345678901234567890123"``);
+    - ``bytes``: ``{"$base64": "<standard base64>"}``;
+    - ``NaN``/``inf`` floats: ``{"$float": "NaN" | "Infinity" | "-Infinity"}``;
+    - UUIDs: their text; Arrow intervals (named tuples): an object of their fields.
+
+    Args:
+        value: a value from a JSONL, CSV or Parquet row.
+
+    Returns:
+        The JSON-ready value.
+
+    Raises:
+        ValueError: a type with no faithful JSON form, or text that is not valid Unicode; the
+            message is a readable quarantine reason.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        if isinstance(value, str) and (problem := _unicode_problem(value)):
+            raise ValueError(problem)
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        if math.isfinite(number):
+            return number
+        return {"$float": "NaN" if math.isnan(number) else
+                ("Infinity" if number > 0 else "-Infinity")}
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()  # pandas.Timestamp is a datetime and keeps its nanoseconds
+    if isinstance(value, dt.timedelta):
+        iso = getattr(value, "isoformat", None)  # pandas.Timedelta (nanoseconds) has one
+        return iso() if callable(iso) else _iso_duration(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$base64": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # e.g. pyarrow MonthDayNano
+        fields: tuple[str, ...] = value._fields
+        return {k: to_json_value(v) for k, v in zip(fields, value, strict=True)}
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"object key {key!r} is not a string")
+            if problem := _unicode_problem(key):
+                raise ValueError(f"key {safe_text(key)!r} {problem}")
+            out[key] = to_json_value(item)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [to_json_value(v) for v in value]
+    raise ValueError(f"a value of type {type(value).__name__} has no JSON form")
+
+
+def _unicode_problem(value: str) -> str | None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode (lone surrogate escape)"
+    return None
+
+
+def _iso_duration(value: dt.timedelta) -> str:
+    """``timedelta`` as ISO 8601 ``PnDTnHnMn.nnnnnnS`` (exact to the microsecond)."""
+    sign = "-" if value < dt.timedelta(0) else ""
+    micro = abs(value) // dt.timedelta(microseconds=1)
+    days, micro = divmod(micro, 86_400_000_000)
+    hours, micro = divmod(micro, 3_600_000_000)
+    minutes, micro = divmod(micro, 60_000_000)
+    seconds, micro = divmod(micro, 1_000_000)
+    return f"{sign}P{days}DT{hours}H{minutes}M{seconds}.{micro:06d}S"
+
+
 def read_rows(path: str | Path) -> Iterator[RawRow]:
     """Yield raw rows from a ``.jsonl``/``.json``-lines, ``.csv`` or ``.parquet`` manifest.
 
+    A leading UTF-8 byte order mark is skipped (JSONL and CSV). A row that can be delimited but
+    not used (not UTF-8, not an object, an unreadable Parquet value) comes with ``error`` set.
+
     Raises:
-        ManifestError: the file is missing, of an unknown kind, or a JSONL line is not JSON
-            (the error names the file and line: a broken line could hide any number of items,
-            so the stage stops rather than guess).
+        ManifestError: the file is missing, of an unknown kind, UTF-16 encoded, or a JSONL line
+            is not JSON (the error names the file and line: a broken line could hide any number
+            of items, so the stage stops rather than guess).
     """
     p = Path(path)
     if not p.is_file():
@@ -102,18 +240,28 @@ def read_rows(path: str | Path) -> Iterator[RawRow]:
         raise ManifestError(f"{p}: unknown manifest kind {suffix!r} (use .jsonl, .csv, .parquet)")
 
 
+def _check_not_utf16(p: Path, head: bytes) -> None:
+    # A UTF-16 file (Windows "Unicode" text) is unreadable as a whole; saying so beats
+    # quarantining every line as "not valid UTF-8".
+    if head.startswith(_UTF16_BOMS):
+        raise ManifestError(f"{p}:1: the file is UTF-16 encoded; save it as UTF-8")
+
+
 def _read_jsonl(p: Path) -> Iterator[RawRow]:
     with p.open("rb") as handle:
+        _check_not_utf16(p, handle.read(2))
+        handle.seek(0)
         for line_no, raw_bytes in enumerate(handle, start=1):
+            # A UTF-8 byte order mark (Windows editors write one; concatenated exports can carry
+            # one per part) is not content: json.loads would refuse the line over it.
+            raw_bytes = raw_bytes.removeprefix(_UTF8_BOM)
             if not raw_bytes.strip():
                 continue
             try:
                 text = raw_bytes.decode("utf-8")
             except UnicodeDecodeError as exc:
                 # Keep the row (quarantined) rather than fail: the rest of the file is readable.
-                shown = raw_bytes.decode("utf-8", errors="replace").strip()
-                yield RawRow(line_no, None, shown[:500],
-                             f"not valid UTF-8 (byte {exc.start}: {raw_bytes[exc.start]:#04x})")
+                yield _non_utf8_row(line_no, raw_bytes, exc)
                 continue
             try:
                 obj = json.loads(text)
@@ -121,6 +269,22 @@ def _read_jsonl(p: Path) -> Iterator[RawRow]:
                 raise ManifestError(
                     f"{p}:{line_no}: not valid JSON ({exc.msg} at column {exc.colno})"
                 ) from exc
+            except RecursionError:
+                # Valid JSON nested deeper than Python's recursion limit: still a row.
+                yield RawRow(line_no, None, text.strip()[:500], "row nested too deeply")
+                continue
+            except ValueError:
+                # Valid JSON with an integer over Python's 4,300-digit limit: still a row. Read
+                # it again without such integers, only to name the row's id in the quarantine.
+                try:
+                    obj = json.loads(text, parse_int=lambda s: None if len(s) > 4300 else int(s))
+                except (ValueError, RecursionError):
+                    obj = None
+                row_id = obj.get("id") if isinstance(obj, dict) else None
+                yield RawRow(line_no, {"id": row_id} if isinstance(row_id, str) else None,
+                             text.strip()[:500], "row holds an integer too long to read "
+                             "(over 4,300 digits)")
+                continue
             if not isinstance(obj, dict):
                 yield RawRow(line_no, None, text.strip()[:500],
                              f"row is a JSON {type(obj).__name__}, not an object")
@@ -128,21 +292,51 @@ def _read_jsonl(p: Path) -> Iterator[RawRow]:
             yield RawRow(line_no, obj, text.strip()[:500])
 
 
+def _non_utf8_row(line_no: int, raw_bytes: bytes, exc: UnicodeDecodeError) -> RawRow:
+    """A quarantined row for a line that is not UTF-8; its id is kept when it can be read."""
+    shown = raw_bytes.decode("utf-8", errors="replace").strip()
+    data: dict[str, Any] | None = None
+    try:
+        obj = json.loads(raw_bytes.decode("utf-8", errors="surrogateescape"))
+    except (ValueError, RecursionError):
+        obj = None
+    if isinstance(obj, dict) and isinstance(obj.get("id"), str) \
+            and _surrogate_escaped_byte(obj["id"]) is None:
+        data = {"id": obj["id"]}  # only the id: the rest is not trustworthy text
+    return RawRow(line_no, data, shown[:500],
+                  f"not valid UTF-8 (byte {exc.start}: {raw_bytes[exc.start]:#04x})")
+
+
 def _maybe_json(value: str) -> Any:
     value = value.strip()
     if value[:1] in "[{":
         try:
             return json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # left as text: the field check names the problem
             return value
     return value
 
 
 def _read_csv(p: Path) -> Iterator[RawRow]:
+    with p.open("rb") as probe:
+        _check_not_utf16(p, probe.read(2))
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
     try:
-        with p.open(newline="", encoding="utf-8") as handle:
+        # utf-8-sig drops the byte order mark Excel's "CSV UTF-8" writes (otherwise the first
+        # header would be "\ufeffid" and every row "missing 'id'"); surrogateescape keeps a row
+        # with a stray Latin-1 byte readable so it alone is quarantined, not the whole file.
+        with p.open(newline="", encoding="utf-8-sig", errors="surrogateescape") as handle:
             reader = csv.DictReader(handle)
             for row_no, row in enumerate(reader, start=2):  # line 1 is the header
+                raw = safe_text(json.dumps(row, ensure_ascii=False))[:500]
+                bad = _row_bad_byte(row)
+                if bad is not None:
+                    row_id = row.get("id")
+                    data = {"id": row_id} if isinstance(row_id, str) and \
+                        _surrogate_escaped_byte(row_id) is None else None
+                    yield RawRow(row_no, data, raw, f"not valid UTF-8 (byte {bad:#04x})")
+                    continue
                 obj: dict[str, Any] = {}
                 for key, value in row.items():
                     if key is None or value is None or value == "":
@@ -150,11 +344,19 @@ def _read_csv(p: Path) -> Iterator[RawRow]:
                     # List/dict columns (references, views, labels) are JSON inside the cell.
                     obj[key] = _maybe_json(value) if key in {"references", "views", "labels"} \
                         else value
-                yield RawRow(row_no, obj, json.dumps(row, ensure_ascii=False)[:500])
-    except UnicodeDecodeError as exc:
-        raise ManifestError(f"{p}: not valid UTF-8 ({exc})") from exc
+                yield RawRow(row_no, obj, raw)
     except csv.Error as exc:
         raise ManifestError(f"{p}: CSV error: {exc}") from exc
+
+
+def _row_bad_byte(row: dict[Any, Any]) -> int | None:
+    """The first undecodable byte (decoded with surrogateescape) in a CSV row, else None."""
+    for part in [*row.keys(), *row.values()]:
+        texts = part if isinstance(part, list) else [part]  # restkey collects extra cells
+        for text in texts:
+            if isinstance(text, str) and (byte := _surrogate_escaped_byte(text)) is not None:
+                return byte
+    return None
 
 
 def _read_parquet(p: Path) -> Iterator[RawRow]:
@@ -164,28 +366,132 @@ def _read_parquet(p: Path) -> Iterator[RawRow]:
         table = pq.read_table(p)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a broken file
         raise ManifestError(f"{p}: not a readable Parquet file ({exc})") from exc
-    for row_no, row in enumerate(table.to_pylist(), start=1):
-        obj = {k: v for k, v in row.items() if v is not None}
-        if isinstance(obj.get("labels"), str):
-            obj["labels"] = _maybe_json(obj["labels"])
-        yield RawRow(row_no, obj, json.dumps(obj, ensure_ascii=False, default=str)[:500])
+    columns: dict[str, list[Any]] = {}
+    errors: dict[int, str] = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        columns[name] = _arrow_column(name, column, errors)
+    for index in range(table.num_rows):
+        obj = {name: values[index] for name, values in columns.items()
+               if values[index] is not None}
+        labels = obj.get("labels")
+        if isinstance(labels, str):
+            obj["labels"] = _maybe_json(labels)
+        elif isinstance(labels, dict):
+            # A struct or map column: a null entry means "no label for this criterion".
+            obj["labels"] = {k: v for k, v in labels.items() if v is not None}
+        raw = safe_text(json.dumps(obj, ensure_ascii=False, default=str))[:500]
+        yield RawRow(index + 1, obj, raw, errors.get(index))
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+def _arrow_column(name: str, column: Any, errors: dict[int, str]) -> list[Any]:
+    """Python values of one Parquet column; a value that cannot convert is a row error."""
+    import pyarrow as pa
+
+    typ = column.type
+    if pa.types.is_time64(typ) and typ.unit == "ns":
+        # datetime.time has microseconds only, and pyarrow silently truncates to them.
+        return [None if v is None else _time_ns(v)
+                for v in column.cast(pa.int64()).to_pylist()]
+    try:
+        values = column.to_pylist()
+    except Exception:  # noqa: BLE001 - e.g. a timestamp out of datetime's range
+        values = []
+        for index in range(len(column)):
+            try:
+                values.append(column[index].as_py())
+            except Exception as exc:  # noqa: BLE001 - any conversion failure is per value
+                values.append(None)
+                errors.setdefault(index, f"column {name!r}: value cannot be read ({exc})")
+    if _has_map(typ):
+        values = [_from_arrow(v, typ) for v in values]
+    return values
+
+
+def _time_ns(nanoseconds: int) -> str:
+    seconds, ns = divmod(nanoseconds, 1_000_000_000)
+    minutes, seconds = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours:02d}:{minutes:02d}:{seconds:02d}.{ns:09d}"
+
+
+def _has_map(typ: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_map(typ):
+        return True
+    if pa.types.is_struct(typ):
+        return any(_has_map(f.type) for f in typ)
+    if pa.types.is_dictionary(typ):
+        return _has_map(typ.value_type)
+    if hasattr(typ, "value_type"):  # list, large_list, fixed_size_list, list_view
+        return _has_map(typ.value_type)
+    return False
+
+
+def _from_arrow(value: Any, typ: Any) -> Any:
+    """Turn Arrow maps (which pyarrow gives as lists of key/value tuples) into dicts.
+
+    A map whose keys are unique strings becomes an object, like a JSON object would; any other
+    map (duplicate or non-string keys) stays a list of ``[key, value]`` pairs, losing nothing.
+    """
+    import pyarrow as pa
+
+    if value is None:
         return None
-    value = float(value)
-    return value if math.isfinite(value) else None
+    if pa.types.is_map(typ):
+        pairs = [(k, _from_arrow(v, typ.item_type)) for k, v in value]
+        keys = [k for k, _ in pairs]
+        if all(isinstance(k, str) for k in keys) and len(set(keys)) == len(keys):
+            return dict(pairs)
+        return [[k, v] for k, v in pairs]
+    if pa.types.is_struct(typ):
+        return {f.name: _from_arrow(value.get(f.name), f.type) for f in typ}
+    if pa.types.is_dictionary(typ):
+        return _from_arrow(value, typ.value_type)
+    if hasattr(typ, "value_type") and isinstance(value, list):
+        return [_from_arrow(v, typ.value_type) for v in value]
+    return value
 
 
-def validate_fields(row: RawRow) -> tuple[ValidRow | None, list[str]]:
-    """Check types and texts of one row. Returns (row, []) or (None, reasons)."""
-    if row.data is None:
+def _number(value: Any) -> tuple[float | None, str | None]:
+    """A label value as a finite float, or (None, what is wrong with it)."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        return None, f"must be a number or a list of numbers, got {type(value).__name__}"
+    try:
+        number = float(value)
+    except OverflowError:
+        # float(int) raises for integers beyond ~1.8e308 (the 401-digit probe).
+        try:
+            size = f"{len(str(abs(value)))} digits"
+        except ValueError:  # str() refuses over 4,300 digits (only a Python caller gets here)
+            size = "over 4,300 digits"
+        return None, f"must be a finite number, got an integer of {size}"
+    if math.isnan(number):
+        return None, "must be a finite number, got NaN"
+    if not math.isfinite(number):
+        # A huge Decimal becomes inf here without raising.
+        return None, "must be a finite number, got an infinite or out-of-range value"
+    return number, None
+
+
+def validate_fields(row: RawRow, max_candidate_chars: int | None = None
+                    ) -> tuple[ValidRow | None, list[str]]:
+    """Check types and texts of one row.
+
+    Args:
+        row: a row from :func:`read_rows`.
+        max_candidate_chars: the longest candidate accepted, in characters (None: no limit). A
+            longer one is refused rather than cut: a judge must see the whole text it scores.
+
+    Returns:
+        ``(row, [])`` for a valid row, ``(None, reasons)`` otherwise.
+    """
+    if row.error is not None or row.data is None:
         return None, [row.error or "unreadable row"]
     d = row.data
     reasons: list[str] = []
 
-    def text_field(key: str, required: bool) -> str | None:
+    def text_field(key: str, required: bool, max_chars: int | None = None) -> str | None:
         value = d.get(key)
         if value is None:
             if required:
@@ -194,6 +500,11 @@ def validate_fields(row: RawRow) -> tuple[ValidRow | None, list[str]]:
         if not isinstance(value, str):
             reasons.append(f"{key!r} must be a string, got {type(value).__name__}")
             return None
+        if max_chars is not None and len(value) > max_chars:
+            # Checked first: scanning megabytes for control characters is wasted work.
+            reasons.append(f"{key!r} is too long ({len(value):,} characters; "
+                           f"the limit is {max_chars:,})")
+            return None
         problem = text_problem(value)
         if problem:
             reasons.append(f"{key!r} {problem}")
@@ -201,7 +512,7 @@ def validate_fields(row: RawRow) -> tuple[ValidRow | None, list[str]]:
         return value
 
     item_id = text_field("id", required=True)
-    if item_id is not None and not item_id.strip():
+    if item_id is not None and is_blank(item_id):
         reasons.append("'id' is empty")
     task = text_field("task", required=False) or "caption"
     if task not in TASKS:
@@ -232,9 +543,10 @@ def validate_fields(row: RawRow) -> tuple[ValidRow | None, list[str]]:
             if problem:
                 reasons.append(f"media path {problem}")
 
-    candidate = text_field("candidate", required=True)
-    if candidate is not None and not candidate.strip():
-        reasons.append("'candidate' is empty")
+    candidate = text_field("candidate", required=True, max_chars=max_candidate_chars)
+    if candidate is not None and is_blank(candidate):
+        reasons.append("'candidate' is empty" + (
+            " (only invisible characters)" if candidate.strip() else ""))
 
     references: list[str] = []
     refs = d.get("references", [])
@@ -248,7 +560,7 @@ def validate_fields(row: RawRow) -> tuple[ValidRow | None, list[str]]:
                 reasons.append(f"references[{i}] must be a string, got {type(ref).__name__}")
             elif (problem := text_problem(ref)) is not None:
                 reasons.append(f"references[{i}] {problem}")
-            elif ref.strip():
+            elif not is_blank(ref):
                 references.append(ref)
 
     question = text_field("question", required=False)
@@ -261,22 +573,40 @@ def validate_fields(row: RawRow) -> tuple[ValidRow | None, list[str]]:
     else:
         for name, value in raw_labels.items():
             if isinstance(value, list):
-                nums = [_number(v) for v in value]
-                if not nums or any(n is None for n in nums):
-                    reasons.append(f"labels[{name!r}] must be a number or a list of numbers")
+                if not value:
+                    reasons.append(f"labels[{name!r}] is an empty list")
+                    continue
+                checked = [_number(v) for v in value]
+                problems = [(i, bad) for i, (_, bad) in enumerate(checked) if bad]
+                if problems:
+                    reasons.append(f"labels[{name!r}][{problems[0][0]}] {problems[0][1]}")
                 else:
-                    labels[name] = [n for n in nums if n is not None]
+                    labels[name] = [n for n, _ in checked if n is not None]
             else:
-                num = _number(value)
-                if num is None:
-                    reasons.append(f"labels[{name!r}] must be a number or a list of numbers")
-                else:
+                num, why = _number(value)
+                if why:
+                    reasons.append(f"labels[{name!r}] {why}")
+                elif num is not None:
                     labels[name] = num
+
+    # Unknown keys are stored as JSON: convert now, so a value JSON cannot hold is a reason
+    # here instead of a crash when the items table is written.
+    extra: dict[str, Any] = {}
+    for key, value in d.items():
+        if key in KNOWN_KEYS:
+            continue
+        problem = _unicode_problem(key)
+        if problem:
+            reasons.append(f"extra key {safe_text(key)!r} {problem}")
+            continue
+        try:
+            extra[key] = to_json_value(value)
+        except ValueError as exc:
+            reasons.append(f"extra {key!r} cannot be stored: {exc}")
 
     if reasons:
         return None, reasons
     assert item_id is not None and candidate is not None
-    extra = {k: v for k, v in d.items() if k not in KNOWN_KEYS}
     return ValidRow(
         line=row.line, id=item_id, task=task, media_kind=kind, media=media,
         candidate=candidate, references=references, question=question, system=system,

@@ -3,6 +3,10 @@
 Everything downstream is keyed by the sha256 of a file's bytes, never by its name, so two videos
 called ``clip.mp4`` in different folders never share a tile or a cached judgement.
 
+Images sent to a judge must be in a form an OpenAI-style vision API accepts (8-bit RGB/RGBA/L
+JPEG, PNG or WebP, one frame, upright): anything else gets a normalised, content-addressed copy
+(:func:`prepare_judge_image`); the original's hash stays the item's identity.
+
 Video decoding uses PyAV (the FFmpeg libraries) with input seeking, restricted to local files
 (``protocol_whitelist=file``) and to an allow-list of container formats, so a manifest cannot make
 the pipeline fetch a URL or follow an HLS/concat playlist. Each decode runs in a child process
@@ -12,6 +16,7 @@ with a timeout (see :func:`sample_video_tile_isolated`): a hostile file can hang
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -19,9 +24,9 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw, ImageFont, ImageOps
 
 PANEL = 512
 """Side of one square panel in a tile (G-VEval: three 512x512 frames make a 1536x512 image)."""
@@ -66,11 +71,52 @@ def sha256_text(*parts: str) -> str:
 
 @dataclass(frozen=True)
 class ImageInfo:
-    """What ingest records about an image."""
+    """What ingest records about an image.
+
+    ``width`` and ``height`` are the stored pixel grid; an EXIF orientation of 5-8 means the
+    picture is shown (and sent to a judge) turned by 90 degrees: see :attr:`display_size`.
+    """
 
     width: int
     height: int
     format: str
+    mode: str = "RGB"
+    n_frames: int = 1  # > 1 for animated GIF/PNG/WebP and multi-picture files (MPO, TIFF)
+    orientation: int = 1  # EXIF orientation tag (1 = upright, 2-8 = mirror/turn needed)
+    bit_depth: int = 8  # bits per channel as stored (PNG can hold 16 that Pillow reduces)
+
+    @property
+    def display_size(self) -> tuple[int, int]:
+        """(width, height) once the EXIF orientation is applied."""
+        if self.orientation in (5, 6, 7, 8):
+            return self.height, self.width
+        return self.width, self.height
+
+
+# Formats and modes a vision API takes as they are (OpenAI: PNG, JPEG, WebP, non-animated GIF;
+# GIFs are palette images and are converted anyway). Anything else is normalised first.
+JUDGE_FORMATS: dict[str, frozenset[str]] = {
+    "JPEG": frozenset({"RGB", "L"}),
+    "PNG": frozenset({"RGB", "RGBA", "L"}),
+    "WEBP": frozenset({"RGB", "RGBA"}),
+}
+
+
+def _png_bit_depth(path: Path) -> int:
+    """Bits per channel from a PNG's IHDR (Pillow silently reduces 16-bit RGB to 8)."""
+    with open(path, "rb") as handle:
+        head = handle.read(25)
+    if len(head) == 25 and head[12:16] == b"IHDR":
+        return head[24]
+    return 8
+
+
+def _orientation(img: Image.Image) -> int:
+    try:
+        value = img.getexif().get(0x0112, 1)
+    except Exception:  # noqa: BLE001 - malformed EXIF is common; it only loses the orientation
+        return 1
+    return value if isinstance(value, int) and 1 <= value <= 8 else 1
 
 
 def check_image(path: str | Path) -> ImageInfo:
@@ -78,6 +124,12 @@ def check_image(path: str | Path) -> ImageInfo:
 
     Pillow's decompression-bomb limit stays on: an image over the limit raises
     ``DecompressionBombError`` (turned into :class:`MediaError`) instead of eating memory.
+
+    Args:
+        path: the image file.
+
+    Returns:
+        Its size, format, mode, frame count, EXIF orientation and bit depth.
 
     Raises:
         MediaError: empty, truncated, undecodable or oversized image.
@@ -90,18 +142,226 @@ def check_image(path: str | Path) -> ImageInfo:
             fmt = img.format or "unknown"
             img.load()  # decodes every byte: truncated files fail here, not later in a judge
             width, height = img.size
+            mode = img.mode
+            n_frames = int(getattr(img, "n_frames", 1) or 1)
+            orientation = _orientation(img)
     except Image.DecompressionBombError as exc:
         raise MediaError(f"decompression bomb refused: {exc}") from exc
-    except (OSError, SyntaxError, ValueError) as exc:
-        raise MediaError(f"undecodable image: {exc}") from exc
+    except MemoryError as exc:
+        raise MediaError("undecodable image: out of memory while decoding") from exc
+    except Exception as exc:  # noqa: BLE001 - hostile files make decoders raise anything
+        # (OSError, SyntaxError, ValueError, but also EOFError, struct.error, IndexError, ...);
+        # every one of them means "this file cannot be used", never a crashed stage.
+        raise MediaError(f"undecodable image: {exc or type(exc).__name__}") from exc
     if width < 1 or height < 1:
         raise MediaError(f"image has no pixels ({width}x{height})")
-    return ImageInfo(width=width, height=height, format=fmt)
+    bit_depth = _png_bit_depth(p) if fmt == "PNG" else 8
+    return ImageInfo(width=width, height=height, format=fmt, mode=mode, n_frames=n_frames,
+                     orientation=orientation, bit_depth=bit_depth)
+
+
+def judge_form_problems(info: ImageInfo) -> list[str]:
+    """Why an image cannot be sent to a judge as it is (empty when it can).
+
+    Args:
+        info: from :func:`check_image`.
+
+    Returns:
+        Readable notes such as ``"CMYK JPEG"``, ``"16-bit PNG"``, ``"animated GIF (12 frames)"``,
+        ``"EXIF orientation 6"``.
+    """
+    problems: list[str] = []
+    modes = JUDGE_FORMATS.get(info.format)
+    if info.n_frames > 1:
+        kind = "animated" if info.format in ("GIF", "PNG", "WEBP") else "multi-frame"
+        problems.append(f"{kind} {info.format} ({info.n_frames} frames)")
+    elif modes is None:
+        problems.append(f"{info.format} format")
+    if info.bit_depth != 8:
+        problems.append(f"{info.bit_depth}-bit {info.format}")
+    elif modes is not None and info.mode not in modes:
+        problems.append(f"{info.mode} {info.format}")
+    if info.orientation != 1:
+        # Sent as is, the judge would see the picture sideways or mirrored: local backends
+        # decode with Pillow, which ignores the tag, and APIs do not promise to honour it.
+        problems.append(f"EXIF orientation {info.orientation}")
+    return problems
+
+
+def _to_8bit(img: Image.Image) -> Image.Image:
+    """Convert any Pillow mode to 8-bit L, RGB or RGBA, scaling (not clipping) deep images."""
+    mode = img.mode
+    if mode in ("L", "RGB", "RGBA"):
+        return img
+    if mode.startswith("I;16"):
+        # Pillow's convert("L") clips 16-bit values at 255 (a mid-grey becomes white).
+        return img.convert("I").point(lambda v: v * (1 / 256)).convert("L")
+    if mode in ("I", "F"):
+        low, high = cast(tuple[float, float], img.getextrema())  # one band: (min, max)
+        if mode == "I" and low >= 0 and high <= 255:
+            return img.convert("L")
+        if mode == "I" and low >= 0 and high <= 65535:
+            return img.point(lambda v: v * (1 / 256)).convert("L")
+        span = (high - low) or 1
+        return img.point(lambda v: (v - low) * (255 / span)).convert("L")
+    if mode == "CMYK":
+        return _cmyk_to_rgb(img)
+    if mode in ("P", "PA"):
+        return img.convert("RGBA" if img.has_transparency_data else "RGB")
+    if mode in ("LA", "La", "RGBa"):
+        return img.convert("RGBA")
+    if mode == "1":
+        return img.convert("L")
+    return img.convert("RGB")  # RGBX, YCbCr, LAB, HSV, ...
+
+
+def _cmyk_to_rgb(img: Image.Image) -> Image.Image:
+    """CMYK to sRGB through the embedded ICC profile when there is one (print colours are far
+    from Pillow's naive formula), else the naive conversion."""
+    icc = img.info.get("icc_profile")
+    if icc:
+        try:
+            from PIL import ImageCms
+
+            converted = ImageCms.profileToProfile(
+                img, ImageCms.ImageCmsProfile(io.BytesIO(icc)), ImageCms.createProfile("sRGB"),
+                outputMode="RGB")
+            if converted is not None:
+                return converted
+        except Exception:  # noqa: BLE001 - a broken profile falls back to the formula
+            pass
+    return img.convert("RGB")
+
+
+def display_image(img: Image.Image) -> Image.Image:
+    """The picture as a person sees it: first frame, EXIF orientation applied, 8-bit L/RGB/RGBA.
+
+    Args:
+        img: an opened image (animated images are read from their first frame).
+
+    Returns:
+        A new upright 8-bit image. A fully opaque alpha channel is dropped.
+    """
+    if getattr(img, "n_frames", 1) > 1:
+        img.seek(0)
+    try:
+        upright = ImageOps.exif_transpose(img)
+    except Exception:  # noqa: BLE001 - malformed EXIF: keep the stored orientation
+        upright = img.copy()
+    out = _to_8bit(upright if upright is not None else img)
+    if out.mode == "RGBA" and out.getchannel("A").getextrema() == (255, 255):
+        out = out.convert("RGB")
+    return out
+
+
+def open_display_image(path: str | Path) -> Image.Image:
+    """Open an image file and return :func:`display_image` of it (loaded, file closed).
+
+    Raises:
+        MediaError: the file cannot be decoded.
+    """
+    return _open_display(path)[0]
+
+
+# Modes whose ICC profile describes colour (RGB) rather than grey or ink.
+_RGB_MODES = frozenset({"RGB", "RGBA", "RGBX", "RGBa", "P", "PA"})
+_GREY_MODES = frozenset({"L", "LA", "La", "I", "I;16", "I;16B", "I;16L", "I;16N", "1"})
+
+
+def _open_display(path: str | Path) -> tuple[Image.Image, bytes | None]:
+    """:func:`display_image` of a file, and the ICC profile that still describes it (or None)."""
+    try:
+        with Image.open(path) as img:
+            source_mode = img.mode
+            icc = img.info.get("icc_profile")
+            shown = display_image(img)
+    except Image.DecompressionBombError as exc:
+        raise MediaError(f"decompression bomb refused: {exc}") from exc
+    except MediaError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - see check_image
+        raise MediaError(f"undecodable image: {exc or type(exc).__name__}") from exc
+    # A profile is only carried over when the copy is in the same kind of colour space: a grey
+    # profile on an RGB copy (or a CMYK one, already applied by _cmyk_to_rgb) would be wrong.
+    colour_copy = shown.mode in ("RGB", "RGBA")
+    if not icc or not ((source_mode in _RGB_MODES and colour_copy)
+                       or (source_mode in _GREY_MODES and shown.mode == "L")):
+        icc = None
+    return shown, icc
+
+
+@dataclass(frozen=True)
+class JudgeImage:
+    """The file a judge is sent for an image item."""
+
+    path: str
+    sha256: str
+    note: str | None  # what normalisation did; None when the original is sent as it is
+    width: int
+    height: int
+
+
+def prepare_judge_image(path: str | Path, media_sha256: str, out_dir: str | Path,
+                        info: ImageInfo | None = None) -> JudgeImage:
+    """Return the original image when a vision API takes it as is, else a normalised copy.
+
+    The copy is the first frame, upright (EXIF orientation applied), in 8-bit RGB, RGBA or L,
+    saved as JPEG (quality 95) when the source was a JPEG without transparency (a PNG of a large
+    photograph can exceed an API's size limit) and as PNG otherwise. Colour profiles of RGB/L
+    sources are kept; CMYK goes to sRGB through its profile. EXIF (and any GPS data in it) is
+    not copied. The copy is content-addressed: ``out_dir/<sha256 of the copy>.<ext>``.
+
+    Args:
+        path: the original, already checked with :func:`check_image`.
+        media_sha256: the original's hash (the item keeps it as its identity).
+        out_dir: where normalised copies are stored.
+        info: the original's :func:`check_image` result (computed when omitted).
+
+    Returns:
+        The file to send, its hash, a note of what was done, and its displayed size.
+
+    Raises:
+        MediaError: the image cannot be decoded or written.
+    """
+    info = info or check_image(path)
+    problems = judge_form_problems(info)
+    if not problems:
+        return JudgeImage(str(path), media_sha256, None, info.width, info.height)
+    img, icc = _open_display(path)
+    lossy_source = info.format in ("JPEG", "MPO") and img.mode in ("RGB", "L")
+    fmt, ext = ("JPEG", ".jpg") if lossy_source else ("PNG", ".png")
+    options: dict[str, Any] = {"quality": 95} if fmt == "JPEG" else {"optimize": False}
+    if icc:
+        options["icc_profile"] = icc
+    buffer = io.BytesIO()
+    img.save(buffer, format=fmt, **options)
+    data = buffer.getvalue()
+    digest = hashlib.sha256(data).hexdigest()
+    target = Path(out_dir) / f"{digest}{ext}"
+    if not (target.is_file() and sha256_file(target) == digest):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    note = ", ".join(problems)
+    if info.n_frames > 1:
+        note += "; first frame only"
+    note += f" -> 8-bit {img.mode} {fmt}"
+    return JudgeImage(str(target), digest, note, img.width, img.height)
 
 
 def letterbox(img: Image.Image, side: int = PANEL, fill: tuple[int, int, int] = (0, 0, 0)
               ) -> Image.Image:
-    """Resize keeping the aspect ratio to fit a ``side`` x ``side`` square, padding the rest."""
+    """Resize keeping the aspect ratio to fit a ``side`` x ``side`` square, padding the rest.
+
+    Transparent pixels are shown over white, as an image viewer would (dropping the alpha
+    channel would show whatever colour happens to be stored under it).
+    """
+    img = _to_8bit(img)
+    if img.mode == "RGBA":
+        backdrop = Image.new("RGB", img.size, (255, 255, 255))
+        backdrop.paste(img, mask=img.getchannel("A"))
+        img = backdrop
     img = img.convert("RGB")
     scale = min(side / img.width, side / img.height)
     new_size = (max(1, round(img.width * scale)), max(1, round(img.height * scale)))
@@ -334,11 +594,15 @@ def sample_video_tile(path: str, tile_path: str, policy: str = "first_middle_las
 
 
 def tile_views(paths: Sequence[str], tile_path: str) -> tuple[str, str]:
-    """Tile a 3D object's rendered views side by side, labelled View 1..n; returns (path, sha)."""
-    images = []
-    for p in paths:
-        with Image.open(p) as img:
-            images.append(img.convert("RGB"))
+    """Tile a 3D object's rendered views side by side, labelled View 1..n; returns (path, sha).
+
+    Each view is shown as a person sees it (:func:`display_image`: EXIF orientation applied,
+    first frame, deep or CMYK images converted properly).
+
+    Raises:
+        MediaError: a view cannot be decoded.
+    """
+    images = [open_display_image(p) for p in paths]
     digest = save_png(tile_panels(images, "View"), Path(tile_path))
     return tile_path, digest
 

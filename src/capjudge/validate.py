@@ -1,8 +1,9 @@
 """The validate stage: Great Expectations suites, built in code, over items, judgements and runs.
 
 - items: ids unique and non-null, media hashes non-null and 64 hex characters.
-- judgements, per method: scores inside the method's scale (G-VEval / ACCR / VisCE² 0-100,
-  HarmonicEval 1-5, 3D precision 0-100 and points >= 0); every stored distribution sums to 1;
+- judgements, per method: every criterion is one the method declares, and its scores lie on
+  the scale the method declares for it (the method's metadata, never a table here); every
+  stored distribution sums to 1;
   judgements with status ``ok`` captured at least ``min_mass``; statuses from the known set.
 - runs: each judge's failure rate (error, refused, parse failure among judged rows) at most
   ``max_failure_rate``.
@@ -24,16 +25,18 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from capjudge.backends.base import STATUSES
+from capjudge.methods import Method, Scale, get_method
 
 log = logging.getLogger(__name__)
 
-SCALES: dict[str, dict[str, tuple[float, float | None]]] = {
-    "gveval": {"*": (0, 100)},
-    "gveval-accr": {"*": (0, 100)},
-    "visce2": {"*": (0, 100)},
-    "harmoniceval": {"*": (1, 5)},
-    "cap3d": {"precision": (0, 100), "correctness": (0, None), "hallucination": (0, None)},
-}
+
+def scale_groups(method: Method) -> dict[str, tuple[Scale, list[str]]]:
+    """The method's criteria grouped by scale: ``{"all": ...}`` when they share one (suite
+    ``scores-<method>-all``), else one group per criterion."""
+    scales = {c.scale for c in method.criteria}
+    if len(scales) == 1:
+        return {"all": (scales.pop(), [c.name for c in method.criteria])}
+    return {c.name: (c.scale, [c.name]) for c in method.criteria}
 
 
 @dataclass(frozen=True)
@@ -77,17 +80,27 @@ def build_checks(items: pd.DataFrame, judgements: pd.DataFrame, config: Validate
         e.ExpectColumnValuesToBeInSet(column="status", value_set=list(STATUSES)),
         e.ExpectColumnValuesToNotBeNull(column="item_id"),
     ]))
-    for method, scales in SCALES.items():
-        sub = judgements[(judgements["method"] == method) & judgements["score"].notna()]
-        if sub.empty:
+    scored = judgements[judgements["score"].notna()]
+    for method_name in sorted(scored["method"].dropna().unique()):
+        sub = scored[scored["method"] == method_name]
+        try:
+            method = get_method(str(method_name))
+        except KeyError as exc:
+            # A judgement of an unregistered method cannot be range-checked: fail loudly.
+            checks.append((f"scores-{method_name}-method", sub, [
+                e.ExpectColumnValuesToBeInSet(column="method", value_set=[])]))
+            log.error("%s", exc)
             continue
-        for criterion, (low, high) in scales.items():
-            part = sub if criterion == "*" else sub[sub["criterion"] == criterion]
+        checks.append((f"criteria-{method_name}", sub, [
+            e.ExpectColumnValuesToBeInSet(column="criterion",
+                                          value_set=[c.name for c in method.criteria])]))
+        for group, (scale, names) in scale_groups(method).items():
+            part = sub[sub["criterion"].isin(names)]
             if part.empty:
                 continue
-            checks.append((f"scores-{method}-{criterion}".replace("*", "all"), part, [
-                e.ExpectColumnValuesToBeBetween(column="score", min_value=low,
-                                                max_value=high)]))
+            checks.append((f"scores-{method_name}-{group}", part, [
+                e.ExpectColumnValuesToBeBetween(column="score", min_value=scale.low,
+                                                max_value=scale.high)]))
     with_probs = judgements[judgements["probs"].notna()].copy()
     if not with_probs.empty:
         with_probs["prob_sum"] = with_probs["probs"].map(lambda p: float(sum(p)))
@@ -152,6 +165,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
 
 
 def write_report(report: dict[str, Any], out_dir: Path) -> None:
+    """Write validation.json (GE's results) and validation.md (a readable summary)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "validation.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     lines = ["# Validation", "", f"Overall: {'PASSED' if report['success'] else 'FAILED'}", "",
@@ -167,6 +181,7 @@ def write_report(report: dict[str, Any], out_dir: Path) -> None:
 
 
 def load_judgements(judge_dirs: Sequence[str | Path]) -> pd.DataFrame:
+    """Every judge's judgements.parquet with a ``judge`` column."""
     frames = []
     for d in judge_dirs:
         df = pq.read_table(Path(d) / "judgements.parquet").to_pandas()

@@ -21,41 +21,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import BackendError, Decoding, JudgeRequest, Message
-
 
 def fingerprint(judge: str, backend_id: str, backend_options: dict[str, Any],
                 probe: bool = True) -> dict[str, Any]:
-    """The backend's current fingerprint (or an ``error`` with the reason)."""
+    """The backend's current fingerprint (or an ``error`` with the reason).
+
+    What identifies the model is the backend's own business
+    (:meth:`~capjudge.backends.base.Backend.fingerprint_facts`); this hashes what it says.
+    """
     from capjudge.backends import create_backend
 
     entry: dict[str, Any] = {"judge": judge, "backend": backend_id,
                              "time": datetime.now(UTC).isoformat(timespec="seconds")}
     try:
         backend = create_backend(backend_id, **backend_options)
-        if backend_id.startswith("openai/"):
-            from capjudge.backends.openai_backend import OpenAIBackend
-
-            assert isinstance(backend, OpenAIBackend)
-            facts: dict[str, Any] = {"models": backend.list_models()}
-            if backend.model not in facts["models"]:
-                facts["note"] = f"{backend.model} is not in the server's model list"
-            if probe:
-                answer = backend.generate([JudgeRequest(
-                    messages=(Message("user", ("Reply with the single word OK.",)),),
-                    slots=(), decoding=Decoding(max_tokens=1, top_logprobs=0),
-                    template="watch-probe@1")])[0]
-                if isinstance(answer, BackendError):
-                    raise answer
-                facts["model"] = answer.model
-                facts["system_fingerprint"] = answer.system_fingerprint
-            key = json.dumps({k: facts.get(k) for k in ("model", "system_fingerprint")}
-                             | {"served": backend.model in facts["models"]}, sort_keys=True)
-        else:
-            facts = {"snapshot": backend.snapshot()}
-            key = facts["snapshot"]
+        facts = backend.fingerprint_facts(probe)
+        identity = {k: v for k, v in facts.items() if k not in ("models", "note")}
         entry.update(facts)
-        entry["fingerprint"] = hashlib.sha256(key.encode()).hexdigest()[:16]
+        entry["fingerprint"] = hashlib.sha256(
+            json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
     except Exception as exc:  # noqa: BLE001 - any failure to reach a backend is reported
         entry["error"] = f"{type(exc).__name__}: {exc}"
     return entry

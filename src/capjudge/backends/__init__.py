@@ -1,4 +1,4 @@
-"""Judge backends, chosen by string id and imported lazily.
+"""Judge backends, registered by kind and imported lazily.
 
 =========================  =================================================================
 id                         backend
@@ -8,6 +8,10 @@ id                         backend
 ``embedded/gemma-3-270m``  the default: Gemma 3 270M from a PyPI package, text-only
 ``fake/<script>``          deterministic scripted distributions (tests, dry runs)
 =========================  =================================================================
+
+A backend kind is a :class:`~capjudge.backends.base.Backend` subclass registered under the
+part of the id before the ``/``; it declares the options it accepts, its default concurrency
+and how it fingerprints its model. Register another with ``@register_backend("kind")``.
 """
 
 from __future__ import annotations
@@ -16,49 +20,72 @@ import threading
 from typing import Any
 
 from capjudge.backends.base import Backend, BackendError
+from capjudge.registry import Registry
 
 DEFAULT_BACKEND = "embedded/gemma-3-270m"
+
+BACKEND_REGISTRY: Registry[type[Backend]] = Registry("backend kind")
+BACKEND_REGISTRY.add_lazy("openai", "capjudge.backends.openai_backend:OpenAIBackend")
+BACKEND_REGISTRY.add_lazy("hf", "capjudge.backends.hf:HFBackend")
+BACKEND_REGISTRY.add_lazy("embedded", "capjudge.backends.embedded:EmbeddedBackend")
+BACKEND_REGISTRY.add_lazy("fake", "capjudge.backends.fake:FakeBackend")
+
+register_backend = BACKEND_REGISTRY.decorator
+"""``@register_backend("kind")`` on a :class:`Backend` subclass registers it."""
+
 _LOADED: dict[tuple[str, str], Backend] = {}
 _LOCK = threading.Lock()
 
 
-def create_backend(backend_id: str, **options: Any) -> Backend:
-    """Build a backend from its id (``options`` are backend-specific keyword arguments).
-
-    Local models are loaded once per process and shared (loading costs seconds and memory).
+def backend_class(backend_id: str) -> type[Backend]:
+    """The class serving ``KIND/NAME`` (imported on first use).
 
     Raises:
-        BackendError: unknown kind, or the backend cannot be constructed.
+        BackendError: a malformed id or an unknown kind (the message lists the known ones).
     """
     kind, _, rest = backend_id.partition("/")
     if not rest:
         raise BackendError(f"backend id {backend_id!r} must look like KIND/NAME "
-                           "(openai/..., hf/..., embedded/..., fake/...)", transient=False)
-    if kind == "openai":
-        from capjudge.backends.openai_backend import OpenAIBackend
-
-        return OpenAIBackend(rest, **options)
-    if kind == "fake":
-        from capjudge.backends.fake import FakeBackend
-
-        return FakeBackend(rest, **{k: v for k, v in options.items() if k == "min_mass"})
-    if kind in ("hf", "embedded"):
-        local = {k: v for k, v in options.items()
-                 if k in {"device", "dtype", "batch_size", "min_mass", "max_tree_rows", "prune"}}
-        key = (backend_id, repr(sorted(local.items())))
-        with _LOCK:
-            if key not in _LOADED:
-                from capjudge.backends.hf import HFBackend
-
-                if kind == "embedded":
-                    from capjudge.backends.embedded import prepare_embedded
-
-                    path = prepare_embedded(rest)
-                    _LOADED[key] = HFBackend(path, backend_id=backend_id, **local)
-                else:
-                    _LOADED[key] = HFBackend(rest, backend_id=backend_id, **local)
-            return _LOADED[key]
-    raise BackendError(f"unknown backend kind {kind!r} in {backend_id!r}", transient=False)
+                           f"({', '.join(k + '/...' for k in BACKEND_REGISTRY.names())})",
+                           transient=False)
+    try:
+        return BACKEND_REGISTRY.get(kind)
+    except KeyError as exc:
+        raise BackendError(f"unknown backend kind {kind!r} in {backend_id!r}; known: "
+                           f"{', '.join(BACKEND_REGISTRY.names())}", transient=False) from exc
 
 
-__all__ = ["DEFAULT_BACKEND", "Backend", "BackendError", "create_backend"]
+def create_backend(backend_id: str, **options: Any) -> Backend:
+    """Build a backend from its id (``options`` are the backend's own keyword options).
+
+    Every backend validates its options the same way: an option it does not accept is an error
+    naming it. Backends marked ``shared`` (local models) are built once per process.
+
+    Raises:
+        BackendError: unknown kind, unknown option, or the backend cannot be constructed.
+    """
+    cls = backend_class(backend_id)
+    cls.check_options(backend_id, options)
+    name = backend_id.partition("/")[2]
+    if not cls.shared:
+        return cls.create(name, **options)
+    key = (backend_id, repr(sorted(options.items())))
+    with _LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = cls.create(name, **options)
+        return _LOADED[key]
+
+
+def backend_kinds() -> list[str]:
+    """Every registered backend kind (nothing is imported)."""
+    return BACKEND_REGISTRY.names()
+
+
+def default_concurrency(backend_id: str, options: dict[str, Any]) -> int:
+    """How many requests a judge on this backend runs at once by default, without building the
+    backend (the flow sizes its worker pool with it)."""
+    return backend_class(backend_id).concurrency_for(options)
+
+
+__all__ = ["BACKEND_REGISTRY", "DEFAULT_BACKEND", "Backend", "BackendError", "backend_class",
+           "backend_kinds", "create_backend", "default_concurrency", "register_backend"]

@@ -15,7 +15,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 Status = Literal["ok", "parse_failure", "low_mass", "refused", "error", "skipped", "undefined"]
 STATUSES: tuple[str, ...] = ("ok", "parse_failure", "low_mass", "refused", "error", "skipped",
@@ -24,8 +24,9 @@ STATUSES: tuple[str, ...] = ("ok", "parse_failure", "low_mass", "refused", "erro
 
 
 def worst_status(statuses: Sequence[str]) -> Status:
-    """A response is as bad as its worst slot (error > refused > parse failure > low mass)."""
-    order: tuple[Status, ...] = ("error", "refused", "parse_failure", "low_mass")
+    """A response is as bad as its worst slot (error > refused > parse failure > undefined >
+    low mass)."""
+    order: tuple[Status, ...] = ("error", "refused", "parse_failure", "undefined", "low_mass")
     for status in order:
         if status in statuses:
             return status
@@ -166,16 +167,93 @@ class JudgeResponse:
     latency_s: float = 0.0
     attempts: int = 1
     cached: bool = False
+    cache_key: str = ""  # set by the client (computed once per request); not stored
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """A JSON-ready dict, the shape (and key order) of ``dataclasses.asdict`` less
+        ``cache_key``: the key a response is stored under is not part of the stored answer, so
+        entries keep the shape they had before that field existed.
+
+        Written out field by field: ``asdict`` recurses through ``copy.deepcopy`` and was the
+        top hotspot of a warm rerun. Lists are copied so the dict never aliases this object.
+        When a field is added to this class, :class:`SlotResult` or :class:`Usage`, add it here
+        and in :meth:`from_json` (tests/test_cache.py checks both against ``asdict``).
+
+        Returns:
+            The response as plain dicts, lists and scalars.
+        """
+        usage = self.usage
+        return {
+            "status": self.status,
+            "text": self.text,
+            "slots": [{"name": s.name,
+                       "values": list(s.values),
+                       "probs": None if s.probs is None else list(s.probs),
+                       "mass": s.mass,
+                       "source": s.source,
+                       "status": s.status,
+                       "reason": s.reason,
+                       "printed": s.printed,
+                       "anchor_forced": s.anchor_forced}
+                      for s in self.slots],
+            "usage": {"prompt_tokens": usage.prompt_tokens,
+                      "completion_tokens": usage.completion_tokens},
+            "model": self.model,
+            "system_fingerprint": self.system_fingerprint,
+            "reason": self.reason,
+            "latency_s": self.latency_s,
+            "attempts": self.attempts,
+            "cached": self.cached,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> JudgeResponse:
-        data = dict(data)
-        data["slots"] = [SlotResult(**s) for s in data.get("slots", [])]
-        data["usage"] = Usage(**data.get("usage", {}))
-        return cls(**data)
+        """The inverse of :meth:`to_json` (also reads entries written with ``asdict``).
+
+        Fields without a default (``status``; a slot's name, values, probs, mass and source)
+        are required; absent optional fields take their defaults and unknown keys are ignored.
+
+        Args:
+            data: A dict as produced by :meth:`to_json`.
+
+        Returns:
+            A new response (lists are taken over, not copied).
+
+        Raises:
+            KeyError: A required field is missing.
+            TypeError, AttributeError: ``data`` or a part of it has the wrong shape.
+        """
+        get = data.get
+        slots: list[SlotResult] = []
+        for s in get("slots") or ():
+            try:
+                slots.append(SlotResult(**s))  # the keyword splat is the fastest way in
+            except TypeError:
+                # A key this version does not know (written by a newer one): field by field.
+                slots.append(SlotResult(name=s["name"], values=s["values"], probs=s["probs"],
+                                        mass=s["mass"], source=s["source"],
+                                        status=s.get("status", "ok"), reason=s.get("reason"),
+                                        printed=s.get("printed"),
+                                        anchor_forced=s.get("anchor_forced", False)))
+        u = get("usage") or {}
+        try:
+            usage = Usage(**u)
+        except TypeError:
+            usage = Usage(prompt_tokens=u.get("prompt_tokens", 0),
+                          completion_tokens=u.get("completion_tokens", 0))
+        return cls(
+            status=data["status"],
+            text=get("text", ""),
+            slots=slots,
+            usage=usage,
+            model=get("model", ""),
+            system_fingerprint=get("system_fingerprint"),
+            reason=get("reason"),
+            latency_s=get("latency_s", 0.0),
+            attempts=get("attempts", 1),
+            cached=get("cached", False),
+            cache_key=get("cache_key", ""),
+        )
 
 
 class BackendError(Exception):
@@ -200,10 +278,44 @@ class Capabilities:
 
 
 class Backend(ABC):
-    """Abstract judge backend. Implementations are chosen by string id, imported lazily."""
+    """Abstract judge backend. Implementations are registered by kind (the part of the id
+    before the ``/``) and imported lazily; see :mod:`capjudge.backends`.
+
+    Class attributes:
+        options: the keyword options the backend accepts (``params.yaml:
+            judges.<name>.backend_options``); anything else is a clear error, for every
+            backend alike.
+        default_concurrency: how many requests a judge may have in flight against this kind
+            of backend when the config does not say (the flow's worker count comes from it).
+        shared: construct once per process and share (local models: loading costs seconds
+            and memory).
+    """
 
     backend_id: str
     capabilities: Capabilities
+    options: ClassVar[frozenset[str]] = frozenset({"min_mass"})
+    default_concurrency: ClassVar[int] = 1
+    shared: ClassVar[bool] = False
+
+    @classmethod
+    def create(cls, name: str, **options: Any) -> Backend:
+        """Build the backend for the id ``KIND/name`` (options already validated)."""
+        return cls(name, **options)
+
+    @classmethod
+    def check_options(cls, backend_id: str, options: dict[str, Any]) -> None:
+        """Raise a non-transient :class:`BackendError` naming any option this backend does
+        not accept."""
+        unknown = sorted(set(options) - set(cls.options))
+        if unknown:
+            raise BackendError(
+                f"backend {backend_id!r} does not accept the option(s) {', '.join(unknown)}; "
+                f"it accepts: {', '.join(sorted(cls.options))}", transient=False)
+
+    @classmethod
+    def concurrency_for(cls, options: dict[str, Any]) -> int:
+        """Requests in flight by default (the ``concurrency`` option, else the class's)."""
+        return int(options.get("concurrency") or cls.default_concurrency)
 
     @abstractmethod
     def snapshot(self) -> str:
@@ -216,3 +328,12 @@ class Backend(ABC):
     def describe(self) -> dict[str, Any]:
         """Lineage facts about the backend (model id, snapshot, fingerprint where known)."""
         return {"backend": self.backend_id, "snapshot": self.snapshot()}
+
+    def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
+        """What identifies the model this backend serves *now* (the watch flow hashes it).
+
+        Local backends: the weights' snapshot. Remote backends override this (model list,
+        a one-token probe's ``model`` and ``system_fingerprint``). ``probe=False`` must not
+        spend tokens.
+        """
+        return {"snapshot": self.snapshot()}

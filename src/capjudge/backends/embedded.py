@@ -14,8 +14,10 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
-from capjudge.backends.base import BackendError
+from capjudge.backends.base import Backend, BackendError
+from capjudge.backends.hf import HFBackend
 
 log = logging.getLogger(__name__)
 
@@ -74,3 +76,13 @@ def prepare_embedded(name: str = "gemma-3-270m", root: Path | None = None) -> Pa
     else:
         os.replace(work, target)
     return target
+
+
+class EmbeddedBackend(HFBackend):
+    """``embedded/<name>``: a model shipped in a PyPI package, converted once and cached, then
+    run like any local transformers model."""
+
+    @classmethod
+    def create(cls, name: str, **options: Any) -> Backend:
+        """Convert (once) the packaged model, then load it."""
+        return cls(prepare_embedded(name), backend_id=f"embedded/{name}", **options)

@@ -34,6 +34,8 @@ from capjudge.scoring import normalise
 class FakeBackend(Backend):
     """Deterministic scripted distributions (see module doc)."""
 
+    options = frozenset({"min_mass"})
+
     def __init__(self, spec: str, min_mass: float = 0.5) -> None:
         self.backend_id = f"fake/{spec}"
         vision = spec.endswith("+vision")

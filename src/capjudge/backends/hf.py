@@ -92,6 +92,15 @@ class TreeStats:
 class HFBackend(Backend):
     """A local transformers model (causal LM or image-text-to-text VLM)."""
 
+    options = frozenset({"device", "dtype", "batch_size", "min_mass", "max_tree_rows",
+                         "prune"})
+    shared = True  # loading costs seconds and memory: once per process
+
+    @classmethod
+    def create(cls, name: str, **options: Any) -> Backend:
+        """``hf/<local path>``: the model directory."""
+        return cls(name, backend_id=f"hf/{name}", **options)
+
     def __init__(self, path: str | Path, *, backend_id: str | None = None,
                  device: str | None = None, dtype: str = "auto", batch_size: int = 8,
                  min_mass: float = 0.5, max_tree_rows: int = 128, prune: float = 1e-6

@@ -20,9 +20,11 @@ from capjudge.backends.base import (
     Backend,
     BackendError,
     Capabilities,
+    Decoding,
     ImagePart,
     JudgeRequest,
     JudgeResponse,
+    Message,
     Status,
     Usage,
     worst_status,
@@ -75,6 +77,10 @@ def _retry_after(headers: Any) -> float | None:
 class OpenAIBackend(Backend):
     """Chat completions with log-probabilities against an OpenAI-protocol server."""
 
+    options = frozenset({"base_url", "api_key_env", "timeout_s", "min_mass", "concurrency",
+                         "vision", "snapshot"})
+    default_concurrency = 8
+
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 120.0,
                  min_mass: float = 0.5, concurrency: int = 8, vision: bool = True,
@@ -105,6 +111,24 @@ class OpenAIBackend(Backend):
     def describe(self) -> dict[str, Any]:
         return {"backend": self.backend_id, "snapshot": self._snapshot, "model": self.model,
                 "base_url": self.base_url}
+
+    def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
+        """The server's model list and, with ``probe``, a one-token answer's ``model`` and
+        ``system_fingerprint`` (what changes when the provider swaps the model)."""
+        facts: dict[str, Any] = {"models": self.list_models()}
+        if self.model not in facts["models"]:
+            facts["note"] = f"{self.model} is not in the server's model list"
+        facts["served"] = self.model in facts["models"]
+        if probe:
+            answer = self.generate([JudgeRequest(
+                messages=(Message("user", ("Reply with the single word OK.",)),),
+                slots=(), decoding=Decoding(max_tokens=1, top_logprobs=0),
+                template="watch-probe@1")])[0]
+            if isinstance(answer, BackendError):
+                raise answer
+            facts["model"] = answer.model
+            facts["system_fingerprint"] = answer.system_fingerprint
+        return facts
 
     def list_models(self) -> list[str]:
         """The server's ``/v1/models`` answer (lineage: what an OpenAI-compatible server says

@@ -27,10 +27,33 @@ def require_java() -> None:
 
 def baseline_scores(candidates: Sequence[str], references: Sequence[Sequence[str]],
                     metrics: Sequence[str] = BASELINES) -> dict[str, list[float]]:
-    """Per-candidate scores for each requested baseline."""
+    """Per-candidate scores for each requested baseline.
+
+    Args:
+        candidates: the texts to score.
+        references: each candidate's references (at least one each).
+        metrics: which of :data:`BASELINES` to compute.
+
+    Returns:
+        metric -> one score per candidate.
+
+    Raises:
+        ValueError: an unknown metric, misaligned inputs, or a candidate without references
+            (the baselines are reference-based: pycocoevalcap would crash or score it 0).
+        RuntimeError: no Java runtime.
+    """
     unknown = set(metrics) - set(BASELINES)
     if unknown:
         raise ValueError(f"unknown baseline metrics {sorted(unknown)}; known: {BASELINES}")
+    if len(candidates) != len(references):
+        raise ValueError(f"{len(candidates)} candidates but {len(references)} reference lists")
+    missing = [i for i, refs in enumerate(references) if not refs]
+    if missing:
+        raise ValueError(f"the reference-based baselines {', '.join(metrics)} need references; "
+                         f"{len(missing)} of {len(candidates)} candidates have none (first: "
+                         f"index {missing[0]}): use reference-free metrics on such data")
+    if not candidates:
+        return {m: [] for m in metrics}
     require_java()
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 

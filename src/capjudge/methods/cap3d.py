@@ -16,9 +16,19 @@ from fractions import Fraction
 from typing import Any
 
 from capjudge.backends.base import JudgeRequest, JudgeResponse
-from capjudge.methods import BaseMethod, Criterion, MethodOptions, Planned, Skip, item_image
+from capjudge.item import Item
+from capjudge.methods.base import (
+    Criterion,
+    CriterionSpec,
+    Method,
+    MethodOptions,
+    Planned,
+    Scale,
+    Skip,
+    item_image,
+)
 from capjudge.prompts import get_template
-from capjudge.scoring import precision
+from capjudge.scoring import precision, precision_macro, precision_micro
 
 _NUMBER = r"(\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?|\d*\.\d+|\d+\s*[½¼¾]|[½¼¾]|\d+)"
 _PATTERNS = {
@@ -55,30 +65,46 @@ def parse_ch(text: str) -> tuple[float | None, float | None]:
     return found["correctness"], found["hallucination"]
 
 
-class Cap3D(BaseMethod):
-    """Correctness / hallucination points and precision for 3D-object captions."""
+PRECISION = Scale(0, 100, pass_mark=50)
+POINTS = Scale(0, None)
+
+
+class Cap3D(Method):
+    """Correctness / hallucination points and precision for 3D-object captions.
+
+    Method option ``all_media``: judge images too (by default only 3D ``views`` items).
+    """
 
     name = "cap3d"
-    modes: tuple[str, ...] = ("default",)
-    default_modes: tuple[str, ...] = ("default",)
+    criteria = (
+        CriterionSpec("correctness", POINTS, needs_image=True,
+                      description="correct attribute points (partial credit)"),
+        CriterionSpec("hallucination", POINTS, needs_image=True,
+                      description="hallucinated detail points"),
+        CriterionSpec("precision", PRECISION, needs_image=True, description="C / (C + H) x 100"),
+    )
+    overall_scale = PRECISION
+    combination = "precision = C / (C + H) x 100 (undefined when C = H = 0)"
+    aggregates = ("precision_macro", "precision_micro")
 
-    def plan(self, item: dict[str, Any], mode: str, options: MethodOptions
-             ) -> list[Planned | Skip]:
+    def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
+        """One request per 3D object (the multi-view tile); other media are skipped."""
         self.check_mode(mode)
         template = get_template("cap3d", "cap3d/score")
-        if item["media_kind"] != "views" and not options.extra.get("all_media"):
-            return [Skip(item["id"], mode, "cap3d judges 3D objects (views items); set "
+        if item.media_kind != "views" and not options.extra.get("all_media"):
+            return [Skip(item.id, mode, "cap3d judges 3D objects (views items); set "
                          "all_media to judge images too", template.ref)]
         if not options.vision:
-            return [Skip(item["id"], mode, "backend has no vision input (cap3d needs the "
+            return [Skip(item.id, mode, "backend has no vision input (cap3d needs the "
                          "views)", template.ref)]
         messages = template.render(image=item_image(item, options.detail),
-                                   candidate=item["candidate"])
+                                   candidate=item.candidate)
         request = JudgeRequest(messages=messages, slots=(), decoding=options.decoding,
-                               template=template.ref, tag=f"{item['id']}|{mode}")
-        return [Planned(item["id"], mode, request)]
+                               template=template.ref, tag=f"{item.id}|{mode}")
+        return [Planned(item.id, mode, request)]
 
     def interpret(self, planned: Planned, response: JudgeResponse) -> list[Criterion]:
+        """Correctness and hallucination points read from the text, and their precision."""
         if response.status not in ("ok", "low_mass"):
             return [Criterion(name, response.status, response.reason)
                     for name in ("correctness", "hallucination", "precision")]
@@ -101,8 +127,21 @@ class Cap3D(BaseMethod):
 
     def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
                 ) -> tuple[float | None, str | None]:
+        """The item's precision."""
         by_name = {c.name: c for c in criteria}
         p = by_name.get("precision")
         if p is None or p.score is None:
             return None, p.reason if p is not None else "no precision"
         return p.score, None
+
+    def system_aggregates(self, criteria: Sequence[Sequence[Criterion]]
+                          ) -> dict[str, float | None]:
+        """Precision per item averaged (macro) and from the summed points (micro)."""
+        pairs = []
+        for item in criteria:
+            points = {c.name: c.score for c in item if c.score is not None}
+            c, h = points.get("correctness"), points.get("hallucination")
+            if c is not None and h is not None:
+                pairs.append((float(c), float(h)))
+        return {"precision_macro": precision_macro(pairs),
+                "precision_micro": precision_micro(pairs)}

@@ -26,7 +26,17 @@ from capjudge.backends.base import (
     Message,
     ScoreSlot,
 )
-from capjudge.methods import BaseMethod, Criterion, MethodOptions, Planned, Skip, item_image
+from capjudge.item import Item
+from capjudge.methods.base import (
+    Criterion,
+    CriterionSpec,
+    Method,
+    MethodOptions,
+    Planned,
+    Scale,
+    Skip,
+    item_image,
+)
 from capjudge.prompts import get_template, method_spec
 from capjudge.scoring import harmonic_score
 
@@ -45,20 +55,24 @@ TASK_PHRASES: dict[str, dict[str, str]] = {
 }
 
 
+SCALE = Scale(1, 5, pass_mark=3)
+
+
 def rating_slot(criterion: str) -> ScoreSlot:
+    """The 1-5 rating slot of one criterion (the score is written first)."""
     scale = method_spec("harmoniceval")["scale"]
     return ScoreSlot(name=criterion, low=int(scale["low"]), high=int(scale["high"]),
                      anchor=scale["anchor"], position=scale["position"],
                      forced_prefix=scale["forced_prefix"])
 
 
-def boxed_image(item: dict[str, Any], detail: str, tiles_dir: Path) -> ImagePart:
+def boxed_image(item: Item, detail: str, tiles_dir: Path) -> ImagePart:
     """The image with the REG target box drawn in red (cached by content hash and box)."""
     from PIL import Image, ImageDraw
 
     from capjudge.media import save_png, sha256_file, sha256_text
 
-    extra = json.loads(item.get("extra") or "{}")
+    extra = item.extra_dict()
     bbox = extra.get("bbox")
     base = item_image(item, detail)
     if not (isinstance(bbox, list) and len(bbox) == 4):
@@ -75,30 +89,41 @@ def boxed_image(item: dict[str, Any], detail: str, tiles_dir: Path) -> ImagePart
     return ImagePart(str(out), sha256_file(out), detail)
 
 
-class HarmonicEval(BaseMethod):
-    """HarmonicEval's criterion-wise scoring and harmonic weighting."""
+class HarmonicEval(Method):
+    """HarmonicEval's criterion-wise scoring and harmonic weighting.
+
+    Method options: ``criteria`` (a subset to run), ``explain`` (the "Why?" turn),
+    ``tiles_dir`` (where boxed REG images are cached).
+    """
 
     name = "harmoniceval"
-    modes: tuple[str, ...] = ("default",)
-    default_modes: tuple[str, ...] = ("default",)
+    criteria = tuple(CriterionSpec(c, SCALE, needs_image=c in IMAGE_CRITERIA,
+                                   description=f"{c}, 1-5") for c in CRITERIA)
+    overall_scale = SCALE
+    combination = ("harmonic weighting of the smoothed criterion scores, "
+                   "w_c ∝ σ_c^(-2(1-γ)/γ) (§2.2)")
+    explains = True
 
-    def plan(self, item: dict[str, Any], mode: str, options: MethodOptions
-             ) -> list[Planned | Skip]:
+    def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
+        """One request per criterion (image criteria skipped on a text-only backend)."""
         self.check_mode(mode)
-        task = item.get("task") or "caption"
+        task = item.task or "caption"
         phrases = TASK_PHRASES.get(task)
         criteria = options.extra.get("criteria") or CRITERIA
+        unknown = sorted(set(criteria) - set(CRITERIA))
+        if unknown:
+            raise ValueError(f"unknown HarmonicEval criteria {unknown}; choose from {CRITERIA}")
         out: list[Planned | Skip] = []
         for criterion in criteria:
             template = get_template("harmoniceval", f"harmoniceval/{criterion}")
             if phrases is None:
-                out.append(Skip(item["id"], mode, f"task {task!r} has no HarmonicEval phrasing",
+                out.append(Skip(item.id, mode, f"task {task!r} has no HarmonicEval phrasing",
                                 template.ref, criterion))
                 continue
             image = None
             if criterion in IMAGE_CRITERIA:
                 if not options.vision:
-                    out.append(Skip(item["id"], mode, "backend has no vision input (criterion "
+                    out.append(Skip(item.id, mode, "backend has no vision input (criterion "
                                     "needs the image)", template.ref, criterion))
                     continue
                 try:
@@ -106,14 +131,14 @@ class HarmonicEval(BaseMethod):
                         "tiles_dir", ".capjudge-cache/tiles"))) if task == "reg"
                         else item_image(item, options.detail))
                 except ValueError as exc:
-                    out.append(Skip(item["id"], mode, str(exc), template.ref, criterion))
+                    out.append(Skip(item.id, mode, str(exc), template.ref, criterion))
                     continue
-            messages = template.render(image=image, candidate=item["candidate"], t=phrases,
-                                       question=item.get("question"))
+            messages = template.render(image=image, candidate=item.candidate, t=phrases,
+                                       question=item.question)
             request = JudgeRequest(messages=messages, slots=(rating_slot(criterion),),
                                    decoding=options.decoding, template=template.ref,
-                                   tag=f"{item['id']}|{criterion}")
-            out.append(Planned(item["id"], mode, request, criterion))
+                                   tag=f"{item.id}|{criterion}")
+            out.append(Planned(item.id, mode, request, criterion))
         return out
 
     def explanation_request(self, planned: Planned, response: JudgeResponse) -> JudgeRequest:

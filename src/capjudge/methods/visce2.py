@@ -11,10 +11,21 @@ the context ablations ``context-objects`` (objects only) and ``context-objects-a
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from capjudge.backends.base import JudgeRequest, ScoreSlot
-from capjudge.methods import BaseMethod, MethodOptions, Planned, Skip, item_image
+from capjudge.item import Item
+from capjudge.methods.base import (
+    CriterionSpec,
+    Method,
+    MethodOptions,
+    Planned,
+    Scale,
+    Skip,
+    item_image,
+)
 from capjudge.prompts import get_template, method_spec
 
 MODES = ("vanilla", "references", "description", "context", "context-objects",
@@ -53,58 +64,81 @@ def select_context(text: str, keep: tuple[str, ...]) -> str | None:
     return "\n".join(sections[k] for k in SECTIONS if k in keep and k in sections)
 
 
+SCALE = Scale(0, 100, pass_mark=50)
+
+
 def rating_slot() -> ScoreSlot:
+    """The 0-100 rating slot (the first integer of the answer)."""
     scale = method_spec("visce2")["scale"]
     return ScoreSlot(name=scale["name"], low=int(scale["low"]), high=int(scale["high"]),
                      anchor=scale["anchor"], position=scale["position"],
                      forced_prefix=scale["forced_prefix"])
 
 
-class VisCE2(BaseMethod):
-    """VisCE² evaluation (step 2); step 1 is :mod:`capjudge.context`."""
+class VisCE2(Method):
+    """VisCE² evaluation (step 2); step 1 is :mod:`capjudge.methods.visce2_context`."""
 
     name = "visce2"
     modes = MODES
-    default_modes: tuple[str, ...] = ("vanilla", "references", "description", "context",
-                                      "context-objects", "context-objects-attributes")
+    default_modes = MODES
+    score_mode = "context"
+    criteria = (CriterionSpec("score", SCALE, needs_image=True,
+                              description="rating 0-100 with the visual context"),)
+    overall_scale = SCALE
+    combination = "the expected rating of the 0-100 distribution"
     needs_context = True
 
-    def plan(self, item: dict[str, Any], mode: str, options: MethodOptions
-             ) -> list[Planned | Skip]:
+    def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
+        """One request per item and mode; context modes read the context stage's table."""
         self.check_mode(mode)
         file_id = {"vanilla": "vanilla", "references": "references",
                    "description": "description"}.get(mode, "context")
         template = get_template("visce2", f"visce2/{file_id}")
         if not options.vision:
-            return [Skip(item["id"], mode, "backend has no vision input (VisCE² always shows "
+            return [Skip(item.id, mode, "backend has no vision input (VisCE² always shows "
                          "the image)", template.ref)]
         image = item_image(item, options.detail)
-        variables: dict[str, Any] = {"candidate": item["candidate"]}
+        variables: dict[str, Any] = {"candidate": item.candidate}
         if mode == "references":
-            refs = list(item.get("references") or [])
+            refs = list(item.references)
             if not refs:
-                return [Skip(item["id"], mode, "no reference captions", template.ref)]
+                return [Skip(item.id, mode, "no reference captions", template.ref)]
             variables["references"] = refs
         if "context" in template.needs:
             kind = "description" if mode == "description" else "context"
             table: dict[str, dict[str, Any]] = options.extra.get("context_table") or {}
             entry = table.get(image.sha256, {}).get(kind)
             if entry is None:
-                return [Skip(item["id"], mode, f"no extracted {kind} for this image (run the "
+                return [Skip(item.id, mode, f"no extracted {kind} for this image (run the "
                              "context stage)", template.ref)]
             if entry["status"] != "ok":
-                return [Skip(item["id"], mode, f"{kind} extraction {entry['status']}: "
+                return [Skip(item.id, mode, f"{kind} extraction {entry['status']}: "
                              f"{entry.get('reason')}", template.ref)]
             text = entry["text"]
             if mode.startswith("context-"):
                 keep = ("objects",) if mode == "context-objects" else ("objects", "features")
                 text = select_context(text, keep)
                 if text is None:
-                    return [Skip(item["id"], mode, "the extracted context has no objects/"
+                    return [Skip(item.id, mode, "the extracted context has no objects/"
                                  "features/relationships sections to ablate", template.ref)]
             variables["context"] = text
         messages = template.render(image=image, **variables)
         request = JudgeRequest(messages=messages, slots=(rating_slot(),),
                                decoding=options.decoding, template=template.ref,
-                               tag=f"{item['id']}|{mode}")
-        return [Planned(item["id"], mode, request)]
+                               tag=f"{item.id}|{mode}")
+        return [Planned(item.id, mode, request)]
+
+    def run_context(self, items: Sequence[Item], out_dir: str | Path,
+                    section: dict[str, Any]) -> dict[str, Any]:
+        """Step 1: extract every distinct picture's visual context (and description)."""
+        from capjudge.methods.visce2_context import ContextConfig, run_context
+
+        return run_context(items, out_dir, ContextConfig.from_params(section))
+
+    def load_context(self, path: str | Path) -> dict[str, Any]:
+        """The context stage's output (its folder, or its contexts.parquet) as
+        ``{picture sha256: {kind: row}}``; empty when absent (modes then record skips)."""
+        from capjudge.methods.visce2_context import load_context_table
+
+        file = Path(path) / "contexts.parquet" if Path(path).is_dir() else Path(path)
+        return load_context_table(file) if file.is_file() else {}

@@ -1,4 +1,4 @@
-"""The context stage: VisCE²'s step 1, visual-context extraction once per image.
+"""VisCE²'s step 1 (the ``context`` stage): visual-context extraction once per picture.
 
 For every distinct picture a judge would see (an image, a video's frame tile, a 3D object's view
 tile), the extractor VLM writes the structured visual context (up to five important objects,
@@ -28,7 +28,8 @@ import pyarrow.parquet as pq
 
 from capjudge.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
 from capjudge.client import JudgeClient
-from capjudge.methods import item_image
+from capjudge.item import Item
+from capjudge.methods.base import item_image
 from capjudge.prompts import get_template
 
 KINDS = ("context", "description")
@@ -64,10 +65,34 @@ class ContextConfig:
     rpm: float | None = None
     tpm: float | None = None
     max_attempts: int = 5
+    backoff_base_s: float = 0.5
     cache_dir: str | None = None
 
+    @classmethod
+    def from_params(cls, section: dict[str, Any]) -> ContextConfig:
+        """Build from ``params.yaml: contexts.<name>`` (unknown keys are an error naming them;
+        ``method`` and ``out`` belong to the stage, not the extractor)."""
+        section = {k: v for k, v in section.items() if k not in ("method", "out")}
+        unknown = sorted(set(section) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown context settings: {', '.join(unknown)}")
+        return cls(**section)
 
-def extraction_requests(items: Sequence[dict[str, Any]], kinds: Sequence[str], detail: str,
+
+def load_context_table(path: str | Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """contexts.parquet as ``{picture sha256: {kind: {status, reason, text, ...}}}``."""
+    return context_table(pq.read_table(path).to_pylist())
+
+
+def context_table(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Extraction rows (as :func:`extract` returns them) as the table VisCE² plans with."""
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        table.setdefault(row["media_sha256"], {})[row["kind"]] = row
+    return table
+
+
+def extraction_requests(items: Sequence[Item], kinds: Sequence[str], detail: str,
                         max_tokens: int) -> tuple[list[tuple[str, str, JudgeRequest]],
                                                   Counter[str]]:
     """One request per (distinct picture, kind); also how many items share each picture."""
@@ -118,7 +143,7 @@ def skipped_rows(backend: Backend, requests: Sequence[tuple[str, str, JudgeReque
             for sha, kind, request in requests]
 
 
-def extract(items: Sequence[dict[str, Any]], config: ContextConfig, backend: Backend,
+def extract(items: Sequence[Item], config: ContextConfig, backend: Backend,
             client: JudgeClient) -> list[dict[str, Any]]:
     """Run (or fetch from the cache) every extraction the items need."""
     requests, uses = extraction_requests(items, config.kinds, config.detail, config.max_tokens)
@@ -130,30 +155,40 @@ def extract(items: Sequence[dict[str, Any]], config: ContextConfig, backend: Bac
 
 
 def write_contexts(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    """Write contexts.parquet and summary.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=CONTEXTS_SCHEMA),
                    out_dir / "contexts.parquet")
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
 
-def run_context(items_path: str | Path, out_dir: str | Path, config: ContextConfig,
+def run_context(items: Sequence[Item] | str | Path, out_dir: str | Path, config: ContextConfig,
                 backend: Backend | None = None) -> dict[str, Any]:
-    """The context stage without Prefect: extract, write, summarise."""
+    """The context stage without Prefect: extract, write, summarise.
+
+    Args:
+        items: the items, or the path of an ``items.parquet``.
+        out_dir: where contexts.parquet and summary.json go.
+        config: the extractor.
+        backend: an existing backend (default: built from the config).
+    """
     from capjudge.backends import create_backend
-    from capjudge.cache import RequestCache, default_cache_dir
-    from capjudge.client import RetryPolicy
-    from capjudge.judge import load_items
+    from capjudge.client import build_client
+    from capjudge.item import load_items
 
     started = time.perf_counter()
-    items = load_items(items_path)
+    if isinstance(items, str | Path):
+        items = load_items(items)
     backend = backend or create_backend(config.backend, **config.backend_options)
-    client = JudgeClient(backend, RequestCache(config.cache_dir or default_cache_dir()),
-                         retry=RetryPolicy(max_attempts=config.max_attempts), rpm=config.rpm,
-                         tpm=config.tpm, concurrency=config.concurrency)
-    rows = extract(items, config, backend, client)
+    client = build_client(backend, cache_dir=config.cache_dir,
+                          max_attempts=config.max_attempts, backoff_base_s=config.backoff_base_s,
+                          rpm=config.rpm, tpm=config.tpm, concurrency=config.concurrency)
+    pictures = [i for i in items if i.media_kind != "none"]
+    rows = extract(pictures, config, backend, client)
     summary = {"backend": backend.describe(), "kinds": config.kinds, "pictures": len(
         {r["media_sha256"] for r in rows}), "rows": len(rows),
         "by_status": dict(Counter(r["status"] for r in rows)),
+        "requests": client.stats.requests,
         "model_calls": client.stats.calls, "cache_hits": client.stats.cache_hits,
         "seconds": round(time.perf_counter() - started, 2)}
     write_contexts(Path(out_dir), rows, summary)

@@ -1,0 +1,50 @@
+"""What several subcommands share: exit codes, the usage error, judge options and config."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """Bad arguments or unreadable input: exit code 2 with the message."""
+
+
+def add_judge_options(p: argparse.ArgumentParser) -> None:
+    """--method (choices from the method registry), --backend and the client settings."""
+    from capjudge.backends import DEFAULT_BACKEND, backend_kinds
+    from capjudge.methods import DEFAULT_METHOD, method_names
+
+    p.add_argument("--method", default=DEFAULT_METHOD, choices=method_names())
+    p.add_argument("--backend", default=DEFAULT_BACKEND,
+                   help=f"KIND/NAME with KIND one of {', '.join(backend_kinds())} "
+                        "(openai/<model>, hf/<path>, embedded/gemma-3-270m, fake/<script>)")
+    p.add_argument("--base-url", help="OpenAI-compatible server (else $OPENAI_BASE_URL)")
+    p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--min-mass", type=float, default=0.5,
+                   help="below this captured probability mass a judgement is 'low_mass'")
+    p.add_argument("--cache-dir", type=Path,
+                   help="request cache (default $CAPJUDGE_CACHE_DIR or .capjudge-cache)")
+    p.add_argument("--params", default="params.yaml", help="for the price table")
+
+
+def judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
+    """A :class:`~capjudge.judge.JudgeConfig` from the judge options."""
+    from capjudge.judge import JudgeConfig
+
+    options: dict[str, Any] = {}
+    if args.base_url:
+        options["base_url"] = args.base_url
+    prices: dict[str, Any] = {}
+    params = Path(args.params)
+    if params.is_file():
+        import yaml
+
+        prices = (yaml.safe_load(params.read_text()) or {}).get("judge", {}).get("prices", {})
+    return JudgeConfig(method=args.method, backend=args.backend, modes=modes,
+                       max_tokens=args.max_tokens, min_mass=args.min_mass,
+                       backend_options=options, prices=prices,
+                       cache_dir=str(args.cache_dir) if args.cache_dir else None)

@@ -1,0 +1,28 @@
+"""``capjudge sample``: generate the bundled synthetic sample suite (CC0)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from capjudge.cli.common import EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the sample and print its counts."""
+    from capjudge.sample import generate_sample
+
+    counts = generate_sample(args.out, seed=args.seed, n_images=args.images)
+    print(json.dumps({"out": str(args.out), **counts}))
+    return EXIT_OK
+
+
+def register(sub: Any) -> None:
+    """Add the subcommand."""
+    p = sub.add_parser("sample", help="generate the bundled synthetic sample suite (CC0)")
+    p.add_argument("--out", type=Path, default=Path("data/sample"))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--images", type=int, default=20, help="number of synthetic images")
+    p.set_defaults(func=run)

@@ -1,0 +1,175 @@
+"""``capjudge score``: score one caption with one method, mode and backend.
+
+It runs the same pipeline as a judge stage (:func:`capjudge.judge.judge_items`) on one item
+built from the command line and hashed like ingest does; a method with a context stage runs
+it on the fly, through the same request cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from capjudge.cli.common import (
+    EXIT_OK,
+    EXIT_STRICT,
+    UsageError,
+    add_judge_options,
+    judge_config,
+)
+
+
+def adhoc_item(args: argparse.Namespace) -> Any:
+    """An item built from --image/--video/--views and --caption/--ref, hashed like ingest."""
+    from capjudge.cache import default_cache_dir
+    from capjudge.ingest import IngestConfig, TileCache
+    from capjudge.item import Item
+    from capjudge.media import MediaError, check_image, sha256_file, sha256_text
+
+    fields: dict[str, Any] = {"id": "cli", "task": "caption", "candidate": args.caption,
+                              "references": tuple(args.ref or ()), "question": args.question}
+    try:
+        # The same content-hash-keyed tile cache (and image normalisation) as ingest.
+        tiles = TileCache(Path(args.cache_dir or default_cache_dir()) / "tiles", IngestConfig())
+        if args.image:
+            path = Path(args.image)
+            info = check_image(path)
+            sha = sha256_file(path)
+            judged = tiles.judge_image(path, sha, info)
+            fields.update(media_kind="image", media_root=str(path.parent.resolve()),
+                          media_path=path.name, media_sha256=sha, judge_path=judged.path,
+                          judge_sha256=judged.sha256)
+        elif args.video or args.views:
+            if args.video:
+                path = Path(args.video)
+                sha = sha256_file(path)
+                meta = tiles.video(path, sha)
+                fields.update(media_kind="video", media_root=str(path.parent.resolve()),
+                              media_path=path.name, media_sha256=sha,
+                              tile_path=meta["tile_path"], tile_sha256=meta["tile_sha256"])
+            else:
+                paths = [Path(v) for v in args.views]
+                sha = sha256_text(*[sha256_file(v) for v in paths])
+                tile_path, tile_sha = tiles.views(paths, sha)
+                fields.update(media_kind="views", media_root=str(Path.cwd()),
+                              media_path=str(paths[0]), media_sha256=sha, tile_path=tile_path,
+                              tile_sha256=tile_sha)
+    except (MediaError, OSError) as exc:
+        raise UsageError(str(exc)) from exc
+    return Item(**fields)
+
+
+def _distribution(values: list[int] | None, probs: list[float] | None) -> dict[str, float] | None:
+    if not values or not probs:
+        return None
+    return {str(v): p for v, p in zip(values, probs, strict=True) if p > 0}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the item; print the result (exit 3 when it got no score)."""
+    from capjudge.backends.base import BackendError
+    from capjudge.judge import judge_items, make_backend, make_client
+    from capjudge.methods import get_method, verdict
+
+    method = get_method(args.method)
+    mode = args.mode or method.score_mode or method.default_modes[0]
+    try:
+        method.check_mode(mode)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    config = judge_config(args, [mode])
+    item = adhoc_item(args)
+    try:
+        backend = make_backend(config)
+    except BackendError as exc:
+        raise UsageError(str(exc)) from exc
+    client = make_client(config, backend)
+    if method.needs_context and backend.capabilities.vision and item.media_kind != "none":
+        # The method's context stage on this one picture (answers cached like the stage's).
+        out = Path(tempfile.mkdtemp(prefix="capjudge-score-context-"))
+        section: dict[str, Any] = {"backend": args.extractor or args.backend,
+                                   "backend_options": dict(config.backend_options),
+                                   "cache_dir": config.cache_dir}
+        method.run_context([item], out, section)
+        config.method_options["contexts"] = str(out)
+    result = judge_items([item], config, backend=backend, client=client)
+    criteria = result.criteria.get((item.id, mode), [])
+    v = verdict(method, criteria, {"gamma": args.gamma})
+    rows = [r for r in result.rows if r["status"] != "skipped"]
+    main = rows[0] if len(rows) == 1 else {}
+    responses = result.responses
+    output: dict[str, Any] = {
+        "score": v.score, "status": v.detail,
+        "reason": v.reason or "; ".join(f"{c.name}: {c.reason}" for c in criteria
+                                        if c.reason) or None,
+        "mode": mode, "mass": main.get("mass"), "argmax": main.get("argmax"),
+        "sd": main.get("sd"), "entropy": main.get("entropy"),
+        "distribution": _distribution(main.get("values"), main.get("probs")),
+        "criteria": {c.name: {"score": c.score, "sd": c.sd, "status": c.status,
+                              "reason": c.reason, "mass": c.mass,
+                              "distribution": _distribution(c.values, c.probs)}
+                     for c in criteria},
+        "reasoning": "\n\n".join(r.text for r in responses if r.text) or None,
+        "backend": backend.backend_id,
+        "model": next((r.model for r in responses if r.model), None),
+        "snapshot": backend.snapshot(),
+        "system_fingerprint": next((r.system_fingerprint for r in responses
+                                    if r.system_fingerprint), None),
+        "template": ", ".join(sorted({r["template"] for r in result.rows if r.get("template")})),
+        "cached": bool(responses) and all(r.cached for r in responses),
+        "usage": {"prompt_tokens": result.stats.prompt_tokens,
+                  "completion_tokens": result.stats.completion_tokens},
+        "gamma": args.gamma,
+    }
+    print_result(output, args.json)
+    return EXIT_OK if v.score is not None else EXIT_STRICT
+
+
+def print_result(result: dict[str, Any], as_json: bool) -> None:
+    """Print a score result as JSON or as readable lines."""
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    score = result.get("score")
+    print(f"status:  {result['status']}" + (f" ({result['reason']})" if result.get("reason")
+                                            else ""))
+    print(f"score:   {score:.2f}" if score is not None else "score:   -")
+    criteria = result.get("criteria") or {}
+    if len(criteria) > 1:
+        for name, c in criteria.items():
+            value = "-" if c["score"] is None else f"{c['score']:.2f}"
+            sd = "" if c.get("sd") is None else f" (sd {c['sd']:.2f})"
+            print(f"  {name:<14} {value}{sd}  {c['status']}")
+    if result.get("mass") is not None:
+        print(f"mass:    {result['mass']:.3f}   argmax: {result.get('argmax')}   "
+              f"sd: {result.get('sd'):.2f}   entropy: {result.get('entropy'):.3f}")
+    top = sorted((result.get("distribution") or {}).items(), key=lambda kv: -kv[1])[:5]
+    if top:
+        print("top:     " + ", ".join(f"{k}: {v:.3f}" for k, v in top))
+    print(f"backend: {result['backend']}  model: {result.get('model')}  "
+          f"template: {result.get('template')}")
+    if result.get("reasoning"):
+        print("reasoning:\n" + str(result["reasoning"]).strip())
+
+
+def register(sub: Any) -> None:
+    """Add the subcommand."""
+    p = sub.add_parser("score", help="score one caption with one method/mode/backend")
+    add_judge_options(p)
+    p.add_argument("--mode", help="method mode (default: the method's own choice)")
+    p.add_argument("--gamma", type=float, default=0.75,
+                   help="criterion weighting for methods that combine criteria by it "
+                        "(HarmonicEval: 1 uniform, 0.5 inverse variance, ->0 select)")
+    p.add_argument("--extractor", help="context-stage backend (default: --backend)")
+    media = p.add_mutually_exclusive_group()
+    media.add_argument("--image", type=Path)
+    media.add_argument("--video", type=Path)
+    media.add_argument("--views", type=Path, nargs="+", help="a 3D object's rendered views")
+    p.add_argument("--caption", required=True)
+    p.add_argument("--ref", action="append", help="a reference caption (repeatable)")
+    p.add_argument("--question")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)

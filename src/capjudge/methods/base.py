@@ -1,0 +1,301 @@
+"""The method contract: what a judging method declares about itself and what it does.
+
+A method owns its metadata: per criterion the scale (low/high), the pass mark, whether it
+needs the image; the scale and pass mark of its overall score; how criteria combine into that
+overall score; its system-level aggregates (e.g. 3D micro/macro precision); whether it has an
+explanation turn; whether it reads a visual-context stage. Validation, aggregation, the report,
+``capjudge compare`` and the CLI ask the method (through :func:`capjudge.methods.get_method`)
+and never branch on a method's name.
+
+The overall status of an item is decided once, by :func:`verdict`.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from capjudge.backends.base import Decoding, ImagePart, JudgeRequest, JudgeResponse, Status
+from capjudge.item import Item
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A score range and its pass mark.
+
+    Args:
+        low: the lowest valid score.
+        high: the highest valid score (None: unbounded above, e.g. 3D correctness points).
+        pass_mark: scores at or above it "pass" (``capjudge compare`` counts pass/fail flips);
+            default: the midpoint of a bounded scale.
+    """
+
+    low: float
+    high: float | None
+    pass_mark: float | None = None
+
+    @property
+    def threshold(self) -> float:
+        """The pass mark (the midpoint when none was declared)."""
+        if self.pass_mark is not None:
+            return self.pass_mark
+        if self.high is None:
+            return self.low
+        return (self.low + self.high) / 2
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies on the scale."""
+        return value >= self.low and (self.high is None or value <= self.high)
+
+
+@dataclass(frozen=True)
+class CriterionSpec:
+    """One criterion a method scores: its name, scale and whether it needs the picture."""
+
+    name: str
+    scale: Scale
+    needs_image: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A request to send for (item, mode[, criterion])."""
+
+    item_id: str
+    mode: str
+    request: JudgeRequest
+    criterion: str | None = None  # for methods that ask one question per criterion
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Why (item, mode) is not judged: recorded and reported, never silently dropped."""
+
+    item_id: str
+    mode: str
+    reason: str
+    template: str = ""
+    criterion: str = "*"
+
+
+@dataclass
+class Criterion:
+    """One criterion's result for an item (what a judgement row carries besides lineage)."""
+
+    name: str
+    status: Status
+    reason: str | None = None
+    score: float | None = None
+    values: list[int] | None = None
+    probs: list[float] | None = None
+    mass: float | None = None
+    printed: float | None = None
+    source: str = "none"
+    anchor_forced: bool = False
+    argmax: int | None = None
+    sd: float | None = None
+    entropy: float | None = None
+
+
+@dataclass(frozen=True)
+class MethodOptions:
+    """Settings shared by all methods (``params.yaml: judges.<name>``).
+
+    ``extra`` holds the judge's ``method_options`` (each method documents the keys it reads)
+    and, for methods that read a context stage, ``context_table``.
+    """
+
+    decoding: Decoding = Decoding()
+    detail: str = "auto"  # OpenAI image detail
+    vision: bool = True  # does the backend accept images
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# Worst first: the cause reported for an item that has no score.
+FAILURE_ORDER: tuple[str, ...] = ("error", "refused", "parse_failure", "undefined", "low_mass",
+                                  "skipped")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An item's overall result under one judge and mode.
+
+    ``status`` is one of ``ok`` (every criterion scored), ``low_mass`` (scored, some criterion
+    flagged low-mass), ``partial`` (scored from fewer criteria than planned: the reason names
+    the missing ones), ``failed`` (no score; ``cause`` is the worst criterion status) or
+    ``skipped`` (nothing was judged).
+    """
+
+    score: float | None
+    status: str
+    cause: str | None = None
+    reason: str | None = None
+    scored: int = 0
+    total: int = 0
+
+    @property
+    def detail(self) -> str:
+        """The status, or for a failed item its cause (``parse_failure``, ``undefined``...)."""
+        return self.cause if self.status == "failed" and self.cause else self.status
+
+
+def verdict(method: Method, criteria: Sequence[Criterion], options: dict[str, Any]) -> Verdict:
+    """The one rule turning an item's criteria into its overall score and status.
+
+    Args:
+        method: the method whose :meth:`Method.overall` combines the criteria.
+        criteria: every criterion planned for the item and mode, skipped ones included.
+        options: aggregation options (``gamma``; ``include_low_mass``: when False a low-mass
+            criterion's score is left out, as if it had failed).
+    """
+    total = len(criteria)
+    judged = [c for c in criteria if c.status != "skipped"]
+    if not judged:
+        reasons = sorted({c.reason or "skipped" for c in criteria})
+        return Verdict(None, "skipped", "skipped", "; ".join(reasons) or None, 0, total)
+    if not options.get("include_low_mass", True):
+        judged = [c if c.status != "low_mass" else Criterion(
+            c.name, c.status, c.reason or "low mass (excluded)", None, sd=c.sd, mass=c.mass)
+            for c in judged]
+    score, why = method.overall(judged, options)
+    if score is not None and isinstance(score, float) and math.isnan(score):
+        score = None
+    scored = sum(c.score is not None for c in judged)
+    failures = sorted({f"{c.name}: {c.status} ({c.reason})" for c in judged if c.score is None})
+    if score is None:
+        statuses = {c.status for c in judged if c.score is None} or {c.status for c in judged}
+        cause = next((s for s in FAILURE_ORDER if s in statuses), "error")
+        return Verdict(None, "failed", cause, "; ".join(failures) or why, scored, total)
+    if failures or len(judged) < total:
+        skipped = sorted({f"{c.name}: skipped ({c.reason})" for c in criteria
+                          if c.status == "skipped"})
+        return Verdict(score, "partial", None, why or "; ".join(failures + skipped), scored,
+                       total)
+    if any(c.status == "low_mass" for c in judged):
+        return Verdict(score, "low_mass", None, why or "scored from low-mass distributions",
+                       scored, total)
+    return Verdict(score, "ok", None, why, scored, total)
+
+
+def slot_criteria(planned: Planned, response: JudgeResponse) -> list[Criterion]:
+    """Criterion results read from a response's score slots (the common case)."""
+    from capjudge.scoring import summarise
+
+    if not response.slots:
+        return [Criterion(name=slot.name, status=response.status, reason=response.reason,
+                          values=slot.values) for slot in planned.request.slots]
+    out = []
+    for slot in response.slots:
+        c = Criterion(name=slot.name, status=slot.status,
+                      reason=slot.reason or (response.reason if slot.status != "ok" else None),
+                      values=slot.values, probs=slot.probs, mass=slot.mass,
+                      printed=slot.printed, source=slot.source,
+                      anchor_forced=slot.anchor_forced)
+        if slot.probs is not None and slot.status in ("ok", "low_mass"):
+            s = summarise(slot.values, slot.probs, slot.mass if slot.mass is not None else 1.0)
+            c.score, c.argmax, c.sd, c.entropy = s.expected, s.argmax, s.sd, s.entropy
+        out.append(c)
+    return out
+
+
+def item_image(item: Item, detail: str) -> ImagePart:
+    """The picture a judge sees for an item: the image itself (its normalised copy when ingest
+    made one), or the frame/view tile."""
+    if item.media_kind == "image":
+        if item.judge_path and item.judge_sha256:
+            return ImagePart(item.judge_path, item.judge_sha256, detail)
+        path = item.media_file()
+        if path is None or item.media_sha256 is None:
+            raise ValueError(f"item {item.id!r} has no image")
+        return ImagePart(str(path), item.media_sha256, detail)
+    if not item.tile_path or not item.tile_sha256:
+        raise ValueError(f"item {item.id!r} ({item.media_kind}) has no picture to show")
+    return ImagePart(item.tile_path, item.tile_sha256, detail)
+
+
+class Method(ABC):
+    """A judging method. Subclasses set the class attributes and implement :meth:`plan`.
+
+    Class attributes:
+        name: the registry name (also written in every judgement row).
+        modes: every mode the method has; ``default_modes`` the ones a judge runs by default;
+            ``score_mode`` the one ``capjudge score`` uses when none is given.
+        criteria: the criteria it scores, with scales (see :class:`CriterionSpec`).
+        overall_scale: the scale of the combined, per-item score.
+        combination: one line saying how criteria combine (shown in the report).
+        aggregates: names of system-level aggregates :meth:`system_aggregates` computes.
+        needs_context: reads a visual-context stage (``contexts.<name>`` in params.yaml).
+        explains: has an optional explanation turn (:meth:`explanation_request`).
+    """
+
+    name: ClassVar[str] = ""
+    modes: ClassVar[tuple[str, ...]] = ("default",)
+    default_modes: ClassVar[tuple[str, ...]] = ("default",)
+    score_mode: ClassVar[str | None] = None
+    criteria: ClassVar[tuple[CriterionSpec, ...]] = ()
+    overall_scale: ClassVar[Scale] = Scale(0, 100)
+    combination: ClassVar[str] = "the single criterion's score"
+    aggregates: ClassVar[tuple[str, ...]] = ()
+    needs_context: ClassVar[bool] = False
+    explains: ClassVar[bool] = False
+
+    @abstractmethod
+    def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
+        """Requests to send for one item and mode, or the recorded reasons they are not."""
+
+    def interpret(self, planned: Planned, response: JudgeResponse) -> list[Criterion]:
+        """Per-criterion results of one answered request."""
+        return slot_criteria(planned, response)
+
+    def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
+                ) -> tuple[float | None, str | None]:
+        """The method's overall score from one item-and-mode's criteria, or (None, why)."""
+        scored = [c for c in criteria if c.score is not None]
+        if len(scored) != 1:
+            return None, "no score"
+        return scored[0].score, None
+
+    def system_aggregates(self, criteria: Sequence[Sequence[Criterion]]
+                          ) -> dict[str, float | None]:
+        """System-level aggregates (named in :attr:`aggregates`) over the system's items,
+        each given as its list of criteria. The default has none."""
+        return {}
+
+    def explanation_request(self, planned: Planned, response: JudgeResponse
+                            ) -> JudgeRequest | None:
+        """The optional explanation turn after an answer (None: the method has none)."""
+        return None
+
+    def criterion(self, name: str) -> CriterionSpec | None:
+        """The declared criterion ``name`` (None when the method does not declare it)."""
+        return next((c for c in self.criteria if c.name == name), None)
+
+    def scale_of(self, criterion: str) -> Scale | None:
+        """The scale a judgement row of ``criterion`` must lie on."""
+        spec = self.criterion(criterion)
+        return spec.scale if spec is not None else None
+
+    def check_mode(self, mode: str) -> None:
+        """Raise a ValueError naming the valid modes when ``mode`` is not one."""
+        if mode not in self.modes:
+            raise ValueError(f"unknown {self.name} mode {mode!r}; choose from {self.modes}")
+
+    def run_context(self, items: Sequence[Item], out_dir: str | Path,
+                    section: dict[str, Any]) -> dict[str, Any]:
+        """Run the method's context stage over ``items`` (``params.yaml: contexts.<name>`` is
+        ``section``) and write its outputs; returns its summary. Methods with
+        ``needs_context`` override this."""
+        raise NotImplementedError(f"method {self.name!r} has no context stage")
+
+    def load_context(self, path: str | Path) -> dict[str, Any]:
+        """The context stage's output as the ``context_table`` :meth:`plan` reads."""
+        raise NotImplementedError(f"method {self.name!r} has no context stage")
+
+
+# Kept for code written against the first API.
+BaseMethod = Method

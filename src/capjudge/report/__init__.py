@@ -1,0 +1,223 @@
+"""The report stage: join scores with human labels in DuckDB, measure agreement, write reports.
+
+Split by concern: :mod:`~capjudge.report.database` (tables and the one human-label view),
+:mod:`~capjudge.report.agreement` (pure agreement maths over the joined rows),
+:mod:`~capjudge.report.plots` (PNG plots on each method's declared scale) and
+:mod:`~capjudge.report.render` (Markdown and HTML from Jinja templates).
+
+Outputs: ``capjudge.duckdb``, ``report.md``, a self-contained ``report.html`` (plots inlined),
+PNG plots, ``metrics.json`` (flat, for ``dvc metrics diff``; only series that were scored),
+``agreement_points.csv`` (for ``dvc plots diff``) and ``lineage.json``. Every number names its
+protocol.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from capjudge.metaeval.stats import STATS, pearson
+from capjudge.report.agreement import agreement, clean, criterion_matrices
+from capjudge.report.database import (
+    LABELS_SCHEMA,
+    add_table,
+    build_database,
+    human_by_criterion,
+    label_rows,
+    scored_items,
+)
+from capjudge.report.plots import make_plots
+from capjudge.report.render import render_html, render_markdown
+
+SAMPLE_PROTOCOL = ("sample-gold: one row per item, the human label is the annotators' mean "
+                   "(the bundled sample's labels are derived from its generator)")
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """``params.yaml: report``."""
+
+    human_criterion: str = "overall"
+    bootstrap: int = 500
+    title: str = "capjudge report"
+    registry: str | None = ".capjudge-runs"  # where runs are filed for `capjudge compare`
+    params: str = "params.yaml"
+
+
+def _judge_rows(judges: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The "What ran" table: one row per judge, skip reasons deduplicated with counts."""
+    out = []
+    for name, s in judges.items():
+        reasons: dict[str, int] = {}
+        for per_mode in (s.get("skips") or {}).values():
+            for reason, n in per_mode.items():
+                reasons[reason] = reasons.get(reason, 0) + n
+        backend = s.get("backend") or {}
+        out.append({
+            "name": name, "method": s.get("method"), "backend": backend.get("backend"),
+            "snapshot": str(backend.get("snapshot"))[:23],
+            "modes_ran": ", ".join(s.get("modes_ran") or []) or "-",
+            "skipped": "; ".join(f"{r} ({n})" for r, n in sorted(reasons.items())) or "-",
+            "statuses": ", ".join(f"{k} {v}" for k, v in (s.get("by_status") or {}).items()),
+            "requests": s.get("requests", "-"), "model_calls": s.get("model_calls"),
+            "cache_hits": s.get("cache_hits"),
+            "tokens": (s.get("prompt_tokens") or 0) + (s.get("completion_tokens") or 0),
+            "cost": s.get("cost_usd") if s.get("cost_usd") is not None else "-"})
+    return out
+
+
+def _not_run(judges: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One line per judge and mode that could not run at all, with the reason and a hint."""
+    lines = []
+    for name, s in judges.items():
+        for mode, reasons in sorted((s.get("modes_skipped") or {}).items()):
+            for reason, count in sorted(reasons.items()):
+                hint = None
+                if "vision" in reason:
+                    hint = (f"dvc exp run -S 'judges.{name}.backend=openai/gpt-4o-2024-08-06' "
+                            "(any backend with image input; OPENAI_API_KEY in the environment)")
+                lines.append({"judge": name, "mode": mode, "reason": reason, "count": count,
+                              "hint": hint})
+    return lines
+
+
+def _headline(agree: Sequence[dict[str, Any]], judges: dict[str, dict[str, Any]],
+              systems: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per scored judge/mode: agreement with its CI, n, failure and low-mass rates, and the
+    best and worst systems by mean score."""
+    out = []
+    for a in agree:
+        if "kendall_tau_b" not in a:
+            continue
+        mine = [s for s in systems if s["judge"] == a["judge"] and s["mode"] == a["mode"]
+                and s.get("mean_score") is not None]
+        best = max(mine, key=lambda s: s["mean_score"], default=None)
+        worst = min(mine, key=lambda s: s["mean_score"], default=None)
+        summary = judges.get(a["judge"], {})
+        out.append({"series": f"{a['judge']}/{a['mode']}", "method": a["method"], "n": a["n"],
+                    "entry": a, "failure_rate": summary.get("failure_rate"),
+                    "low_mass_rate": summary.get("low_mass_rate"),
+                    "best": f"{best['system']} ({best['mean_score']:.2f})" if best else "-",
+                    "worst": f"{worst['system']} ({worst['mean_score']:.2f})" if worst else "-"})
+    return sorted(out, key=lambda h: -(h["entry"].get("kendall_tau_b") or -2))
+
+
+def _validation(out: Path) -> dict[str, Any] | None:
+    from capjudge.validate import summary_lines
+
+    path = out / "validation.json"
+    if not path.is_file():
+        return None
+    report = json.loads(path.read_text())
+    return {"success": report["success"],
+            "suites": [{"name": name, "evaluated": r["statistics"]["evaluated_expectations"],
+                        "failed": r["statistics"]["unsuccessful_expectations"]}
+                       for name, r in report["suites"].items()],
+            "failures": summary_lines(report)}
+
+
+def flat_metrics(ctx: dict[str, Any]) -> dict[str, Any]:
+    """``metrics.json`` for DVC: agreement of scored series and each run's failure counts."""
+    out: dict[str, Any] = {}
+    for a in ctx["agreement"]:
+        if "kendall_tau_b" not in a:
+            continue  # no empty entries: a series nothing scored is in the report, not here
+        out[f"{a['judge']}/{a['mode']}"] = {k: clean(v) for k, v in a.items()
+                                            if k in ("n", *STATS)}
+    for name, s in ctx["judges"].items():
+        out.setdefault("runs", {})[name] = {
+            k: v for k, v in (("failure_rate", s.get("failure_rate")),
+                              ("low_mass_rate", s.get("low_mass_rate")),
+                              ("model_calls", s.get("model_calls")),
+                              ("cost_usd", s.get("cost_usd"))) if v is not None}
+    return out
+
+
+def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
+               aggregate_dir: str | Path, out_dir: str | Path, config: ReportConfig
+               ) -> dict[str, Any]:
+    """Build the database, compute agreement, write every report file; returns the context."""
+    from capjudge.lineage import collect, register
+
+    ingest, agg, out = Path(ingest_dir), Path(aggregate_dir), Path(out_dir)
+    items = pq.read_table(ingest / "items.parquet")
+    judgement_tables = []
+    judges: dict[str, Any] = {}
+    for d in judge_dirs:
+        t = pq.read_table(Path(d) / "judgements.parquet")
+        judgement_tables.append(t.add_column(0, "judge", pa.array([Path(d).name] * len(t))))
+        judges[Path(d).name] = json.loads((Path(d) / "summary.json").read_text())
+    tables = {
+        "items": items, "quarantine": pq.read_table(ingest / "quarantine.parquet"),
+        "judgements": pa.concat_tables(judgement_tables, promote_options="default"),
+        "criteria": pq.read_table(agg / "criteria.parquet"),
+        "item_scores": pq.read_table(agg / "item_scores.parquet"),
+        "system_scores": pq.read_table(agg / "system_scores.parquet"),
+        "labels": pa.Table.from_pylist(label_rows(items.to_pylist()), schema=LABELS_SCHEMA),
+    }
+    con = build_database(out / "capjudge.duckdb", tables, config.human_criterion)
+    try:
+        rows = scored_items(con)
+        agree = agreement(rows, config.bootstrap, "sample-gold")
+        for a in agree:
+            a["not_scored_text"] = ", ".join(f"{k} {v}" for k, v in a["not_scored"].items()) \
+                or "-"
+        add_table(con, "agreement", pa.Table.from_pylist(
+            [{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in a.items()}
+             for a in agree]))
+        raw_matrices = criterion_matrices(human_by_criterion(con))
+        systems = con.execute("SELECT * FROM system_scores ORDER BY judge, mode, system"
+                              ).df().to_dict("records")
+        systems = [{k: clean(v) for k, v in s.items()} for s in systems]
+        run = collect(Path(config.params), ingest, [Path(d) for d in judge_dirs])
+        flat = {k: v for k, v in run.items() if k not in ("backends", "packages")}
+        flat["packages"] = json.dumps(run["packages"], sort_keys=True)
+        add_table(con, "runs", pa.Table.from_pylist([flat]))
+        add_table(con, "run_backends", pa.Table.from_pylist(
+            [{"run_id": run["run_id"], **b} for b in run["backends"]]))
+    finally:
+        con.close()
+    fixed = {"judge", "method", "mode", "system", "mean_score", "items", "scored", "failed"}
+    plots = make_plots(rows, out, config.human_criterion)
+    for files in plots.values():
+        for f in files:
+            f["relpath"] = Path(f["path"]).relative_to(out).as_posix()
+    ctx: dict[str, Any] = {
+        "title": config.title, "protocol": SAMPLE_PROTOCOL,
+        "human_criterion": config.human_criterion, "out_dir": out,
+        "judges": judges, "judge_rows": _judge_rows(judges), "not_run": _not_run(judges),
+        "agreement": agree,
+        "headline": _headline(agree, judges, systems),
+        "matrices": {k: {"humans": sorted({h for row in m.values() for h in row}), "rows": m}
+                     for k, m in raw_matrices.items()},
+        "systems": systems,
+        "aggregate_names": sorted({k for s in systems for k in s if k not in fixed}),
+        "lineage": run,
+        "packages": ", ".join(f"{k} {v}" for k, v in run["packages"].items() if v),
+        "validation": _validation(out), "plots": plots,
+    }
+    view = {**ctx, "judges": ctx["judge_rows"],
+            "agreement": [a for a in agree if a["n"] > 0]}
+    (out / "report.md").write_text(render_markdown(view))
+    (out / "report.html").write_text(render_html(view))
+    (out / "metrics.json").write_text(json.dumps(flat_metrics(ctx), indent=2, sort_keys=True)
+                                      + "\n")
+    with (out / "agreement_points.csv").open("w") as handle:
+        handle.write("series,item_id,human,score\n")
+        for r in rows:
+            if r["score"] is not None and r["human"] is not None:
+                handle.write(f"{r['series']},{r['item_id']},{r['human']},{r['score']:.6f}\n")
+    (out / "lineage.json").write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
+    if config.registry:
+        register(run, out, Path(config.registry))
+    return ctx
+
+
+__all__ = ["ReportConfig", "SAMPLE_PROTOCOL", "agreement", "criterion_matrices",
+           "flat_metrics", "label_rows", "pearson", "run_report"]
