@@ -11,7 +11,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from capjudge.methods import get_method
+from capjudge.methods import get_method, method_names
 from flows.params import load_params
 from tasks.context import extract_task
 
@@ -27,6 +27,17 @@ def context_flow(name: str, method: str, items_path: str, out_dir: str,
     return summary
 
 
+def _context_methods() -> list[str]:
+    return [m for m in method_names() if get_method(m).needs_context]
+
+
+def _only_context_method() -> str | None:
+    """Without ``method:``, the one registered method that has a context stage (if only one
+    has)."""
+    found = _context_methods()
+    return found[0] if len(found) == 1 else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the named context stage as a flow."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -39,10 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     if not section:
         print(f"context {args.name}: not defined under params.yaml contexts", file=sys.stderr)
         return 2
-    method = section.pop("method", None)
-    if not method or not getattr(get_method(method), "needs_context", False):
-        print(f"context {args.name}: `method:` must name a method with a context stage",
-              file=sys.stderr)
+    method = section.pop("method", None) or _only_context_method()
+    if not method or not get_method(method).needs_context:
+        print(f"context {args.name}: `method:` must name a method with a context stage "
+              f"({', '.join(_context_methods())})", file=sys.stderr)
         return 2
     out_dir = section.pop("out", f"data/context/{args.name}")
     section.setdefault("cache_dir", (params.get("judge") or {}).get("cache_dir"))

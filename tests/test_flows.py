@@ -91,3 +91,38 @@ def test_dvc_pipeline_runs_and_reruns_as_a_no_op(tmp_path: Path) -> None:
                             timeout=600)
     assert second.returncode == 0
     assert "Data and pipelines are up to date" in second.stdout
+
+
+@pytest.mark.slow
+def test_judge_flow_statistics_are_the_same_on_threads_and_processes(
+        harness: None, ingested: Path, tmp_path: Path) -> None:
+    """Each chunk task returns its own statistics and writes its own rows, so the summary
+    does not depend on which process did the work."""
+    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+
+    from capjudge.judge import JudgeConfig
+    from capjudge.testing.openai_server import MockOpenAIServer
+    from flows.judge import judge_flow
+
+    summaries = {}
+    with MockOpenAIServer() as server:
+        for name, runner in (("threads", ThreadPoolTaskRunner(max_workers=2)),
+                             ("processes", ProcessPoolTaskRunner(max_workers=2))):
+            config = JudgeConfig(method="gveval", backend="openai/gpt-4o-2024-08-06",
+                                 modes=["ref-only"], limit=12, max_tokens=32,
+                                 backend_options={"base_url": server.url},
+                                 cache_dir=str(tmp_path / f"cache-{name}"))
+            out = tmp_path / name
+            summaries[name] = judge_flow.with_options(task_runner=runner)(
+                "t", str(ingested / "items.parquet"), str(out), config, chunk_size=4,
+                workers=2)
+            rows = pq.read_table(out / "judgements.parquet").to_pylist()
+            assert len(rows) == 12 and {r["status"] for r in rows} == {"ok"}
+        warm = judge_flow.with_options(task_runner=ProcessPoolTaskRunner(max_workers=2))(
+            "t", str(ingested / "items.parquet"), str(tmp_path / "warm"), config, chunk_size=4,
+            workers=2)
+    keys = ("requests", "model_calls", "cache_hits", "prompt_tokens", "completion_tokens")
+    threads, processes = summaries["threads"], summaries["processes"]
+    assert {k: threads[k] for k in keys} == {k: processes[k] for k in keys}
+    assert processes["requests"] == 12 and processes["model_calls"] == 12
+    assert warm["requests"] == 12 and warm["cache_hits"] == 12 and warm["model_calls"] == 0

@@ -300,7 +300,7 @@ class Backend(ABC):
     @classmethod
     def create(cls, name: str, **options: Any) -> Backend:
         """Build the backend for the id ``KIND/name`` (options already validated)."""
-        return cls(name, **options)
+        return cls(name, **options)  # type: ignore[call-arg]
 
     @classmethod
     def check_options(cls, backend_id: str, options: dict[str, Any]) -> None:
