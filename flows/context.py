@@ -45,7 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    params = load_params(args.params)
+    try:
+        params = load_params(args.params)  # refuses credentials in URLs before anything runs
+    except ValueError as exc:
+        print(f"context {args.name}: error: {exc}", file=sys.stderr)
+        return 2
     section = dict((params.get("contexts") or {}).get(args.name) or {})
     if not section:
         print(f"context {args.name}: not defined under params.yaml contexts", file=sys.stderr)

@@ -69,7 +69,7 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
     """Judge every ingested item with one method/backend; write judgements and summary."""
     logger = get_run_logger()
     started = time.perf_counter()
-    n = pq.ParquetFile(items_path).metadata.num_rows
+    total = n = pq.ParquetFile(items_path).metadata.num_rows
     if config.limit:
         n = min(n, config.limit)
     size = chunk_size or adaptive_chunk_size(n, workers)
@@ -100,6 +100,7 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
     shutil.rmtree(parts_dir, ignore_errors=True)
     backend = next((r["backend"] for r in results if r), {"backend": config.backend})
     summary = summarise(table, stats, config, backend, time.perf_counter() - started)
+    summary["items"] = {"judged": n, "total": total}
     write_summary(out, summary)
     logger.info("%s: %s; %d requests, %d model calls, %d cache hits", name,
                 summary["by_status"], summary["requests"], summary["model_calls"],
@@ -114,12 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    params = load_params(args.params)
-    config = judge_config(params, args.name)
     try:
+        # Refused settings (credentials in a URL, unknown keys) stop the stage before Prefect
+        # records the config as flow parameters.
+        params = load_params(args.params)
+        config = judge_config(params, args.name)
         workers = config.concurrency or default_concurrency(config.backend,
                                                             config.backend_options)
-    except BackendError as exc:
+    except (BackendError, ValueError) as exc:
         print(f"judge {args.name}: error: {exc}", file=sys.stderr)
         return 2
     out_dir = judge_section(params, args.name).get("out", f"data/judge/{args.name}")

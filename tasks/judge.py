@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from capjudge.item import Item
+from capjudge.item import load_items
 from capjudge.judge import JudgeConfig, judge_items, shared_client, write_part
 
 
@@ -26,8 +25,9 @@ def judge_chunk(config: JudgeConfig, items_path: str, start: int, stop: int,
     Per-request failures are statuses, not exceptions; a retry here covers a crash of the
     whole chunk, and answered requests then come from the cache.
     """
-    table = pq.read_table(items_path).slice(start, stop - start)
-    items = [Item.from_row(row) for row in table.to_pylist()]
+    # load_items: relative media paths resolve against the items file's folder, wherever the
+    # worker runs.
+    items = load_items(items_path, start, stop)
     backend, client = shared_client(config)
     result = judge_items(items, config, backend=backend, client=client)
     write_part(part_path, result.rows)

@@ -110,8 +110,10 @@ def test_no_score_is_a_parse_failure_never_zero() -> None:
 
 def test_without_logprobs_the_printed_value_is_used_and_labelled() -> None:
     r = read_slot(None, "Fine. The final score is $77$.", SLOT, min_mass=0.5)
-    assert r.status == "ok" and r.source == "text" and r.mass is None
-    assert r.probs is not None and r.probs[77] == 1.0
+    # Its own status with the printed score, and no distribution: a point mass (sd 0) would
+    # pass for the most confident judgement there is (issue 10).
+    assert r.status == "text_only" and r.source == "text" and r.mass is None
+    assert r.probs is None and r.printed == 77
 
 
 def test_labelled_slots_for_multi_score_outputs() -> None:

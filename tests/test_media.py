@@ -30,8 +30,12 @@ from helpers import grey_video, panel_level
         (24, "first_middle_last", [0, 11, 23]),
         (25, "first_middle_last", [0, 12, 24]),
         (1, "first_middle_last", [0, 0, 0]),
-        (24, "gveval_code", [0, 8, 16]),
+        # The repository's linspace(0, N-1, 4, dtype=int)[:3]; [0, 8, 16] for N = 24 was the
+        # old [0, n//3, 2n//3] rule, which is not what it does (issue 10).
+        (24, "gveval_code", [0, 7, 15]),
         (10, "gveval_code", [0, 3, 6]),
+        (11, "gveval_code", [0, 3, 6]),
+        (2, "gveval_code", [0, 0, 0]),
         (11, "uniform", [0, 5, 10]),
     ],
 )

@@ -119,7 +119,8 @@ def test_accr_parsing_and_mean() -> None:
 def test_first_position_slots_read_the_first_integer() -> None:
     slot = ScoreSlot("score", 1, 5, anchor="", position="first", forced_prefix="")
     r = read_slot(None, "4\nThe caption is clear, though 2 words are odd.", slot, 0.5)
-    assert r.printed == 4 and r.status == "ok"
+    # Read from text alone (no log-probabilities): text_only, not ok (issue 10).
+    assert r.printed == 4 and r.status == "text_only"
     assert read_slot(None, "Score 3.5 overall", slot, 0.5).status == "parse_failure"
 
 

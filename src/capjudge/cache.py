@@ -84,7 +84,9 @@ from capjudge.backends.base import JudgeResponse
 
 log = logging.getLogger(__name__)
 
-CACHEABLE = frozenset({"ok", "low_mass"})
+# text_only is a real answer too (the server returned no log-probabilities): asking again
+# would cost the same and get the same.
+CACHEABLE = frozenset({"ok", "low_mass", "text_only"})
 
 # Fixed framing of an entry file: the checksum sits at a known offset so the reader can verify
 # the entry's bytes before paying for a JSON parse, and detect truncation without one.

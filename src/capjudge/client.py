@@ -7,11 +7,16 @@ about *calling* them lives here, once:
   asked again, and answers are stored the moment they arrive, so a killed run resumes without
   repeating any answered request;
 - retries of transient failures (429, 5xx, timeouts, malformed bodies) with exponential backoff
-  and full jitter, honouring ``Retry-After`` when the server sends one;
+  and full jitter, honouring ``Retry-After`` when the server sends one: the wait is capped
+  (``max_retry_after_s``; past the cap the request fails with the reason instead of sleeping
+  for a day), and every worker of the client pauses until the window ends (:class:`SharedPause`),
+  so the others do not keep sending into a window the server asked us to leave alone;
 - a client-side requests-per-minute and tokens-per-minute limiter;
 - a thread pool of ``concurrency`` workers;
 - per-request statuses: a request that still fails is an ``error`` (or ``refused``) response
-  with the reason, never an exception that loses the batch, and never a score.
+  with the reason, never an exception that loses the batch, and never a score. That holds for
+  the client's own steps too: a token estimate that cannot read an image falls back to a
+  conservative guess, and an unexpected error in one batch fails that batch's requests only.
 """
 
 from __future__ import annotations
@@ -25,13 +30,21 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from capjudge.backends.base import Backend, BackendError, JudgeRequest, JudgeResponse
-from capjudge.cache import RequestCache
+from capjudge.cache import CACHEABLE, RequestCache
 from capjudge.cost import request_tokens
 
 log = logging.getLogger(__name__)
+
+# What the limiter charges for a request whose estimate failed: a high-detail image at the
+# largest tile count (1445) plus a long prompt, so the budget errs on the safe side.
+CONSERVATIVE_REQUEST_TOKENS = 4000
+
+# Rounds of follow-ups an answer may take (a 0-100 score needs at most two: the leading digits,
+# then "10" on the way to "100").
+MAX_FOLLOW_UP_ROUNDS = 4
 
 
 class RateLimiter:
@@ -67,13 +80,58 @@ class RateLimiter:
             waited += delay
 
 
+class Pause(Protocol):
+    """A pause shared by every worker that calls one server: what a ``Retry-After`` sets.
+
+    :class:`SharedPause` shares it between the threads of one client; a runner that spreads a
+    judge over processes or hosts can pass its own implementation (a timestamp in a shared file
+    or key-value store) as ``JudgeClient(pause=...)``.
+    """
+
+    def pause_for(self, seconds: float) -> None:
+        """Ask every worker to send nothing for ``seconds`` from now (windows only extend)."""
+
+    def remaining(self) -> float:
+        """Seconds until the current window ends (0 when no pause is in force)."""
+
+
+class SharedPause:
+    """:class:`Pause` for the threads of one process (thread-safe)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._until = 0.0
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def pause_for(self, seconds: float) -> None:
+        with self._lock:
+            self._until = max(self._until, self._clock() + max(0.0, seconds))
+
+    def remaining(self) -> float:
+        with self._lock:
+            return max(0.0, self._until - self._clock())
+
+
+DEFAULT_MAX_RETRY_AFTER_S = 120.0
+
+
 @dataclass
 class RetryPolicy:
-    """Exponential backoff with full jitter; ``Retry-After`` is a floor when given."""
+    """Exponential backoff with full jitter; ``Retry-After`` is a floor when given.
+
+    Attributes:
+        max_attempts: tries per request, the first included.
+        base_s: the first backoff's upper bound (doubling per attempt, up to ``max_s``).
+        max_s: the largest backoff without a ``Retry-After``.
+        max_retry_after_s: the longest ``Retry-After`` the client waits; a request asked to
+            wait longer fails with the reason (a daily quota's "come back tomorrow" must not
+            hang a stage for a day).
+    """
 
     max_attempts: int = 5
     base_s: float = 0.5
     max_s: float = 30.0
+    max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
 
     def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
         backoff = min(self.max_s, self.base_s * 2 ** (attempt - 1))
@@ -123,7 +181,9 @@ class ClientStats:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClientStats:
         """The inverse of :meth:`to_dict`."""
-        return cls(**{k: (dict(v) if k == "statuses" else v) for k, v in data.items()})
+        fields: dict[str, Any] = {k: (dict(v) if k == "statuses" else v)
+                                  for k, v in data.items()}
+        return cls(**fields)
 
 
 class JudgeClient:
@@ -133,11 +193,30 @@ class JudgeClient:
                  retry: RetryPolicy | None = None, rpm: float | None = None,
                  tpm: float | None = None, concurrency: int | None = None,
                  progress: Callable[[int, int], None] | None = None, seed: int = 0,
-                 fingerprint: str | None = None) -> None:
+                 fingerprint: str | None = None, pause: Pause | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        """Wrap ``backend``.
+
+        Args:
+            backend: what answers.
+            cache: the request cache (None: no caching).
+            retry: retry policy (attempts, backoff, the ``Retry-After`` cap).
+            rpm: requests-per-minute budget (None: unlimited).
+            tpm: tokens-per-minute budget (None: unlimited).
+            concurrency: worker threads (default: the backend's).
+            progress: called with (done, total) requests.
+            seed: seeds the backoff jitter.
+            fingerprint: joins the model snapshot in the cache key.
+            pause: the ``Retry-After`` pause every worker honours (default: one shared by the
+                threads of this client).
+            sleep: how to wait (tests pass a fake).
+        """
         self.backend = backend
         self.cache = cache
         self.retry = retry or RetryPolicy()
         self.limiter = RateLimiter(rpm, tpm)
+        self.pause: Pause = pause or SharedPause()
+        self._sleep = sleep
         self.concurrency = max(1, concurrency or backend.capabilities.concurrency)
         self.progress = progress
         self.stats = ClientStats()
@@ -189,7 +268,14 @@ class JudgeClient:
                                        [keys[i] for i in b], stats): b for b in batches}
                 for future in as_completed(futures):
                     batch = futures[future]
-                    for i, response in zip(batch, future.result(), strict=True):
+                    try:
+                        answered = future.result()
+                    except Exception as exc:  # noqa: BLE001 - a client bug fails one batch only
+                        log.exception("a batch of %d request(s) failed in the client", len(batch))
+                        answered = [JudgeResponse(status="error", reason=f"client error: "
+                                                  f"{type(exc).__name__}: {exc}")
+                                    for _ in batch]
+                    for i, response in zip(batch, answered, strict=True):
                         results[i] = response
                     done += len(batch)
                     if self.progress:
@@ -213,11 +299,22 @@ class JudgeClient:
         attempt = 0
         while todo:
             attempt += 1
-            tokens = sum(sum(request_tokens(batch[i])) for i in todo)
-            self.limiter.acquire(tokens)
+            refused = self._wait_for_pause()
+            if refused is not None:
+                # The server asked every worker to stay away longer than we may wait: fail
+                # what is left with that reason rather than send into the window.
+                for i in todo:
+                    out[i] = JudgeResponse(status="error", reason=refused, attempts=attempt - 1)
+                break
+            self.limiter.acquire(sum(self._tokens(batch[i]) for i in todo))
             started = time.perf_counter()
             try:
                 answers = self.backend.generate([batch[i] for i in todo])
+            except BackendError as exc:
+                # Raised rather than returned (e.g. a picture that changed since ingest, found
+                # while building the request): an expected failure, recorded with its reason.
+                log.warning("backend %s: %s", self.backend.backend_id, exc)
+                answers = [exc] * len(todo)
             except Exception as exc:  # noqa: BLE001 - a backend bug must not lose the batch
                 log.exception("backend %s raised", self.backend.backend_id)
                 answers = [BackendError(f"backend raised {type(exc).__name__}: {exc}",
@@ -229,6 +326,7 @@ class JudgeClient:
             retry_after: float | None = None
             for i, answer in zip(todo, answers, strict=True):
                 if isinstance(answer, JudgeResponse):
+                    answer = self._follow_up(batch[i], answer, stats)
                     answer.attempts = attempt
                     if not answer.latency_s:
                         answer.latency_s = elapsed / len(todo)
@@ -238,6 +336,14 @@ class JudgeClient:
                         stats.completion_tokens += answer.usage.completion_tokens
                     if self.cache is not None:
                         self._store(keys[i], answer, batch[i], stats)
+                elif (answer.transient and answer.retry_after is not None
+                      and answer.retry_after > self.retry.max_retry_after_s):
+                    # Everyone else stays away too (see _wait_for_pause).
+                    self.pause.pause_for(answer.retry_after)
+                    out[i] = JudgeResponse(status=answer.status, attempts=attempt, reason=(
+                        f"{answer} (the server asked to retry after {answer.retry_after:g} s, "
+                        f"over the {self.retry.max_retry_after_s:g} s cap, max_retry_after_s; "
+                        f"not retried; after {attempt} attempt{'s' if attempt > 1 else ''})"))
                 elif answer.transient and attempt < self.retry.max_attempts:
                     retry_later.append(i)
                     if answer.retry_after is not None:
@@ -247,14 +353,70 @@ class JudgeClient:
                     out[i] = JudgeResponse(status=answer.status, reason=why, attempts=attempt)
             todo = retry_later
             if todo:
+                if retry_after is not None:
+                    # The window is the server's, not this worker's: every worker waits it out.
+                    self.pause.pause_for(retry_after)
                 with self._lock:
                     stats.retries += len(todo)
                     delay = self.retry.delay(attempt, retry_after, self._rng)
                 log.info("retrying %d request(s) in %.2f s (attempt %d)", len(todo), delay,
                          attempt + 1)
-                time.sleep(delay)
+                self._sleep(delay)
         return [o if o is not None else JudgeResponse(status="error", reason="not answered")
                 for o in out]
+
+    def _follow_up(self, request: JudgeRequest, answer: JudgeResponse, stats: ClientStats
+                   ) -> JudgeResponse:
+        """Finish an answer with the follow-up requests its backend asks for
+        (:meth:`~capjudge.backends.base.Backend.follow_ups`: e.g. the other leading digits of
+        a score a digit-split tokenizer wrote one digit at a time), before it is cached.
+
+        Follow-ups go through the cache, the limiter and the retries like any request and are
+        counted in ``stats`` (requests, calls, cache hits, retries); their tokens are in the
+        finished answer's usage, so they are not counted twice.
+        """
+        for _ in range(MAX_FOLLOW_UP_ROUNDS):
+            follow = self.backend.follow_ups(request, answer)
+            if not follow:
+                break
+            scratch = ClientStats()
+            replies: list[JudgeResponse] = []
+            for r in follow:
+                key = self.key(r)
+                hit = self.cache.get(key) if self.cache is not None else None
+                scratch.requests += 1
+                scratch.cache_hits += hit is not None
+                replies.append(hit if hit is not None
+                               else self._run_batch([r], [key], scratch)[0])
+            with self._lock:
+                stats.requests += scratch.requests
+                stats.cache_hits += scratch.cache_hits
+                stats.calls += scratch.calls
+                stats.retries += scratch.retries
+                stats.cache_write_failures += scratch.cache_write_failures
+            answer = self.backend.complete(request, answer, follow, replies)
+        return answer
+
+    def _wait_for_pause(self) -> str | None:
+        """Wait until the shared ``Retry-After`` window ends; returns None, or the reason to
+        give up when what is left of the window is longer than the cap."""
+        while (left := self.pause.remaining()) > 0:
+            if left > self.retry.max_retry_after_s:
+                return (f"rate limited: the server asked every request to wait {left:.0f} s "
+                        f"more (Retry-After), over the {self.retry.max_retry_after_s:g} s cap "
+                        "(max_retry_after_s); not sent")
+            self._sleep(left)
+        return None
+
+    def _tokens(self, request: JudgeRequest) -> int:
+        """The request's estimated tokens for the limiter; never fails the batch (a picture
+        that cannot be read is the backend's to report, with the item's reason)."""
+        try:
+            return sum(request_tokens(request))
+        except Exception as exc:  # noqa: BLE001 - an estimate must not end the stage
+            log.warning("token estimate failed (%s: %s); assuming a conservative %d tokens",
+                        type(exc).__name__, exc, CONSERVATIVE_REQUEST_TOKENS)
+            return CONSERVATIVE_REQUEST_TOKENS + request.decoding.max_tokens
 
     def _store(self, key: str, answer: JudgeResponse, request: JudgeRequest,
                stats: ClientStats) -> None:
@@ -269,7 +431,7 @@ class JudgeClient:
             log.warning("request cache write failed (%s); the answer is kept in this run's "
                         "output but will be asked again next time", exc)
             stored = None
-        if stored is None or (stored is False and answer.status in ("ok", "low_mass")
+        if stored is None or (stored is False and answer.status in CACHEABLE
                               and answer.text.strip()):
             with self._lock:
                 stats.cache_write_failures += 1
@@ -280,8 +442,14 @@ def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
                  rpm: float | None = None, tpm: float | None = None,
                  concurrency: int | None = None,
                  progress: Callable[[int, int], None] | None = None,
-                 fingerprint: str | None = None) -> JudgeClient:
-    """The cached, retrying, rate-limited client around a backend, as every stage builds it."""
+                 fingerprint: str | None = None,
+                 max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S,
+                 pause: Pause | None = None) -> JudgeClient:
+    """The cached, retrying, rate-limited client around a backend, as every stage builds it.
+
+    ``max_retry_after_s`` caps a ``Retry-After`` wait; ``pause`` replaces the per-client
+    ``Retry-After`` pause (for a runner that shares it between processes).
+    """
     from capjudge.cache import RequestCache, default_cache_dir
 
     try:
@@ -290,6 +458,7 @@ def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
         log.warning("request cache unavailable (%s): answers will not be cached", exc)
         cache = None
     return JudgeClient(backend, cache,
-                       retry=RetryPolicy(max_attempts=max_attempts, base_s=backoff_base_s),
+                       retry=RetryPolicy(max_attempts=max_attempts, base_s=backoff_base_s,
+                                         max_retry_after_s=max_retry_after_s),
                        rpm=rpm, tpm=tpm, concurrency=concurrency, progress=progress,
-                       fingerprint=fingerprint)
+                       fingerprint=fingerprint, pause=pause)

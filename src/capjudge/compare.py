@@ -24,6 +24,7 @@ from scipy import stats
 
 from capjudge.metaeval.stats import bootstrap_ci, kendall_tau_b, paired_permutation_test
 from capjudge.methods import get_method
+from capjudge.reliability import paired_difference
 
 
 def _load(db: Path) -> dict[str, Any]:
@@ -99,6 +100,8 @@ def compare_series(a: dict[str, Any], b: dict[str, Any], method: str, n_boot: in
         xa, xb = sa[human_idx], sb[human_idx]
         ta, tb = kendall_tau_b(xa, h), kendall_tau_b(xb, h)
         diff, p = paired_permutation_test(xb, xa, h, n_perm=max(200, n_boot))
+        # Paired bootstrap of the difference: the same resampled items for both runs.
+        ci = paired_difference(xb, xa, h, n_boot=n_boot, seed=2)
         out["agreement"] = {
             "protocol": f"sample-gold (human {human_criterion or 'label'}, annotators "
                         "averaged)",
@@ -107,7 +110,8 @@ def compare_series(a: dict[str, Any], b: dict[str, Any], method: str, n_boot: in
                                                                n_boot=n_boot)),
             "kendall_tau_b_b": tb, "ci95_b": list(bootstrap_ci(xb, h, kendall_tau_b,
                                                                n_boot=n_boot, seed=1)),
-            "difference_b_minus_a": diff, "permutation_p_value": p}
+            "difference_b_minus_a": diff, "difference_ci95": [ci.low, ci.high],
+            "permutation_p_value": p}
     return out
 
 
@@ -184,7 +188,10 @@ def render(result: dict[str, Any]) -> str:
                       f"| B | {_f(100 * g['kendall_tau_b_b'], 1)} | [{_f(100 * g['ci95_b'][0], 1)}"
                       f", {_f(100 * g['ci95_b'][1], 1)}] |", "",
                       f"Difference B - A: {_f(100 * g['difference_b_minus_a'], 1)} "
-                      f"(paired permutation p = {_f(g['permutation_p_value'], 3)}; protocol: "
+                      + (f"[{_f(100 * g['difference_ci95'][0], 1)}, "
+                         f"{_f(100 * g['difference_ci95'][1], 1)}] "
+                         if g.get("difference_ci95") else "")
+                      + f"(paired permutation p = {_f(g['permutation_p_value'], 3)}; protocol: "
                       f"{g['protocol']}).", ""]
         lines += ["| system | mean A | mean B | shift | n |", "|---|---|---|---|---|"]
         for name, v in s["systems"].items():

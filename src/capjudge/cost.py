@@ -10,6 +10,7 @@ A G-VEval 1536x512 frame tile is 3 tiles: 595 tokens.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from PIL import Image
 
 from capjudge.backends.base import ImagePart, JudgeRequest
+
+log = logging.getLogger(__name__)
 
 _WORDS = re.compile(r"\w+|[^\w\s]")
 MESSAGE_OVERHEAD = 4  # role and separators per chat message
@@ -44,11 +47,27 @@ def image_tokens(width: int, height: int, detail: str = "auto") -> int:
 
 _SIZE_CACHE: dict[str, tuple[int, int]] = {}
 
+# The size assumed for a picture that cannot be read: 2048x768 is the most expensive shape
+# after scaling (8 tiles, 1445 tokens at high detail), so an estimate never comes out low.
+WORST_CASE_SIZE = (2048, 768)
+
 
 def _image_size(part: ImagePart) -> tuple[int, int]:
+    """The picture's size (cached by content hash); the worst case when it cannot be read.
+
+    An estimate must never end a stage: a picture that is missing or no longer an image
+    (replaced after ingest) is the judge-time media check's and the backend's to report, as
+    that item's error.
+    """
     if part.sha256 not in _SIZE_CACHE:
-        with Image.open(part.path) as img:
-            _SIZE_CACHE[part.sha256] = img.size
+        try:
+            with Image.open(part.path) as img:
+                size = img.size
+        except (OSError, ValueError, Image.DecompressionBombError) as exc:
+            log.warning("cost estimate: cannot read %s (%s); assuming the worst-case %dx%d",
+                        part.path, exc, *WORST_CASE_SIZE)
+            return WORST_CASE_SIZE  # not cached: the file may be fixed within the run
+        _SIZE_CACHE[part.sha256] = size
     return _SIZE_CACHE[part.sha256]
 
 

@@ -35,6 +35,7 @@ from capjudge.media import (
     MediaError,
     SampledTile,
     check_image,
+    frame_indices,
     prepare_judge_image,
     sample_video_tile_isolated,
     sha256_file,
@@ -191,8 +192,14 @@ class TileCache:
         tile = self.dir / f"{sha}-{policy}.png"
         sidecar = tile.with_suffix(".json")
         if tile.is_file() and sidecar.is_file():
-            meta = json.loads(sidecar.read_text())
-            if meta.get("tile_sha256") == sha256_file(tile):
+            # The tile's path as seen now (the sidecar may have been written from another
+            # working directory).
+            meta = {**json.loads(sidecar.read_text()), "tile_path": str(tile)}
+            # A tile made under an earlier index rule (gveval_code was [0, n//3, 2n//3]
+            # before it followed the repository's linspace) is made again, not reused.
+            same_frames = bool(meta.get("n_frames")) and meta.get("indices") == frame_indices(
+                int(meta["n_frames"]), self.config.frame_policy, self.config.uniform_frames)
+            if meta.get("tile_sha256") == sha256_file(tile) and same_frames:
                 self.videos[key] = meta
                 return meta
         result: SampledTile = sample_video_tile_isolated(
@@ -269,6 +276,21 @@ def _media_record(row: ValidRow, media_root: Path, tiles: TileCache,
     return rec
 
 
+def stored_path(value: str | None, out: Path, relative: bool) -> str | None:
+    """A path as ``items.parquet`` stores it.
+
+    With ``relative`` (the stage was given a relative media root and output folder, as the DVC
+    pipeline does) the path is relative to the items file's folder: the project tree moves as
+    one (another checkout, another machine, ``dvc checkout``), so the table stays the same bytes
+    and resolves from any working directory (:meth:`capjudge.item.Item.resolve`). Otherwise it
+    is absolute. Never relative to the working directory, which a later stage cannot know.
+    """
+    if value is None:
+        return None
+    full = os.path.abspath(value)
+    return os.path.relpath(full, os.path.abspath(out)) if relative else full
+
+
 def _reason_kind(reason: str) -> str:
     """A short bucket for the summary counts ("file not found: 'x'" -> "file not found")."""
     return re.split(r"[:(]", reason, maxsplit=1)[0].strip()
@@ -294,6 +316,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
     if not media_root.is_dir():
         raise ManifestError(f"{media_root}: media root is not a directory")
     out = Path(out_dir)
+    relative_paths = not media_root.is_absolute() and not out.is_absolute()
     (out / "tiles").mkdir(parents=True, exist_ok=True)
     tiles = TileCache(out / "tiles", config)
     hashes: dict[Path, str] = {}
@@ -323,8 +346,11 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
                                "raw": safe_text(raw.raw)})
             continue
         first_line[row.id] = raw.line
+        for key in ("tile_path", "judge_path"):
+            media[key] = stored_path(media[key], out, relative_paths)
         items.append({
-            "id": row.id, "line": row.line, "task": row.task, "media_root": str(media_root),
+            "id": row.id, "line": row.line, "task": row.task,
+            "media_root": stored_path(str(media_root), out, relative_paths),
             **media,
             "candidate": row.candidate, "references": row.references,
             "question": row.question, "system": row.system,

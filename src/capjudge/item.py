@@ -21,6 +21,11 @@ class Item:
     ``tile_path``/``tile_sha256`` the frame or view tile made at ingest (videos, 3D objects);
     ``judge_path``/``judge_sha256`` a normalised copy of an image in a format judge APIs accept,
     when ingest had to make one. ``labels`` and ``extra`` are JSON text, as stored.
+
+    Paths: ``media_path`` and ``view_paths`` are relative to ``media_root``; a relative
+    ``media_root``, ``tile_path`` or ``judge_path`` is relative to the items file's folder
+    (``base_dir``, set by :func:`load_items`), so an ingest folder can be moved or read from any
+    working directory. Use :meth:`resolve` / :meth:`root` rather than opening them directly.
     """
 
     id: str
@@ -45,12 +50,19 @@ class Item:
     frame_indices: tuple[int, ...] = ()
     frame_timestamps_s: tuple[float, ...] = ()
     other: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # Where the item was loaded from (not a column): what relative paths resolve against.
+    base_dir: str | None = field(default=None, compare=False, hash=False)
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Item:
+    def from_row(cls, row: dict[str, Any], base_dir: str | Path | None = None) -> Item:
         """Build from an ``items.parquet`` row; columns this class does not name go to
-        ``other`` (kept, never dropped)."""
-        known = {f.name for f in fields(cls)} - {"other"}
+        ``other`` (kept, never dropped).
+
+        Args:
+            row: the row.
+            base_dir: the items file's folder (relative paths resolve against it).
+        """
+        known = {f.name for f in fields(cls)} - {"other", "base_dir"}
         values: dict[str, Any] = {}
         other: dict[str, Any] = {}
         for key, value in row.items():
@@ -62,7 +74,32 @@ class Item:
                 values[key] = value
         if "id" not in values or "candidate" not in values:
             raise ValueError(f"an item needs 'id' and 'candidate' (got {sorted(row)})")
-        return cls(**values, other=other)
+        base = str(Path(base_dir).absolute()) if base_dir is not None else None
+        return cls(**values, other=other, base_dir=base)
+
+    def resolve(self, value: str) -> Path:
+        """A stored path (``media_root``, ``tile_path``, ``judge_path``) as an absolute path.
+
+        A relative path is relative to the items file's folder (what ingest writes). Files
+        written before that were relative to ingest's working directory, normally the project
+        root, an ancestor of the items folder: those are found by trying the ancestors, then
+        the current directory. The first candidate that exists wins; nothing is trusted for
+        it: the judge-time check (:mod:`capjudge.media_check`) verifies containment and hashes.
+        """
+        path = Path(value)
+        if path.is_absolute():
+            return path
+        bases: list[Path] = []
+        if self.base_dir is not None:
+            base = Path(self.base_dir)
+            bases += [base, *base.parents]
+        bases.append(Path.cwd())
+        candidates = [b / path for b in bases]
+        return next((c for c in candidates if c.exists() or c.is_symlink()), candidates[0])
+
+    def root(self) -> Path:
+        """The media root as an absolute path."""
+        return self.resolve(self.media_root)
 
     def extra_dict(self) -> dict[str, Any]:
         """The manifest's unknown keys (``extra`` JSON) as a dict."""
@@ -78,11 +115,16 @@ class Item:
         """The original media file (first view for 3D objects), or None without media."""
         if not self.media_path:
             return None
-        return Path(self.media_root) / self.media_path
+        return self.root() / self.media_path
 
 
-def load_items(path: str | Path) -> list[Item]:
-    """``items.parquet`` as typed items."""
+def load_items(path: str | Path, start: int = 0, stop: int | None = None) -> list[Item]:
+    """``items.parquet`` (rows ``[start, stop)``) as typed items whose relative paths resolve
+    against the file's folder."""
     import pyarrow.parquet as pq
 
-    return [Item.from_row(row) for row in pq.read_table(path).to_pylist()]
+    table = pq.read_table(path)
+    if start or stop is not None:
+        table = table.slice(start, (table.num_rows if stop is None else stop) - start)
+    base = Path(path).absolute().parent
+    return [Item.from_row(row, base) for row in table.to_pylist()]

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,11 @@ import pyarrow.parquet as pq
 
 from capjudge.backends import create_backend
 from capjudge.backends.base import Backend, Decoding, JudgeResponse
-from capjudge.client import ClientStats, JudgeClient, build_client
+from capjudge.client import DEFAULT_MAX_RETRY_AFTER_S, ClientStats, JudgeClient, build_client
 from capjudge.cost import Price, price_for
+from capjudge.credentials import refuse_credentials
 from capjudge.item import Item, load_items
+from capjudge.media_check import MediaChangedError, verify_request
 from capjudge.methods import (
     Criterion,
     Method,
@@ -83,6 +85,7 @@ JUDGEMENTS_SCHEMA = pa.schema([
     ("cache_key", pa.string()),
     ("media_sha256", pa.string()),
     ("system", pa.string()),  # which captioner wrote the candidate
+    ("repeat", pa.int64()),  # test-retest repeat index (JudgeConfig.repeats); 0 otherwise
 ])
 
 FAILURES = ("error", "refused", "parse_failure")
@@ -114,12 +117,51 @@ class JudgeConfig:
     # list). It joins the model snapshot in the cache key, so a changed remote model is asked
     # again instead of being answered from the cache.
     fingerprint: str | None = None
+    # Test-retest: ask every request this many times (distinct cache keys, one sample each).
+    # Needs temperature > 0; the report measures the judge's reliability from the repeats.
+    repeats: int = 1
+    # The longest Retry-After the client waits; a request asked to wait longer fails with the
+    # reason (and every worker of the client waits out shorter windows together).
+    max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
+
+    def __post_init__(self) -> None:
+        """Reject settings that would make the repeats meaningless, and credentials.
+
+        Raises:
+            ValueError: ``repeats`` is not a positive integer, or ``repeats > 1`` at
+                temperature 0 (every repeat would be the same answer, faking perfect
+                reliability).
+            capjudge.credentials.CredentialsInURLError: a URL in ``backend_options`` or
+                ``method_options`` carries user-info (a ValueError too).
+        """
+        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) \
+                or self.repeats < 1:
+            raise ValueError(f"repeats must be a positive integer, got {self.repeats!r}")
+        if self.repeats > 1 and not self.temperature > 0:
+            raise ValueError(
+                f"repeats: {self.repeats} needs temperature > 0 (got {self.temperature}): at "
+                "temperature 0 every repeat is the same answer, which would fake perfect "
+                "test-retest reliability; set e.g. temperature: 1.0, or repeats: 1")
+        # The config travels as Prefect parameters and into dvc.lock and summaries: a URL with
+        # user-info here would be persisted everywhere, so it is refused before anything runs.
+        refuse_credentials({"backend_options": self.backend_options,
+                            "method_options": self.method_options})
 
     @classmethod
     def from_params(cls, section: dict[str, Any], common: dict[str, Any] | None = None
                     ) -> JudgeConfig:
-        """Build from a params section (unknown keys are an error naming them)."""
+        """Build from a params section (unknown keys are an error naming them).
+
+        Two keys are expanded first: ``profile`` (a method's named settings, e.g. G-VEval's
+        ``gveval_code``; :func:`apply_profile`) and ``templates`` (a user's template folder,
+        passed to the method as ``method_options.templates``).
+        """
         merged = {**(common or {}), **section}
+        if "templates" in merged:
+            merged["method_options"] = {**(merged.get("method_options") or {}),
+                                        "templates": merged.pop("templates")}
+        if "profile" in merged:
+            merged = apply_profile(merged, merged.pop("profile"), explicit=set(section))
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(merged) - known)
         if unknown:
@@ -138,6 +180,38 @@ class JudgeConfig:
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
+def apply_profile(settings: dict[str, Any], profile: str | None,
+                  explicit: set[str] | None = None) -> dict[str, Any]:
+    """``settings`` with a method's named profile filled in under them.
+
+    Args:
+        settings: judge settings (``method`` required).
+        profile: a name from the method's :attr:`~capjudge.methods.Method.profiles` (None:
+            unchanged).
+        explicit: the keys the user set for this judge (default: all of ``settings``); they
+            win over the profile. ``method_options`` are merged key by key, and record the
+            profile's name.
+
+    Raises:
+        ValueError: the method has no such profile (the message lists its profiles).
+    """
+    if profile is None:
+        return dict(settings)
+    method = get_method(settings["method"])
+    if profile not in method.profiles:
+        raise ValueError(f"method {method.name!r} has no profile {profile!r}; profiles: "
+                         f"{', '.join(sorted(method.profiles)) or 'none'}")
+    explicit = set(settings) if explicit is None else explicit
+    out = dict(settings)
+    for key, value in method.profiles[profile].items():
+        if key == "method_options":
+            out["method_options"] = {**value, **(settings.get("method_options") or {}),
+                                     "profile": profile}
+        elif key not in explicit:
+            out[key] = value
+    return out
+
+
 def make_backend(config: JudgeConfig) -> Backend:
     """The configured backend (local models are loaded once per process)."""
     options = dict(config.backend_options)
@@ -151,7 +225,8 @@ def make_client(config: JudgeConfig, backend: Backend,
     return build_client(backend, cache_dir=config.cache_dir, max_attempts=config.max_attempts,
                         backoff_base_s=config.backoff_base_s, rpm=config.rpm, tpm=config.tpm,
                         concurrency=config.concurrency, progress=progress,
-                        fingerprint=config.fingerprint)
+                        fingerprint=config.fingerprint,
+                        max_retry_after_s=config.max_retry_after_s)
 
 
 _SHARED: dict[str, tuple[Backend, JudgeClient]] = {}
@@ -199,11 +274,11 @@ def plan(items: Sequence[Item | dict[str, Any]], config: JudgeConfig, vision: bo
     """
     method = get_method(config.method)
     options = options or method_options(config, method, vision)
-    items = [i if isinstance(i, Item) else Item.from_row(i) for i in items]
+    typed = [i if isinstance(i, Item) else Item.from_row(i) for i in items]
     modes = judge_modes(config, method)
     planned: list[Planned] = []
     skipped: list[Skip] = []
-    for item in items:
+    for item in typed:
         for mode in modes:
             try:
                 results = method.plan(item, mode, options)
@@ -211,6 +286,10 @@ def plan(items: Sequence[Item | dict[str, Any]], config: JudgeConfig, vision: bo
                 # A bad item (a missing picture, a malformed option) is that item's recorded
                 # skip, never the end of the stage.
                 results = [Skip(item.id, mode, f"could not build the request: {exc}")]
+            except Exception as exc:  # noqa: BLE001 - one item must not end the stage
+                log.exception("planning item %r (%s) failed", item.id, mode)
+                results = [Skip(item.id, mode, f"could not build the request: "
+                                               f"{type(exc).__name__}: {exc}")]
             for result in results:
                 if isinstance(result, Planned):
                     planned.append(result)
@@ -226,7 +305,8 @@ class JudgeResult:
     Attributes:
         rows: judgement rows (JUDGEMENTS_SCHEMA), answered requests first, then skips.
         stats: this call's client statistics (requests, model calls, cache hits, ...).
-        criteria: per (item id, mode) every criterion result, skipped ones included.
+        criteria: per (item id, mode) every criterion result, skipped ones included (with
+            ``repeats > 1``, those of repeat 0; every repeat is in ``rows``).
         responses: the answers, aligned with ``planned``.
         planned: the requests that were sent (or answered from the cache).
         skips: what was not judged, and why.
@@ -267,16 +347,32 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
         client = make_client(config, backend, progress)
     options = options or method_options(config, method, backend.capabilities.vision)
     planned, skips = plan(items, config, options=options)
-    responses, stats = client.run_with_stats([p.request for p in planned])
-    explanations = _explain(config, method, planned, responses, client, stats)
+    if config.repeats > 1:
+        check_repeatable(backend)
+        planned = repeat_planned(planned, config.repeats)
     by_id = {item.id: item for item in items}
+    planned, media_errors = verify_media(planned, by_id)
+    sendable = [k for k, why in enumerate(media_errors) if why is None]
+    sent, stats = client.run_with_stats([planned[k].request for k in sendable])
+    # A picture that changed since ingest is that request's error, answered without a call.
+    responses = [JudgeResponse(status="error", reason=why, attempts=0) if why is not None
+                 else JudgeResponse(status="error", reason="not answered")
+                 for why in media_errors]
+    for k, response in zip(sendable, sent, strict=True):
+        responses[k] = response
+    try:
+        explanations = _explain(config, method, planned, responses, client, stats)
+    except Exception:  # noqa: BLE001 - the optional turn must not lose the answers
+        log.exception("the explanation turn failed; rows are written without explanations")
+        explanations = [None] * len(planned)
     price = price_for(backend.backend_id.split("/", 1)[1], config.prices)
     snapshot = backend.snapshot()
     rows: list[dict[str, Any]] = []
     criteria: dict[tuple[str, str], list[Criterion]] = {}
     for p, response, why in zip(planned, responses, explanations, strict=True):
-        results = method.interpret(p, response)
-        criteria.setdefault((p.item_id, p.mode), []).extend(results)
+        results = _interpret(method, p, response)
+        if p.request.decoding.sample == 0:  # ``criteria`` is one answer per request
+            criteria.setdefault((p.item_id, p.mode), []).extend(results)
         rows += _response_rows(p, response, results, by_id[p.item_id], method.name, backend,
                                snapshot, price, why)
     for s in skips:
@@ -287,8 +383,64 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
                      "criterion": s.criterion, "status": "skipped", "reason": s.reason,
                      "template": s.template, "backend": backend.backend_id,
                      "snapshot": snapshot, "media_sha256": item.media_sha256,
-                     "system": item.system, "cached": False, "anchor_forced": False})
+                     "system": item.system, "cached": False, "anchor_forced": False,
+                     "repeat": 0})
     return JudgeResult(rows, stats, criteria, responses, planned, skips)
+
+
+def verify_media(planned: Sequence[Planned], items: dict[str, Item]
+                 ) -> tuple[list[Planned], list[str | None]]:
+    """Re-check every picture a request would send against what ingest recorded.
+
+    Returns:
+        The requests rebuilt on the verified real paths of their pictures, and per request
+        None (send it) or why it must not be sent (missing, outside the item's roots, or
+        changed since ingest: see :mod:`capjudge.media_check`).
+    """
+    out: list[Planned] = []
+    errors: list[str | None] = []
+    for p in planned:
+        try:
+            out.append(replace(p, request=verify_request(p.request, items[p.item_id])))
+            errors.append(None)
+        except MediaChangedError as exc:
+            log.warning("item %s (%s): %s", p.item_id, p.mode, exc)
+            out.append(p)
+            errors.append(str(exc))
+    return out, errors
+
+
+def _interpret(method: Method, p: Planned, response: JudgeResponse) -> list[Criterion]:
+    """The method's reading of an answer; a method that fails on one answer makes that
+    request's criteria errors with the reason, not the end of the stage."""
+    try:
+        return method.interpret(p, response)
+    except Exception as exc:  # noqa: BLE001 - one answer must not end the stage
+        log.exception("reading the answer for item %r (%s) failed", p.item_id, p.mode)
+        why = f"could not read the answer: {type(exc).__name__}: {exc}"
+        return [Criterion(slot.name, "error", why) for slot in p.request.slots] \
+            or [Criterion(p.criterion or "*", "error", why)]
+
+
+def check_repeatable(backend: Backend) -> None:
+    """Refuse repeats on a backend whose answer cannot vary between them.
+
+    Raises:
+        ValueError: the backend reads an exact distribution after greedy decoding (local
+            models): every repeat would be identical, faking perfect reliability.
+    """
+    if backend.capabilities.distribution == "exact":
+        raise ValueError(
+            f"repeats > 1 need a backend that samples; {backend.backend_id} decodes greedily "
+            "and reads the exact score distribution, so every repeat would be the same answer")
+
+
+def repeat_planned(planned: Sequence[Planned], repeats: int) -> list[Planned]:
+    """Each request ``repeats`` times, repeat ``r`` with ``Decoding.sample = r`` (its own
+    cache key and sampling seed); request-major, so the repeats of a request are adjacent."""
+    return [replace(p, request=replace(p.request, decoding=replace(p.request.decoding,
+                                                                   sample=r)))
+            for p in planned for r in range(repeats)]
 
 
 def _response_rows(p: Planned, response: JudgeResponse, results: Sequence[Criterion],
@@ -307,6 +459,7 @@ def _response_rows(p: Planned, response: JudgeResponse, results: Sequence[Criter
         "latency_s": response.latency_s, "attempts": response.attempts,
         "cached": response.cached, "cache_key": response.cache_key,
         "media_sha256": item.media_sha256, "system": item.system,
+        "repeat": p.request.decoding.sample,
     }
     return [{**common, "criterion": c.name, "status": c.status, "reason": c.reason,
              "values": c.values, "probs": c.probs, "mass": c.mass,
@@ -326,7 +479,7 @@ def _explain(config: JudgeConfig, method: Method, planned: Sequence[Planned],
     todo: list[int] = []
     follow_ups = []
     for i, r in enumerate(responses):
-        if r.status in ("ok", "low_mass"):
+        if r.status in ("ok", "low_mass", "text_only"):
             request = method.explanation_request(planned[i], r)
             if request is not None:
                 todo.append(i)
@@ -334,7 +487,8 @@ def _explain(config: JudgeConfig, method: Method, planned: Sequence[Planned],
     answers, extra = client.run_with_stats(follow_ups)
     stats.merge(extra)
     for i, answer in zip(todo, answers, strict=True):
-        out[i] = answer.text if answer.status in ("ok", "low_mass") and answer.text else None
+        out[i] = answer.text if answer.status in ("ok", "low_mass", "text_only") \
+            and answer.text else None
     return out
 
 
@@ -361,6 +515,17 @@ def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
             per_mode = skipped_modes.setdefault(m, {})
             per_mode[r or "skipped"] = per_mode.get(r or "skipped", 0) + 1
     templates = sorted({t for t in table.column("template").to_pylist() if t})
+    # Answers that hit max_tokens: for a method that reasons before its score (G-VEval) the
+    # reasoning was cut, which is another method (its "w/o reason" ablation), said so here.
+    tokens = (table.column("completion_tokens").to_pylist()
+              if "completion_tokens" in table.column_names else [None] * len(status))
+    cut = sum(1 for s, n in zip(status, tokens, strict=True)
+              if s != "skipped" and n is not None and n >= config.max_tokens)
+    notes = []
+    cut_note = getattr(get_method(config.method), "cut_reasoning", None)
+    if cut and cut_note:
+        notes.append(f"reasoning cut at max_tokens ({config.max_tokens}) in {cut} of {judged} "
+                     f"judgements: {cut_note}")
     return {
         "method": config.method, "backend": backend, "modes_ran": modes_ran,
         "modes_skipped": {m: v for m, v in skipped_modes.items() if m not in modes_ran},
@@ -374,6 +539,8 @@ def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
         "prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.completion_tokens,
         "cost_usd": round(sum(costs), 6) if costs else None,
         "templates": templates, "seconds": round(seconds, 2),
+        "text_only_rate": by_status.get("text_only", 0) / max(1, judged),
+        "reasoning_cut": cut, "notes": notes,
     }
 
 
@@ -394,7 +561,7 @@ def combine_parts(parts: Iterable[str | Path], out: str | Path) -> pa.Table:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
     kept: list[pa.Table] = []
-    summary_columns = ["status", "mode", "reason", "cost_usd", "template"]
+    summary_columns = ["status", "mode", "reason", "cost_usd", "template", "completion_tokens"]
     with pq.ParquetWriter(tmp, JUDGEMENTS_SCHEMA) as writer:
         for part in parts:
             table = pq.read_table(part, schema=JUDGEMENTS_SCHEMA)
@@ -435,6 +602,7 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
     the summary (the same one the Prefect flow writes)."""
     started = time.perf_counter()
     items = load_items(items_path)
+    total = len(items)
     if config.limit:
         items = items[: config.limit]
     backend = backend or make_backend(config)
@@ -446,10 +614,12 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
     pq.write_table(table, out / "judgements.parquet")
     summary = summarise(table, result.stats, config, backend.describe(),
                         time.perf_counter() - started)
+    summary["items"] = {"judged": len(items), "total": total}
     write_summary(out, summary)
     return summary
 
 
 __all__ = ["JUDGEMENTS_SCHEMA", "JudgeConfig", "JudgeResult", "combine_parts", "judge_items",
-           "load_items", "make_backend", "make_client", "method_options", "plan", "run_judge",
-           "shared_client", "summarise", "write_part", "write_summary"]
+           "load_items", "make_backend", "make_client", "method_options", "plan",
+           "repeat_planned", "run_judge", "shared_client", "summarise", "verify_media",
+           "write_part", "write_summary"]

@@ -23,6 +23,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from capjudge.credentials import redact_value
+
 PACKAGES = ("capjudge", "torch", "transformers", "openai", "prefect", "dvc", "duckdb",
             "great-expectations", "pyarrow", "pillow", "av", "pycocoevalcap")
 
@@ -58,7 +60,9 @@ def backend_lineage(judge_dirs: list[Path]) -> list[dict[str, Any]]:
     """Per judge: backend id, snapshot, and the models/fingerprints its answers reported."""
     rows = []
     for d in judge_dirs:
-        summary = json.loads((d / "summary.json").read_text())
+        # redact_value: a summary written before base URLs were checked may hold user-info;
+        # none of it reaches lineage.json, the report database or the registry.
+        summary = redact_value(json.loads((d / "summary.json").read_text()))
         table = pq.read_table(d / "judgements.parquet",
                               columns=["model", "system_fingerprint", "template", "status"])
         data = table.to_pylist()

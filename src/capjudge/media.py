@@ -488,8 +488,9 @@ def frame_indices(n_frames: int, policy: str, n: int = 3) -> list[int]:
     Args:
         n_frames: exact number of frames in the clip.
         policy: ``first_middle_last`` (G-VEval paper §3.5: first, middle and the true last
-            frame), ``gveval_code`` (0, 1/3 and 2/3 of the clip, what the G-VEval repository
-            does; use it to reproduce its numbers) or ``uniform`` (``n`` evenly spaced frames
+            frame), ``gveval_code`` (``linspace(0, N-1, 4)[:3]``: 0, 1/3 and 2/3 of the clip,
+            never the last frame; what the G-VEval repository does, to reproduce its numbers)
+            or ``uniform`` (``n`` evenly spaced frames
             from first to last).
         n: number of frames for ``uniform``.
     """
@@ -499,7 +500,9 @@ def frame_indices(n_frames: int, policy: str, n: int = 3) -> list[int]:
     if policy == "first_middle_last":
         return [0, last // 2, last]
     if policy == "gveval_code":
-        return [0, n_frames // 3, (2 * n_frames) // 3]
+        # The repository's video2imgs: np.linspace(0, n - 1, 4, dtype=int)[:3] (it samples
+        # four points and drops the last). Integer floor division gives numpy's truncation.
+        return [(k * last) // 3 for k in range(3)]
     if policy == "uniform":
         if n < 1:
             raise ValueError("uniform sampling needs n >= 1")

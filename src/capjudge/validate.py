@@ -4,7 +4,8 @@
 - judgements, per method: every criterion is one the method declares, and its scores lie on
   the scale the method declares for it (the method's metadata, never a table here); every
   stored distribution sums to 1;
-  judgements with status ``ok`` captured at least ``min_mass``; statuses from the known set.
+  judgements with status ``ok`` captured at least ``min_mass``; statuses from the known set;
+  ``text_only`` judgements carry their printed score and no distribution.
 - runs: each judge's failure rate (error, refused, parse failure among judged rows) at most
   ``max_failure_rate``.
 
@@ -113,6 +114,14 @@ def build_checks(items: pd.DataFrame, judgements: pd.DataFrame, config: Validate
         checks.append(("mass", ok, [
             e.ExpectColumnValuesToBeBetween(column="mass", min_value=config.min_mass,
                                             max_value=1 + config.prob_tolerance)]))
+    text_only = judgements[judgements["status"] == "text_only"]
+    if not text_only.empty and "printed" in text_only:
+        # Scored from the printed number alone: it must be there, and no distribution may
+        # pretend otherwise (a point mass would read as sd 0, the most confident judgement).
+        shaped = text_only.assign(has_probs=text_only["probs"].notna())
+        checks.append(("text-only", shaped, [
+            e.ExpectColumnValuesToNotBeNull(column="printed"),
+            e.ExpectColumnValuesToBeInSet(column="has_probs", value_set=[False])]))
     judged = judgements[judgements["status"] != "skipped"]
     if not judged.empty:
         rates = judged.groupby("judge")["status"].apply(

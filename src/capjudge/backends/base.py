@@ -17,16 +17,20 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Literal
 
-Status = Literal["ok", "parse_failure", "low_mass", "refused", "error", "skipped", "undefined"]
+Status = Literal["ok", "parse_failure", "low_mass", "refused", "error", "skipped", "undefined",
+                 "text_only"]
 STATUSES: tuple[str, ...] = ("ok", "parse_failure", "low_mass", "refused", "error", "skipped",
-                             "undefined")
-"""``undefined``: the answer parsed but its score does not exist (3D precision with C = H = 0)."""
+                             "undefined", "text_only")
+"""``undefined``: the answer parsed but its score does not exist (3D precision with C = H = 0).
+``text_only``: log-probabilities were requested but the answer came without them; the printed
+score is kept (it counts as scored) but there is no distribution, so no sd or entropy."""
 
 
 def worst_status(statuses: Sequence[str]) -> Status:
     """A response is as bad as its worst slot (error > refused > parse failure > undefined >
-    low mass)."""
-    order: tuple[Status, ...] = ("error", "refused", "parse_failure", "undefined", "low_mass")
+    low mass > text only)."""
+    order: tuple[Status, ...] = ("error", "refused", "parse_failure", "undefined", "low_mass",
+                                 "text_only")
     for status in order:
         if status in statuses:
             return status
@@ -62,11 +66,15 @@ class Message:
 class ScoreSlot:
     """Where one score is read in the output, and on which scale.
 
-    The score is the integer written right after ``anchor`` (e.g. G-VEval's ``$`` in
-    "The final score is $85$"). With ``position="last"`` the *last* anchored integer in the
-    output is used, so a model that quotes the format earlier is not misread; with ``"first"``
-    the first integer (HarmonicEval asks for the score first; VisCE² takes the first integer).
-    ``label`` optionally narrows the anchor (``"Accuracy"`` for ACCR's per-criterion scores).
+    The score is the integer written right after ``anchor``, itself right after ``label``
+    when one is given (G-VEval: "final score" then ``$``, so "The final score is $85$" is read
+    and a later "$0$ to $100$" is not; ACCR: ``"Accuracy"`` ...). With ``position="last"`` the
+    *last* such integer is used, so a model that quotes the format earlier is not misread;
+    with ``"first"`` the first integer once the canonical scale phrasings are removed
+    (HarmonicEval asks for the score first; VisCE² takes the first integer). ``"next"`` marks
+    a continuation follow-up: the distribution of the first generated token over "the number
+    ends" (-1) and the next digit (see :mod:`capjudge.backends.logprobs`). The reading rules
+    are in :func:`capjudge.backends.logprobs.locate`.
     ``forced_prefix`` is what a local model is teacher-forced with when its text never reached
     the anchor (for ``"first"`` slots: appended to the prompt alone, i.e. the answer's start).
     """
@@ -77,7 +85,7 @@ class ScoreSlot:
     anchor: str = "$"
     label: str | None = None
     forced_prefix: str = "\nThe final score is $"
-    position: Literal["last", "first"] = "last"
+    position: Literal["last", "first", "next"] = "last"
 
     @property
     def values(self) -> list[int]:
@@ -86,12 +94,23 @@ class ScoreSlot:
 
 @dataclass(frozen=True)
 class Decoding:
-    """Decoding settings; part of the cache key."""
+    """Decoding settings; part of the cache key.
+
+    ``sample`` is the repeat index of a test-retest run (``JudgeConfig.repeats``): repeat
+    ``r`` of a request is a distinct request (its own cache key), and backends that take a
+    seed are sent ``seed + sample``, so a sampling API draws a new answer instead of replaying
+    the first one.
+    """
 
     max_tokens: int = 512
     temperature: float = 0.0
     top_logprobs: int = 20
     seed: int | None = 0
+    sample: int = 0
+
+    def sampling_seed(self) -> int | None:
+        """The seed a backend sends: ``seed + sample`` (None when no seed is set)."""
+        return None if self.seed is None else self.seed + self.sample
 
 
 @dataclass(frozen=True)
@@ -103,6 +122,9 @@ class JudgeRequest:
     decoding: Decoding = Decoding()
     template: str = ""  # template id@version, recorded and part of the cache key
     tag: str = ""  # free-form (item id, mode); NOT part of the cache key
+    # Likelihood requests: score these (context, text) pairs instead of generating. The
+    # response carries one log-likelihood and token count per pair (``logliks``/``lengths``).
+    continuations: tuple[tuple[str, str], ...] = ()
 
     @property
     def needs_vision(self) -> bool:
@@ -116,8 +138,15 @@ class JudgeRequest:
                        for p in m.parts]}
             for m in self.messages
         ]
-        return {"messages": messages, "slots": [asdict(s) for s in self.slots],
-                "decoding": asdict(self.decoding), "template": self.template}
+        decoding = asdict(self.decoding)
+        if not decoding["sample"]:
+            # Repeat 0 keeps the key it had before repeats existed: caches stay valid.
+            del decoding["sample"]
+        out = {"messages": messages, "slots": [asdict(s) for s in self.slots],
+               "decoding": decoding, "template": self.template}
+        if self.continuations:  # only when present: generation requests keep their keys
+            out["continuations"] = [list(pair) for pair in self.continuations]
+        return out
 
     def cache_key(self, backend_id: str, snapshot: str) -> str:
         """Content address: backend id, model snapshot, rendered prompt, media hashes, settings."""
@@ -149,7 +178,7 @@ class SlotResult:
     source: str  # logprobs | teacher_forcing | text | none
     status: Status = "ok"
     reason: str | None = None
-    printed: int | None = None  # the integer the model actually wrote, if any
+    printed: int | float | None = None  # the number the model wrote (float: a decimal)
     anchor_forced: bool = False  # local models: the anchor had to be appended
 
 
@@ -168,6 +197,8 @@ class JudgeResponse:
     attempts: int = 1
     cached: bool = False
     cache_key: str = ""  # set by the client (computed once per request); not stored
+    logliks: list[float] = field(default_factory=list)  # likelihood requests: per pair
+    lengths: list[int] = field(default_factory=list)  # tokens of each scored text
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict, the shape (and key order) of ``dataclasses.asdict`` less
@@ -204,6 +235,8 @@ class JudgeResponse:
             "latency_s": self.latency_s,
             "attempts": self.attempts,
             "cached": self.cached,
+            "logliks": list(self.logliks),
+            "lengths": list(self.lengths),
         }
 
     @classmethod
@@ -253,6 +286,8 @@ class JudgeResponse:
             attempts=get("attempts", 1),
             cached=get("cached", False),
             cache_key=get("cache_key", ""),
+            logliks=list(get("logliks") or []),
+            lengths=list(get("lengths") or []),
         )
 
 
@@ -275,6 +310,7 @@ class Capabilities:
     distribution: Literal["logprobs", "exact", "none"]
     max_batch: int = 1  # requests per generate() call
     concurrency: int = 1  # parallel generate() calls the client may make
+    likelihood: bool = False  # can score (context, text) log-likelihoods (local models)
 
 
 class Backend(ABC):
@@ -328,6 +364,25 @@ class Backend(ABC):
     def describe(self) -> dict[str, Any]:
         """Lineage facts about the backend (model id, snapshot, fingerprint where known)."""
         return {"backend": self.backend_id, "snapshot": self.snapshot()}
+
+    def follow_ups(self, request: JudgeRequest, response: JudgeResponse
+                   ) -> list[JudgeRequest]:
+        """Further requests needed to finish ``response`` (default: none).
+
+        The client asks them like any request (cache, rate limits, retries, counted in the
+        run's statistics) and hands the answers to :meth:`complete`, then asks again, until
+        this returns nothing. The OpenAI backend completes the digits of a score written by a
+        digit-split tokenizer this way. Only a response this backend has just produced can
+        have follow-ups (a cached one is already complete).
+        """
+        return []
+
+    def complete(self, request: JudgeRequest, response: JudgeResponse,
+                 follow_ups: Sequence[JudgeRequest], answers: Sequence[JudgeResponse]
+                 ) -> JudgeResponse:
+        """``response`` finished with the answers to :meth:`follow_ups` (default: unchanged).
+        """
+        return response
 
     def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
         """What identifies the model this backend serves *now* (the watch flow hashes it).

@@ -4,7 +4,9 @@ The model writes its reasoning (greedy, batched, left-padded). Then, at each sco
 distribution over the whole scale is computed by teacher forcing instead of being sampled from
 the top-20 alternatives an API returns:
 
-- For tokenizers that split numbers into single digits (Gemma, Llama 2, Qwen), a **digit tree**:
+- For tokenizers that split numbers into single digits (Gemma, Llama 2, Qwen; SentencePiece
+  ones write a text-initial "8" as "▁", "8", so the digits' own tokens are taken from "$85"),
+  a **digit tree**:
   one pass over the context gives the first digit; one batched pass over all 1-digit prefixes
   gives the second digit or the end of the number; one batched pass over the 2-digit prefixes
   (and "100") gives the end. The context's key/value cache is computed once and shared, so a
@@ -144,7 +146,12 @@ class HFBackend(Backend):
         self._digit_start = self._digit_start_mask()
         self._weights = weights_sha256(self.path)
         self.capabilities = Capabilities(vision=self.is_vlm, distribution="exact",
-                                         max_batch=batch_size, concurrency=1)
+                                         max_batch=batch_size, concurrency=1,
+                                         likelihood=not self.is_vlm)
+        # (context, text) -> (log-likelihood, tokens): a pure function of the weights, so
+        # shared pairs (a reference's unconditional likelihood, scored for every candidate of
+        # its image) are computed once per process.
+        self._loglik_memo: dict[tuple[str, str], tuple[float, int]] = {}
         self.stats = TreeStats()
 
     # -- identity ---------------------------------------------------------------------------
@@ -160,16 +167,35 @@ class HFBackend(Backend):
     # -- tokenizer facts -------------------------------------------------------------------
 
     def _single_digit_ids(self) -> dict[str, int] | None:
-        """Digit -> token id when every digit is one token and numbers split into digits."""
+        """Digit -> token id when every digit is one token and numbers split into digits.
+
+        SentencePiece tokenizers (Llama 2, LLaVA) write a word-start marker before a digit
+        that opens the text: "8" alone encodes as "▁", "8". The digit's own token is what
+        follows "$" in "$85" ("▁$", "8", "5"), so the ids are checked in that context.
+        """
         ids: dict[str, int] = {}
+        unk = self.tokenizer.unk_token_id
         for d in "0123456789":
             enc = self.tokenizer.encode(d, add_special_tokens=False)
             if len(enc) != 1:
-                return None
+                token_id = self.tokenizer.convert_tokens_to_ids(d)
+                if not isinstance(token_id, int) or token_id == unk:
+                    return None
+                enc = [token_id]
             ids[d] = enc[0]
-        if self.tokenizer.encode("85", add_special_tokens=False) != [ids["8"], ids["5"]]:
+        if self.tokenizer.encode("$85", add_special_tokens=False)[-2:] != [ids["8"], ids["5"]]:
             return None
         return ids
+
+    def _value_ids(self, value: int) -> list[int]:
+        """The tokens a value is written with right after an anchor ("$85": the digits, never
+        a SentencePiece "▁" that only a text-initial number gets)."""
+        if self._digit_ids is not None and value >= 0:
+            return [self._digit_ids[d] for d in str(value)]
+        head = self.tokenizer.encode("$", add_special_tokens=False)
+        full = self.tokenizer.encode(f"${value}", add_special_tokens=False)
+        return full[len(head):] if full[:len(head)] == head else \
+            self.tokenizer.encode(str(value), add_special_tokens=False)
 
     def _digit_start_mask(self) -> Any:
         """Boolean mask over the vocabulary: tokens whose text starts with a digit (continuing
@@ -187,9 +213,14 @@ class HFBackend(Backend):
 
     def _prompt(self, request: JudgeRequest) -> tuple[str, list[Any]]:
         """Render messages with the chat template when the model has one, else plain text."""
+        import io
+
         from PIL import Image
 
-        images = [Image.open(p.path).convert("RGB")
+        from capjudge.media_check import read_verified
+
+        # The verified bytes, not the path: the model sees exactly what ingest hashed.
+        images = [Image.open(io.BytesIO(read_verified(p))).convert("RGB")
                   for m in request.messages for p in m.parts if isinstance(p, ImagePart)]
         template_owner = self.processor if self.is_vlm else self.tokenizer
         if getattr(template_owner, "chat_template", None):
@@ -228,6 +259,18 @@ class HFBackend(Backend):
 
         out: list[JudgeResponse | BackendError] = []
         runnable: list[int] = []
+        scoring = [i for i, r in enumerate(requests) if r.continuations]
+        if scoring:
+            answered = self._likelihood_requests([requests[i] for i in scoring])
+            rest = [i for i in range(len(requests)) if i not in set(scoring)]
+            generated = self.generate([requests[i] for i in rest]) if rest else []
+            merged: list[JudgeResponse | BackendError] = [BackendError("pending",
+                                                                       transient=False)] * len(requests)
+            for i, a in zip(scoring, answered, strict=True):
+                merged[i] = a
+            for i, g in zip(rest, generated, strict=True):
+                merged[i] = g
+            return merged
         for i, r in enumerate(requests):
             if r.needs_vision and not self.is_vlm:
                 out.append(BackendError(f"{self.backend_id} is text-only: it cannot see images",
@@ -262,6 +305,80 @@ class HFBackend(Backend):
                 out[i] = BackendError(f"scoring failed: {type(exc).__name__}: {exc}",
                                       transient=False)
         return out
+
+    # -- likelihood scoring ----------------------------------------------------------------
+
+    def _likelihood_requests(self, requests: Sequence[JudgeRequest]
+                             ) -> list[JudgeResponse | BackendError]:
+        """Answer likelihood requests: per (context, text) pair, log p(text | context)."""
+        if not self.capabilities.likelihood:
+            return [BackendError(f"{self.backend_id} cannot score likelihoods (a VLM here)",
+                                 transient=False) for _ in requests]
+        pairs = sorted({pair for r in requests for pair in r.continuations})
+        try:
+            scores = dict(zip(pairs, self.loglikelihoods(pairs), strict=True))
+        except Exception as exc:  # noqa: BLE001 - reported per request, never a crash
+            log.exception("likelihood scoring failed")
+            return [BackendError(f"likelihood scoring failed: {type(exc).__name__}: {exc}",
+                                 transient=False) for _ in requests]
+        out: list[JudgeResponse | BackendError] = []
+        for r in requests:
+            values = [scores[p] for p in r.continuations]
+            tokens = sum(n for _, n in values)
+            out.append(JudgeResponse(
+                status="ok", logliks=[v for v, _ in values], lengths=[n for _, n in values],
+                usage=Usage(prompt_tokens=tokens, completion_tokens=0),
+                model=Path(self.path).name, system_fingerprint=self.snapshot()))
+        return out
+
+    def loglikelihoods(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, int]]:
+        """``(sum of log p(token), number of tokens)`` of each text after its context.
+
+        The text's tokens are those the joint ``context + text`` encoding adds after the
+        context's own tokens (so a leading space is scored as the tokenizer writes it). Rows
+        are left-padded and only the logits of the text positions are kept
+        (``logits_to_keep``): a 262k-word vocabulary makes full logits the memory cost.
+        """
+        import torch
+
+        todo = [p for p in pairs if p not in self._loglik_memo]
+        bos = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
+        encoded = []
+        for context, text in todo:
+            ctx = bos + self.tokenizer.encode(context, add_special_tokens=False)
+            full = bos + self.tokenizer.encode(context + text, add_special_tokens=False)
+            keep = 0
+            while keep < min(len(ctx), len(full)) and ctx[keep] == full[keep]:
+                keep += 1
+            keep = max(1, keep)  # the first scored token needs at least one token before it
+            encoded.append((full, keep))
+        order = sorted(range(len(todo)), key=lambda k: len(encoded[k][0]))
+        batch = max(1, self.capabilities.max_batch)
+        pad = self.tokenizer.pad_token_id
+        for start in range(0, len(order), batch):
+            rows = order[start:start + batch]
+            width = max(len(encoded[k][0]) for k in rows)
+            scored = max(len(encoded[k][0]) - encoded[k][1] for k in rows)
+            ids = torch.full((len(rows), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for r, k in enumerate(rows):
+                full = encoded[k][0]
+                ids[r, width - len(full):] = torch.tensor(full)
+                mask[r, width - len(full):] = 1
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids.to(self.device),
+                                    attention_mask=mask.to(self.device),
+                                    position_ids=positions.to(self.device),
+                                    logits_to_keep=scored + 1).logits.float()
+            logprobs = torch.log_softmax(logits[:, :-1], dim=-1)  # predicts the last `scored`
+            for r, k in enumerate(rows):
+                full, keep = encoded[k]
+                n = len(full) - keep
+                targets = torch.tensor(full[keep:], device=logprobs.device)
+                picked = logprobs[r, scored - n:, :].gather(-1, targets[:, None])[:, 0]
+                self._loglik_memo[todo[k]] = (float(picked.sum()), n)
+        return [self._loglik_memo[p] for p in pairs]
 
     def _trim(self, ids: list[int]) -> list[int]:
         stop = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
@@ -306,30 +423,54 @@ class HFBackend(Backend):
                              reason=reason)
 
     def _slot_context(self, slot: ScoreSlot, prompt_ids: list[int], new_ids: list[int],
-                      text: str) -> tuple[list[int], bool, int | None]:
-        """Token ids up to the score position: where the model's own text put the anchor, or
-        the whole text followed by the forced anchor."""
-        match = find_printed(text, slot)
-        if match is not None:
-            cut = match.start(1)
-            # The shortest prefix of generated tokens whose text reaches the digits.
-            lo, hi = 0, len(new_ids)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if len(self.tokenizer.decode(new_ids[:mid], skip_special_tokens=True)) >= cut:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            decoded = self.tokenizer.decode(new_ids[:lo], skip_special_tokens=True)
-            if len(decoded) == cut:  # the digits start exactly at a token boundary
-                return prompt_ids + new_ids[:lo], False, int(match.group(1))
+                      text: str) -> tuple[list[int], bool, int | float | None]:
+        """Token ids up to the score position, whether that position was forced, and the
+        number the model printed (if any).
+
+        The position is where the model's own text wrote the number (read by the same rules as
+        the API path) when its digits start at a token boundary. Otherwise it is forced and
+        the row says so (``anchor_forced``): for ``"last"`` slots after the whole text and the
+        slot's ``forced_prefix``, for ``"first"`` slots at the start of the answer (which is
+        *not* where the model wrote its number when it wrote one later, e.g. "Rating: 4").
+        """
+        found = find_printed(text, slot)
+        printed = found.printed if found is not None else None
+        if found is not None:
+            k = self._token_at(new_ids, found.start)
+            if k is not None:
+                return prompt_ids + new_ids[:k], False, printed
         forced = self.tokenizer.encode(slot.forced_prefix, add_special_tokens=False) \
             if slot.forced_prefix else []
-        printed = int(match.group(1)) if match else None
         if slot.position == "first":
-            # The score was asked for first: its distribution is at the start of the answer.
-            return prompt_ids + forced, match is None, printed
+            # The score was asked for first: its distribution is read at the answer's start.
+            return prompt_ids + forced, True, printed
         return prompt_ids + new_ids + forced, True, printed
+
+    def _token_at(self, new_ids: list[int], cut: int) -> int | None:
+        """How many generated tokens precede the digits starting at character ``cut`` of the
+        decoded text, when the digits start a token (else None).
+
+        Tokens that add no text at that point are included: a SentencePiece "▁" that opens the
+        answer before "8" decodes to nothing, yet the model wrote it, and the digit
+        distribution is the one after it.
+        """
+        def decoded(n: int) -> int:
+            return len(self.tokenizer.decode(new_ids[:n], skip_special_tokens=True))
+
+        lo, hi = 0, len(new_ids)
+        while lo < hi:  # the shortest prefix whose text reaches the digits
+            mid = (lo + hi) // 2
+            if decoded(mid) >= cut:
+                hi = mid
+            else:
+                lo = mid + 1
+        if decoded(lo) != cut:
+            return None  # the digits start inside a token ("is85")
+        while lo < len(new_ids) and decoded(lo + 1) == cut:
+            lo += 1
+        if lo >= len(new_ids) or not bool(self._digit_start[new_ids[lo]]):
+            return None
+        return lo
 
     # -- exact distributions ---------------------------------------------------------------
 
@@ -443,7 +584,7 @@ class HFBackend(Backend):
         """Fallback for tokenizers with multi-digit tokens: score each value's tokens."""
         import torch
 
-        encoded = [self.tokenizer.encode(str(v), add_special_tokens=False) for v in values]
+        encoded = [self._value_ids(v) for v in values]
         with torch.inference_mode():
             root, cache = self._base(context, extras)
             out: dict[int, float] = {}
@@ -474,7 +615,7 @@ class HFBackend(Backend):
         out: dict[int, float] = {}
         with torch.inference_mode():
             for v in values:
-                tail = self.tokenizer.encode(str(v), add_special_tokens=False)
+                tail = self._value_ids(v)
                 ids = torch.tensor([context + tail], device=self.device)
                 logp = torch.log_softmax(self.model(input_ids=ids).logits[0].float(), dim=-1)
                 self.stats.forward_passes += 1

@@ -3,8 +3,19 @@
 Chat completions with images as base64 data URLs, ``logprobs=True`` and ``top_logprobs`` (20 by
 default). The API key comes only from the environment (``OPENAI_API_KEY`` or the variable named
 by ``api_key_env``); the base URL from ``base_url`` or ``OPENAI_BASE_URL``, as the openai client
-does. The client is created with ``max_retries=0``: retries, backoff and rate limiting are done
-once, for every backend, by :class:`capjudge.client.JudgeClient`.
+does. A base URL carrying credentials (``http://user:pass@host/v1``) is refused (see
+:mod:`capjudge.credentials`). Pictures are read with :func:`capjudge.media_check.read_verified`:
+what is uploaded is exactly the bytes ingest hashed. The client is created with
+``max_retries=0``: retries, backoff and rate limiting are done once, for every backend, by
+:class:`capjudge.client.JudgeClient`.
+
+Reading: each score slot is read by :mod:`capjudge.backends.logprobs` (where the prompt puts
+it; whole-number and digit-split tokens). A digit-split score's other leading digits are
+completed with continuation follow-ups (:meth:`OpenAIBackend.follow_ups`: the assistant's own
+text up to a digit, ``continue_final_message``), which the client asks like any request; option
+``continue_digits`` (default: on with a base URL other than api.openai.com). An answer without
+the log-probabilities that were asked for is ``text_only``; a 200 whose body is an error or has
+no choices is a transient error with the server's message.
 """
 
 from __future__ import annotations
@@ -12,8 +23,10 @@ from __future__ import annotations
 import base64
 import mimetypes
 import os
+import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from capjudge.backends.base import (
@@ -25,21 +38,40 @@ from capjudge.backends.base import (
     JudgeRequest,
     JudgeResponse,
     Message,
+    SlotResult,
     Status,
     Usage,
     worst_status,
 )
-from capjudge.backends.logprobs import TokenLogprob, read_slot
+from capjudge.backends.logprobs import (
+    TokenLogprob,
+    TreeReading,
+    add_continuation,
+    continuation_from_result,
+    finish,
+    follow_up_prefixes,
+    next_slot,
+    read_next,
+    read_text,
+    read_tree,
+)
+from capjudge.credentials import CredentialsInURLError, check_url, strip_userinfo
+from capjudge.media_check import read_verified
 
 # Reasoning models refuse logprobs requests (HTTP 403): they cannot give a distribution.
 NO_LOGPROBS_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 
 
-def image_data_url(path: str) -> str:
-    """A file as a ``data:`` URL (PNG/JPEG/WebP/GIF by extension)."""
-    mime = mimetypes.guess_type(path)[0] or "image/png"
-    with open(path, "rb") as handle:
-        return f"data:{mime};base64,{base64.b64encode(handle.read()).decode('ascii')}"
+def image_data_url(part: ImagePart) -> str:
+    """A picture as a ``data:`` URL (PNG/JPEG/WebP/GIF by extension), from bytes verified
+    against its hash.
+
+    Raises:
+        capjudge.media_check.MediaChangedError: the file no longer hashes to ``part.sha256``.
+    """
+    mime = mimetypes.guess_type(part.path)[0] or "image/png"
+    data = read_verified(part)
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def to_openai_messages(request: JudgeRequest) -> list[dict[str, Any]]:
@@ -53,7 +85,7 @@ def to_openai_messages(request: JudgeRequest) -> list[dict[str, Any]]:
         for part in message.parts:
             if isinstance(part, ImagePart):
                 content.append({"type": "image_url", "image_url": {
-                    "url": image_data_url(part.path), "detail": part.detail}})
+                    "url": image_data_url(part), "detail": part.detail}})
             elif part:
                 content.append({"type": "text", "text": part})
         out.append({"role": message.role, "content": content})
@@ -78,18 +110,25 @@ class OpenAIBackend(Backend):
     """Chat completions with log-probabilities against an OpenAI-protocol server."""
 
     options = frozenset({"base_url", "api_key_env", "timeout_s", "min_mass", "concurrency",
-                         "vision", "snapshot"})
+                         "vision", "snapshot", "continue_digits"})
     default_concurrency = 8
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 120.0,
                  min_mass: float = 0.5, concurrency: int = 8, vision: bool = True,
-                 snapshot: str | None = None) -> None:
+                 snapshot: str | None = None, continue_digits: bool | None = None) -> None:
         import openai
 
         self.model = model
         self.backend_id = f"openai/{model}"
+        where = "base_url" if base_url else "OPENAI_BASE_URL"
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        try:
+            # Refused, not stripped: the URL's user-info would otherwise be sent as Basic auth
+            # in place of the key, and the user would not learn where the key belongs.
+            check_url(base_url, where)
+        except CredentialsInURLError as exc:
+            raise BackendError(str(exc), transient=False) from None
         api_key = os.environ.get(api_key_env)
         if not api_key:
             if base_url is None:
@@ -104,13 +143,24 @@ class OpenAIBackend(Backend):
                                      timeout=timeout_s)
         self.capabilities = Capabilities(vision=vision, distribution="logprobs", max_batch=1,
                                          concurrency=concurrency)
+        # Complete digit-split scores with continuation follow-ups (vLLM and other servers that
+        # continue an assistant message). Default: on with a base URL, except OpenAI's own API,
+        # which cannot continue and writes 0-999 as single tokens anyway.
+        self.continue_digits = (continue_digits if continue_digits is not None else
+                                base_url is not None and "api.openai.com" not in base_url)
+        self._continue_off_reason: str | None = None if self.continue_digits else (
+            "continuation follow-ups are off for this backend (continue_digits: false)")
+        self._pending: dict[int, _Pending] = {}
+        self._pending_lock = threading.Lock()
 
     def snapshot(self) -> str:
         return self._snapshot
 
     def describe(self) -> dict[str, Any]:
+        """Backend facts for summaries and lineage (never credentials: the key is not here and
+        the URL passes :func:`~capjudge.credentials.strip_userinfo` again)."""
         return {"backend": self.backend_id, "snapshot": self._snapshot, "model": self.model,
-                "base_url": self.base_url}
+                "base_url": strip_userinfo(self.base_url) if self.base_url else None}
 
     def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
         """The server's model list and, with ``probe``, a one-token answer's ``model`` and
@@ -151,7 +201,12 @@ class OpenAIBackend(Backend):
             "logprobs": True, "top_logprobs": dec.top_logprobs,
         }
         if dec.seed is not None:
-            kwargs["seed"] = dec.seed
+            kwargs["seed"] = dec.sampling_seed()  # a new seed per repeat: a new sample
+        if is_continuation(request):
+            # A follow-up that continues the assistant's own text (vLLM's chat parameters)
+            # instead of starting a new turn: see follow_ups().
+            kwargs["extra_body"] = {"continue_final_message": True,
+                                    "add_generation_prompt": False}
         started = time.perf_counter()
         try:
             completion = self._client.chat.completions.create(**kwargs)
@@ -172,7 +227,14 @@ class OpenAIBackend(Backend):
         latency = time.perf_counter() - started
         return self._parse(request, completion, latency)
 
-    def _parse(self, request: JudgeRequest, completion: Any, latency: float) -> JudgeResponse:
+    def _parse(self, request: JudgeRequest, completion: Any, latency: float
+               ) -> JudgeResponse | BackendError:
+        error = _body_error(completion)
+        if error is not None or not completion.choices:
+            # A 200 whose body is an error, or has no answer: the server's trouble (a restart, an
+            # overloaded worker), worth another try; its message is kept in the reason.
+            return BackendError(f"HTTP 200 without an answer: {error or 'no choices'}",
+                                transient=True)
         usage = Usage()
         if completion.usage is not None:
             usage = Usage(prompt_tokens=completion.usage.prompt_tokens or 0,
@@ -180,11 +242,9 @@ class OpenAIBackend(Backend):
         base: dict[str, Any] = {"usage": usage, "model": completion.model or self.model,
                 "system_fingerprint": getattr(completion, "system_fingerprint", None),
                 "latency_s": latency}
-        if not completion.choices:
-            return JudgeResponse(status="error", reason="response has no choices", **base)
         choice = completion.choices[0]
         message = choice.message
-        text = message.content or ""
+        text = (message.content if message is not None else None) or ""
         refusal = getattr(message, "refusal", None)
         if refusal or choice.finish_reason == "content_filter":
             return JudgeResponse(status="refused", text=text,
@@ -197,9 +257,142 @@ class OpenAIBackend(Backend):
                              tuple((a.token, a.logprob) for a in (t.top_logprobs or [])))
                 for t in choice.logprobs.content
             ]
-        slots = [read_slot(tokens, text, slot, self.min_mass) for slot in request.slots]
-        status = worst_status([s.status for s in slots])
-        reason = "; ".join(f"{s.name}: {s.reason}" for s in slots if s.status != "ok") or None
-        if choice.finish_reason == "length" and status != "ok":
-            reason = f"output cut at max_tokens ({request.decoding.max_tokens}); {reason}"
-        return JudgeResponse(status=status, text=text, slots=slots, reason=reason, **base)
+        slots: list[SlotResult] = []
+        readings: dict[int, TreeReading] = {}
+        for i, slot in enumerate(request.slots):
+            if slot.position == "next":
+                slots.append(read_next(tokens, slot))
+            elif not tokens:
+                slots.append(read_text(text, slot))  # text_only: no distribution
+            else:
+                readings[i] = read_tree(tokens, slot)
+                if not self.continue_digits and follow_up_prefixes(readings[i]):
+                    readings[i].notes.append(self._continue_off_reason or "")
+                slots.append(finish(readings[i], self.min_mass))
+        response = _response(text, slots, choice.finish_reason, request, base)
+        if self.continue_digits and any(follow_up_prefixes(r) for r in readings.values()):
+            joined = "".join(t.token for t in tokens or [])
+            with self._pending_lock:
+                self._pending[id(response)] = _Pending(joined, readings, set(), [])
+        return response
+
+    # -- continuation follow-ups (digit-split tokenizers) -----------------------------------
+
+    def follow_ups(self, request: JudgeRequest, response: JudgeResponse
+                   ) -> list[JudgeRequest]:
+        """One continuation request per unobserved leading-digit prefix of at least
+        :data:`~capjudge.backends.logprobs.FOLLOW_UP_MIN_P` probability: the conversation, then
+        the assistant's own output up to and including that prefix ("... The final score is
+        $9"), asking for one token with its top-20 alternatives (the next digit or the end of
+        the number)."""
+        with self._pending_lock:
+            pending = self._pending.get(id(response))
+        if pending is None or not self.continue_digits:
+            return []
+        out: list[JudgeRequest] = []
+        pending.batch = []
+        for i, reading in sorted(pending.readings.items()):
+            assert reading.located is not None
+            for prefix in follow_up_prefixes(reading):
+                if (i, prefix) in pending.asked:
+                    continue
+                pending.asked.add((i, prefix))
+                pending.batch.append((i, prefix))
+                slot = request.slots[i]
+                content = pending.text[: reading.located.start] + prefix
+                out.append(JudgeRequest(
+                    messages=(*request.messages, Message("assistant", (content,))),
+                    slots=(next_slot(f"{slot.name}@{prefix}"),),
+                    decoding=replace(request.decoding, max_tokens=1, top_logprobs=20),
+                    template=f"{request.template}+continue", tag=f"{request.tag}|{prefix}"))
+        if not out:
+            with self._pending_lock:
+                self._pending.pop(id(response), None)
+        return out
+
+    def complete(self, request: JudgeRequest, response: JudgeResponse,
+                 follow_ups: Sequence[JudgeRequest], answers: Sequence[JudgeResponse]
+                 ) -> JudgeResponse:
+        """The response with the follow-ups' next-digit distributions in its digit trees."""
+        with self._pending_lock:
+            pending = self._pending.pop(id(response), None)
+        if pending is None:
+            return response
+        usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens)
+        for (i, prefix), answer in zip(pending.batch, answers, strict=True):
+            reading = pending.readings[i]
+            if not answer.cached:
+                usage.prompt_tokens += answer.usage.prompt_tokens
+                usage.completion_tokens += answer.usage.completion_tokens
+            node = continuation_from_result(answer.slots[0]) if answer.slots else None
+            if answer.status == "ok" and node is not None:
+                add_continuation(reading, prefix, node)
+                continue
+            why = answer.reason or (answer.slots[0].reason if answer.slots else None)
+            if answer.status == "error" and why and "HTTP 4" in why:
+                # The server refuses continuation requests: no more follow-ups from here on.
+                self.continue_digits = False
+                self._continue_off_reason = ("the server cannot continue an assistant message "
+                                             f"({why}); continuation follow-ups turned off")
+                note = self._continue_off_reason
+            else:
+                note = f"the follow-up for {prefix!r} failed ({why})"
+            if note not in reading.notes:
+                reading.notes.append(note)
+        slots = list(response.slots)
+        for i, reading in pending.readings.items():
+            slots[i] = finish(reading, self.min_mass)
+        base = {"usage": usage, "model": response.model,
+                "system_fingerprint": response.system_fingerprint,
+                "latency_s": response.latency_s}
+        done = _response(response.text, slots, None, request, base)
+        if self.continue_digits and any(
+                set(follow_up_prefixes(r)) - {p for j, p in pending.asked if j == i}
+                for i, r in pending.readings.items()):
+            with self._pending_lock:
+                self._pending[id(done)] = pending  # "10" after "1": another round
+        return done
+
+
+@dataclass
+class _Pending:
+    """A response whose digit trees wait for follow-ups (keyed by the response's id() while
+    the client finishes it; never stored).
+
+    Attributes:
+        text: the answer's text as its tokens spell it (the offsets refer to it).
+        readings: slot index -> its digit-tree reading.
+        asked: (slot index, prefix) already asked, so a failed one is not asked again.
+        batch: what the last :meth:`OpenAIBackend.follow_ups` asked, in order.
+    """
+
+    text: str
+    readings: dict[int, TreeReading]
+    asked: set[tuple[int, str]] = field(default_factory=set)
+    batch: list[tuple[int, str]] = field(default_factory=list)
+
+
+def is_continuation(request: JudgeRequest) -> bool:
+    """A request that ends with the assistant's own text asks the server to continue it."""
+    return bool(request.messages) and request.messages[-1].role == "assistant"
+
+
+def _body_error(completion: Any) -> str | None:
+    """The ``error`` object of a 200 body that carries one (as some proxies and servers send
+    instead of an error status), as text."""
+    extra = getattr(completion, "model_extra", None) or {}
+    error = extra.get("error") if isinstance(extra, dict) else None
+    if error is None:
+        return None
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return str(error)
+
+
+def _response(text: str, slots: list[SlotResult], finish_reason: str | None,
+              request: JudgeRequest, base: dict[str, Any]) -> JudgeResponse:
+    status = worst_status([s.status for s in slots])
+    reason = "; ".join(f"{s.name}: {s.reason}" for s in slots if s.status != "ok") or None
+    if finish_reason == "length" and status not in ("ok", "text_only"):
+        reason = f"output cut at max_tokens ({request.decoding.max_tokens}); {reason}"
+    return JudgeResponse(status=status, text=text, slots=slots, reason=reason, **base)

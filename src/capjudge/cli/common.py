@@ -22,17 +22,29 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default=DEFAULT_BACKEND,
                    help=f"KIND/NAME with KIND one of {', '.join(backend_kinds())} "
                         "(openai/<model>, hf/<path>, embedded/gemma-3-270m, fake/<script>)")
-    p.add_argument("--base-url", help="OpenAI-compatible server (else $OPENAI_BASE_URL)")
+    p.add_argument("--base-url", help="OpenAI-compatible server (else $OPENAI_BASE_URL); no "
+                   "credentials in it: the key comes from $OPENAI_API_KEY")
+    p.add_argument("--max-retry-after", type=float, default=None, metavar="SECONDS",
+                   help="longest Retry-After to wait (default 120); a request asked to wait "
+                        "longer fails with the reason")
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--min-mass", type=float, default=0.5,
                    help="below this captured probability mass a judgement is 'low_mass'")
     p.add_argument("--cache-dir", type=Path,
                    help="request cache (default $CAPJUDGE_CACHE_DIR or .capjudge-cache)")
     p.add_argument("--params", default="params.yaml", help="for the price table")
+    p.add_argument("--profile", help="a method's named settings (gveval: gveval_code, what "
+                   "the G-VEval repository's scorer does)")
+    p.add_argument("--templates", type=Path, help="a folder of your own prompt templates "
+                   "(templates.yaml; versioned by content hash)")
 
 
 def judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
-    """A :class:`~capjudge.judge.JudgeConfig` from the judge options."""
+    """A :class:`~capjudge.judge.JudgeConfig` from the judge options.
+
+    Raises:
+        UsageError: a refused setting (e.g. credentials in ``--base-url``).
+    """
     from capjudge.judge import JudgeConfig
 
     options: dict[str, Any] = {}
@@ -44,7 +56,21 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
         import yaml
 
         prices = (yaml.safe_load(params.read_text()) or {}).get("judge", {}).get("prices", {})
-    return JudgeConfig(method=args.method, backend=args.backend, modes=modes,
-                       max_tokens=args.max_tokens, min_mass=args.min_mass,
-                       backend_options=options, prices=prices,
-                       cache_dir=str(args.cache_dir) if args.cache_dir else None)
+    extra: dict[str, Any] = {}
+    if getattr(args, "max_retry_after", None) is not None:
+        extra["max_retry_after_s"] = args.max_retry_after
+    settings: dict[str, Any] = {"method": args.method}
+    if getattr(args, "templates", None):
+        settings["method_options"] = {"templates": str(args.templates)}
+    try:
+        from capjudge.judge import apply_profile
+
+        # The CLI sets no temperature or top_logprobs: a profile's stand.
+        settings = apply_profile(settings, getattr(args, "profile", None), {"method"})
+        return JudgeConfig(backend=args.backend, modes=modes,
+                           max_tokens=args.max_tokens, min_mass=args.min_mass,
+                           backend_options=options, prices=prices,
+                           cache_dir=str(args.cache_dir) if args.cache_dir else None,
+                           **settings, **extra)
+    except ValueError as exc:  # refused settings, e.g. credentials in --base-url
+        raise UsageError(str(exc)) from exc

@@ -14,7 +14,7 @@ def run(args: argparse.Namespace) -> int:
     """Plan the requests as the judge would and price them."""
     from capjudge.cost import estimate, price_for
     from capjudge.item import load_items
-    from capjudge.judge import method_options, plan
+    from capjudge.judge import method_options, plan, repeat_planned
     from capjudge.methods import get_method
 
     config = judge_config(args, args.modes)
@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
                                 options=method_options(config, method, not args.text_only))
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
+    planned = repeat_planned(planned, config.repeats)  # test-retest repeats are paid for too
     model = args.backend.split("/", 1)[1]
     price = price_for(model, config.prices)
     est = estimate([p.request for p in planned], price, args.expected_completion)

@@ -22,8 +22,9 @@ from capjudge.cli.common import (
 )
 
 
-def adhoc_item(args: argparse.Namespace) -> Any:
-    """An item built from --image/--video/--views and --caption/--ref, hashed like ingest."""
+def adhoc_item(args: argparse.Namespace, frame_policy: str | None = None) -> Any:
+    """An item built from --image/--video/--views and --caption/--ref, hashed like ingest
+    (a video's frames sampled by ``frame_policy``, default first_middle_last)."""
     from capjudge.cache import default_cache_dir
     from capjudge.ingest import IngestConfig, TileCache
     from capjudge.item import Item
@@ -33,7 +34,8 @@ def adhoc_item(args: argparse.Namespace) -> Any:
                               "references": tuple(args.ref or ()), "question": args.question}
     try:
         # The same content-hash-keyed tile cache (and image normalisation) as ingest.
-        tiles = TileCache(Path(args.cache_dir or default_cache_dir()) / "tiles", IngestConfig())
+        ingest = IngestConfig(frame_policy=frame_policy) if frame_policy else IngestConfig()
+        tiles = TileCache(Path(args.cache_dir or default_cache_dir()) / "tiles", ingest)
         if args.image:
             path = Path(args.image)
             info = check_image(path)
@@ -49,7 +51,9 @@ def adhoc_item(args: argparse.Namespace) -> Any:
                 meta = tiles.video(path, sha)
                 fields.update(media_kind="video", media_root=str(path.parent.resolve()),
                               media_path=path.name, media_sha256=sha,
-                              tile_path=meta["tile_path"], tile_sha256=meta["tile_sha256"])
+                              tile_path=meta["tile_path"], tile_sha256=meta["tile_sha256"],
+                              frame_policy=meta["policy"],
+                              frame_indices=tuple(meta["indices"]))
             else:
                 paths = [Path(v) for v in args.views]
                 sha = sha256_text(*[sha256_file(v) for v in paths])
@@ -81,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     config = judge_config(args, [mode])
-    item = adhoc_item(args)
+    # A profile that needs its own frames (gveval_code) gets them sampled that way.
+    item = adhoc_item(args, config.method_options.get("frame_policy"))
     try:
         backend = make_backend(config)
     except BackendError as exc:

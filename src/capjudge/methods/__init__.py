@@ -8,6 +8,7 @@ method                  what it is
 ``visce2``              VisCE²: 0-100 rating with the extracted visual context (and variants)
 ``harmoniceval``        HarmonicEval: 5 criteria on 1-5, harmonic weighting (gamma)
 ``cap3d``               3D-caption correctness / hallucination points and precision
+``likelihood``          reference-conditioned likelihood (PMI) for small base LMs
 ======================  ======================================================================
 
 Each method is a :class:`~capjudge.methods.base.Method` that declares its own scales, pass
@@ -40,6 +41,7 @@ METHOD_REGISTRY.add_lazy("gveval-accr", "capjudge.methods.gveval:GVEvalACCR")
 METHOD_REGISTRY.add_lazy("visce2", "capjudge.methods.visce2:VisCE2")
 METHOD_REGISTRY.add_lazy("harmoniceval", "capjudge.methods.harmoniceval:HarmonicEval")
 METHOD_REGISTRY.add_lazy("cap3d", "capjudge.methods.cap3d:Cap3D")
+METHOD_REGISTRY.add_lazy("likelihood", "capjudge.methods.likelihood:Likelihood")
 
 DEFAULT_METHOD = "gveval"
 """What the CLI uses when ``--method`` is not given."""

@@ -126,9 +126,11 @@ class Verdict:
     """An item's overall result under one judge and mode.
 
     ``status`` is one of ``ok`` (every criterion scored), ``low_mass`` (scored, some criterion
-    flagged low-mass), ``partial`` (scored from fewer criteria than planned: the reason names
-    the missing ones), ``failed`` (no score; ``cause`` is the worst criterion status) or
-    ``skipped`` (nothing was judged).
+    flagged low-mass), ``text_only`` (scored, but some criterion's answer came without the
+    log-probabilities that were asked for: its printed score stands, without a distribution),
+    ``partial`` (scored from fewer criteria than planned: the reason names the missing ones),
+    ``failed`` (no score; ``cause`` is the worst criterion status) or ``skipped`` (nothing
+    was judged). ``text_only`` counts as scored: the judge did write a score.
     """
 
     score: float | None
@@ -179,6 +181,10 @@ def verdict(method: Method, criteria: Sequence[Criterion], options: dict[str, An
     if any(c.status == "low_mass" for c in judged):
         return Verdict(score, "low_mass", None, why or "scored from low-mass distributions",
                        scored, total)
+    if any(c.status == "text_only" for c in judged):
+        names = ", ".join(sorted(c.name for c in judged if c.status == "text_only"))
+        return Verdict(score, "text_only", None, why or f"printed score without a distribution "
+                       f"({names}): the answer had no log-probabilities", scored, total)
     return Verdict(score, "ok", None, why, scored, total)
 
 
@@ -199,23 +205,28 @@ def slot_criteria(planned: Planned, response: JudgeResponse) -> list[Criterion]:
         if slot.probs is not None and slot.status in ("ok", "low_mass"):
             s = summarise(slot.values, slot.probs, slot.mass if slot.mass is not None else 1.0)
             c.score, c.argmax, c.sd, c.entropy = s.expected, s.argmax, s.sd, s.entropy
+        elif slot.status == "text_only" and slot.printed is not None:
+            # The printed score, and no spread: sd stays None (not 0), so nothing downstream
+            # takes it for a perfectly confident judgement.
+            c.score = float(slot.printed)
+            c.argmax = int(slot.printed) if float(slot.printed).is_integer() else None
         out.append(c)
     return out
 
 
 def item_image(item: Item, detail: str) -> ImagePart:
     """The picture a judge sees for an item: the image itself (its normalised copy when ingest
-    made one), or the frame/view tile."""
+    made one), or the frame/view tile, by absolute path (see :meth:`Item.resolve`)."""
     if item.media_kind == "image":
         if item.judge_path and item.judge_sha256:
-            return ImagePart(item.judge_path, item.judge_sha256, detail)
+            return ImagePart(str(item.resolve(item.judge_path)), item.judge_sha256, detail)
         path = item.media_file()
         if path is None or item.media_sha256 is None:
             raise ValueError(f"item {item.id!r} has no image")
         return ImagePart(str(path), item.media_sha256, detail)
     if not item.tile_path or not item.tile_sha256:
         raise ValueError(f"item {item.id!r} ({item.media_kind}) has no picture to show")
-    return ImagePart(item.tile_path, item.tile_sha256, detail)
+    return ImagePart(str(item.resolve(item.tile_path)), item.tile_sha256, detail)
 
 
 class Method(ABC):
@@ -231,6 +242,10 @@ class Method(ABC):
         aggregates: names of system-level aggregates :meth:`system_aggregates` computes.
         needs_context: reads a visual-context stage (``contexts.<name>`` in params.yaml).
         explains: has an optional explanation turn (:meth:`explanation_request`).
+        cut_reasoning: for methods that reason before the score, what an answer cut at
+            ``max_tokens`` before its score is instead (the run summary and the report say so).
+        profiles: named judge settings (``judges.<name>.profile``) that reproduce a reference
+            implementation; explicit settings win (see :func:`capjudge.judge.apply_profile`).
     """
 
     name: ClassVar[str] = ""
@@ -243,6 +258,8 @@ class Method(ABC):
     aggregates: ClassVar[tuple[str, ...]] = ()
     needs_context: ClassVar[bool] = False
     explains: ClassVar[bool] = False
+    cut_reasoning: ClassVar[str | None] = None
+    profiles: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @abstractmethod
     def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:

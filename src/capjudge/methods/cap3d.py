@@ -3,9 +3,12 @@ multi-view tile and returns correctness points (partial credit allowed), halluci
 and an explanation; precision = C / (C + H) × 100.
 
 The points are parsed from the text, robustly: both counts are required (one missing is a
-``parse_failure``), decimals and fractions ("2.5", "1/2", "½") are accepted, and C = H = 0 is
-the recorded status ``undefined``, never a division by zero. Per system, precision is reported
-both per item (macro) and from the summed points (micro) by the aggregate stage.
+``parse_failure`` with the reason), decimals and fractions ("2.5", "1/2", "½") are accepted,
+a sum is read at its stated total ("1 + 1 + 0.5 = 2.5" is 2.5), bracketed values ("[2]") are
+read, a negative hallucination count ("-2": the prompt's "deduct 2 points") is read as points,
+and C = H = 0 is the recorded status ``undefined``, never a division by zero. Per system,
+precision is reported both per item (macro) and from the summed points (micro) by the aggregate
+stage.
 """
 
 from __future__ import annotations
@@ -30,39 +33,81 @@ from capjudge.methods.base import (
 from capjudge.prompts import get_template
 from capjudge.scoring import precision, precision_macro, precision_micro
 
-_NUMBER = r"(\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?|\d*\.\d+|\d+\s*[½¼¾]|[½¼¾]|\d+)"
+_NUMBER = r"(?:\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?|\d*\.\d+|\d+\s*[½¼¾]|[½¼¾]|\d+)"
+# The label, then the rest of its line (what follows is read by _read_points).
 _PATTERNS = {
     "correctness": re.compile(
-        r"(?:correctness\s*score|\bc\.?\s*score)\s*(?:\(\s*c\.?\s*score\s*\))?\s*\**\s*[:=]"
-        r"\s*\**\s*" + _NUMBER, re.I),
+        r"(?:correctness\s*score|\bc\.?\s*score)\s*(?:\(\s*c\.?\s*score\s*\))?[\s*_]*[:=]"
+        r"(?P<rest>[^\n]*)", re.I),
     "hallucination": re.compile(
-        r"(?:hallucination\s*score|\bh\.?\s*score)\s*(?:\(\s*h\.?\s*score\s*\))?\s*\**\s*[:=]"
-        r"\s*\**\s*" + _NUMBER, re.I),
+        r"(?:hallucination\s*score|\bh\.?\s*score)\s*(?:\(\s*h\.?\s*score\s*\))?[\s*_]*[:=]"
+        r"(?P<rest>[^\n]*)", re.I),
 }
+_SIGNED = rf"[-\u2212]?\s*{_NUMBER}"
+_SUM = re.compile(rf"^(?P<expr>{_SIGNED}(?:\s*\+\s*{_NUMBER})*)(?![\d.])")
+_TOTAL = re.compile(rf"=\s*\**\s*(?P<total>{_SIGNED})(?![\d.])")
 _VULGAR = {"½": Fraction(1, 2), "¼": Fraction(1, 4), "¾": Fraction(3, 4)}
 
 
 def parse_points(value: str) -> float:
-    """'2' -> 2.0, '2.5' -> 2.5, '1/2' -> 0.5, '1½' -> 1.5."""
-    value = value.strip()
+    """'2' -> 2.0, '2.5' -> 2.5, '1/2' -> 0.5, '1½' -> 1.5, '-2' -> -2.0."""
+    value = value.strip().replace("\u2212", "-")
+    sign = -1.0 if value.startswith("-") else 1.0
+    value = value.lstrip("-").strip()
     if "/" in value:
         num, den = (float(x) for x in value.split("/"))
         if den == 0:
             raise ValueError(f"division by zero in {value!r}")
-        return num / den
+        return sign * num / den
     if value and value[-1] in _VULGAR:
         whole = value[:-1].strip()
-        return float((Fraction(int(whole)) if whole else Fraction(0)) + _VULGAR[value[-1]])
-    return float(value)
+        return sign * float((Fraction(int(whole)) if whole else Fraction(0)) + _VULGAR[value[-1]])
+    return sign * float(value)
+
+
+def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
+    """The points stated after a label: the stated total of a sum ("1 + 1 + 0.5 = 2.5" is
+    2.5, whatever comes before the "="), else the sum at the start of the line, brackets
+    ("[2]", the template's own notation) removed. Negative hallucination points ("-2", the
+    prompt's "deduct 2 points") are read as points; negative correctness points, a template
+    placeholder echoed back or "N/A" are a parse failure, with the reason."""
+    line = rest.strip().strip("*_` ").strip()
+    if line.startswith("[") and "]" in line:
+        line = line[1:line.index("]")].strip()
+    if re.match(r"\(?\s*numerical value", line, re.I):
+        return None, f"the {name} score is the template's placeholder {rest.strip()!r}"
+    total = list(_TOTAL.finditer(line))
+    try:
+        if total:
+            value = parse_points(total[-1].group("total"))
+        elif (m := _SUM.match(line)) is not None:
+            value = sum(parse_points(term) for term in
+                        re.split(r"\s*\+\s*", m.group("expr")))
+        else:
+            return None, f"no number after the {name} score label ({rest.strip()[:40]!r})"
+    except ValueError as exc:
+        return None, f"unreadable {name} points ({exc})"
+    if value < 0:
+        if name == "hallucination":
+            return -value, None  # "-2": two points deducted, i.e. two hallucination points
+        return None, f"negative {name} points ({rest.strip()[:40]!r})"
+    return value, None
+
+
+def read_ch(text: str) -> dict[str, tuple[float | None, str | None]]:
+    """Correctness and hallucination points, each with the reason when it could not be read."""
+    out: dict[str, tuple[float | None, str | None]] = {}
+    for name, rx in _PATTERNS.items():
+        m = rx.search(text)
+        out[name] = (_read_points(name, m.group("rest")) if m is not None
+                     else (None, f"no {name} score in the output"))
+    return out
 
 
 def parse_ch(text: str) -> tuple[float | None, float | None]:
     """Correctness and hallucination points from a judge's answer (None where absent)."""
-    found: dict[str, float | None] = {}
-    for name, rx in _PATTERNS.items():
-        matches = rx.findall(text)
-        found[name] = parse_points(matches[0]) if matches else None
-    return found["correctness"], found["hallucination"]
+    found = read_ch(text)
+    return found["correctness"][0], found["hallucination"][0]
 
 
 PRECISION = Scale(0, 100, pass_mark=50)
@@ -108,15 +153,14 @@ class Cap3D(Method):
         if response.status not in ("ok", "low_mass"):
             return [Criterion(name, response.status, response.reason)
                     for name in ("correctness", "hallucination", "precision")]
-        c, h = parse_ch(response.text)
+        found = read_ch(response.text)
+        (c, c_why), (h, h_why) = found["correctness"], found["hallucination"]
         if c is None or h is None:
-            missing = " and ".join(n for n, v in (("correctness", c), ("hallucination", h))
-                                   if v is None)
-            reason = f"no {missing} score in the output"
+            reason = "; ".join(why for why in (c_why, h_why) if why)
             return [Criterion("correctness", "parse_failure" if c is None else "ok",
-                              reason if c is None else None, c, printed=c, source="text"),
+                              c_why, c, printed=c, source="text"),
                     Criterion("hallucination", "parse_failure" if h is None else "ok",
-                              reason if h is None else None, h, printed=h, source="text"),
+                              h_why, h, printed=h, source="text"),
                     Criterion("precision", "parse_failure", reason)]
         p = precision(c, h)
         return [Criterion("correctness", "ok", None, c, printed=c, source="text"),

@@ -5,11 +5,25 @@ images and for videos (the 1536x512 Frame 1..3 tile made at ingest).
 ``gveval-accr`` asks for the four ACCR dimensions of §3.1 (accuracy, completeness, conciseness,
 relevance), each written as ``Name: $N$`` on 0-100 (the paper's scoring setting) with its own
 score position and distribution; the item's ACCR score is their mean.
+
+Video prompts name the frames the tile really shows: the v1 video prompts say "the first, the
+middle and the last frame" (the ``first_middle_last`` policy); tiles sampled otherwise
+(``gveval_code``, ``uniformN``) get the ``gveval/video-frames/*`` (``gveval/accr-frames/*``)
+prompts, which describe their frames.
+
+Method options: ``media`` (media kinds to judge), ``templates`` (a user's template folder, see
+:mod:`capjudge.prompts`), ``video_detail`` (the image detail sent for video tiles) and
+``frame_policy`` (video items must have been sampled with it, else they are skipped with the
+reason). The ``gveval_code`` profile (``judges.<name>.profile``) sets what the G-VEval
+repository's scorer does: ``temperature: 1`` with ``top_logprobs: 5``, video tiles at detail
+``high``, frames at ``linspace(0, N-1, 4)[:3]`` (ingest with ``--frame-policy gveval_code``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from capjudge.backends.base import JudgeRequest, ScoreSlot
@@ -24,7 +38,7 @@ from capjudge.methods.base import (
     Skip,
     item_image,
 )
-from capjudge.prompts import Template, get_template, method_spec
+from capjudge.prompts import Template, get_template, method_spec, user_spec
 
 MODES = ("ref-free", "ref-only", "combined")
 ACCR = ("accuracy", "completeness", "conciseness", "relevance")
@@ -34,7 +48,8 @@ def score_slot() -> ScoreSlot:
     """The 0-100 ``$N$`` slot, from the method's templates.yaml."""
     scale = method_spec("gveval")["scale"]
     return ScoreSlot(name=scale["name"], low=int(scale["low"]), high=int(scale["high"]),
-                     anchor=scale["anchor"], forced_prefix=scale["forced_prefix"])
+                     anchor=scale["anchor"], label=scale.get("label"),
+                     forced_prefix=scale["forced_prefix"])
 
 
 def accr_slots() -> tuple[ScoreSlot, ...]:
@@ -43,11 +58,59 @@ def accr_slots() -> tuple[ScoreSlot, ...]:
                            forced_prefix=f"\n{c.capitalize()}: $") for c in ACCR)
 
 
+def user_slots(folder: str | Path, default: tuple[ScoreSlot, ...]) -> tuple[ScoreSlot, ...]:
+    """Where a user template folder's answers put their scores: its ``slots`` (a list of
+    ScoreSlot fields per criterion; ACCR's official prompts wrap each score in a Greek letter:
+    ``{name: accuracy, label: "Accuracy score is", anchor: "α"}``) or ``scale`` (fields
+    overriding the single default slot), else the bundled ones."""
+    spec = user_spec(folder)
+    # One folder may hold G-VEval's and ACCR's prompts: each takes the slots it declares.
+    given = {e["name"]: e for e in spec.get("slots") or [] if isinstance(e, dict)}
+    if any(s.name in given for s in default):
+        return tuple(replace(s, **{k: v for k, v in given[s.name].items() if k != "name"})
+                     if s.name in given else s for s in default)
+    if spec.get("scale") and len(default) == 1:
+        fields = {k: v for k, v in spec["scale"].items() if k != "name"}
+        return (replace(default[0], **fields),)
+    return default
+
+
+def frames_description(item: Item) -> dict[str, str] | None:
+    """What a video tile shows, for the prompt: ``count``, ``which`` and ``labels``; None for
+    ``first_middle_last`` (and tiles whose policy is unknown), which the v1 prompts describe.
+    """
+    policy = item.frame_policy or "first_middle_last"
+    if policy == "first_middle_last":
+        return None
+    n = len(item.frame_indices) or 3
+    labels = [f"Frame {k + 1}" for k in range(n)]
+    joined = labels[0] if n == 1 else ", ".join(labels[:-1]) + f" and {labels[-1]}"
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven",
+             8: "eight", 9: "nine", 10: "ten"}
+    if policy == "gveval_code":
+        which = ("the first frame and the frames one third and two thirds of the way through "
+                 "the clip; the last frame is not shown")
+    elif policy.startswith("uniform"):
+        which = ("the middle frame" if n == 1 else
+                 "evenly spaced from the first to the last frame")
+    else:
+        which = f"sampled by the {policy!r} policy"
+    return {"count": words.get(n, str(n)), "which": which, "labels": joined}
+
+
 SCALE = Scale(0, 100, pass_mark=50)
+
+PROFILES: dict[str, dict[str, Any]] = {
+    # What the G-VEval repository's scorer does (evaluation/gveval/scorer.py, utils.py):
+    # temperature 1, top_logprobs 5, detail "high" for video, frames linspace(0, N-1, 4)[:3].
+    "gveval_code": {"temperature": 1.0, "top_logprobs": 5,
+                    "method_options": {"video_detail": "high", "frame_policy": "gveval_code"}},
+}
 
 
 def _plan_with(template: Template, item: Item, mode: str, options: MethodOptions,
-               slots: tuple[ScoreSlot, ...], medium: str) -> list[Planned | Skip]:
+               slots: tuple[ScoreSlot, ...], medium: str,
+               frames: dict[str, str] | None = None) -> list[Planned | Skip]:
     if "references" in template.needs and not item.references:
         return [Skip(item.id, mode, "no reference captions (mode needs references)",
                      template.ref)]
@@ -56,9 +119,16 @@ def _plan_with(template: Template, item: Item, mode: str, options: MethodOptions
         if not options.vision:
             return [Skip(item.id, mode, "backend has no vision input (mode needs the "
                          f"{'frames' if medium == 'video' else 'image'})", template.ref)]
-        image = item_image(item, options.detail)
+        wanted = options.extra.get("frame_policy")
+        if medium == "video" and wanted and (item.frame_policy or "") != wanted:
+            return [Skip(item.id, mode, f"the judge needs frames sampled with the {wanted} "
+                         f"policy (this tile: {item.frame_policy or 'unknown'}); ingest with "
+                         f"--frame-policy {wanted}", template.ref)]
+        detail = options.extra.get("video_detail") if medium == "video" else None
+        image = item_image(item, detail or options.detail)
     messages = template.render(image=image, candidate=item.candidate,
-                               references=list(item.references), medium=medium)
+                               references=list(item.references), medium=medium, frames=frames,
+                               question=item.question)
     request = JudgeRequest(messages=messages, slots=slots, decoding=options.decoding,
                            template=template.ref, tag=f"{item.id}|{mode}")
     return [Planned(item.id, mode, request)]
@@ -77,25 +147,35 @@ class GVEval(Method):
     criteria = (CriterionSpec("score", SCALE, description="overall quality, 0-100"),)
     overall_scale = SCALE
     combination = "the expected score of the 0-100 distribution (eq. 1)"
+    profiles = PROFILES
+    cut_reasoning = ("a score without its full reasoning is G-VEval's 'w/o reason in response' "
+                     "ablation (Table 6), not G-VEval: raise max_tokens")
 
-    def template_id(self, medium: str, mode: str) -> str:
-        """The template for a medium (image / video) and mode."""
-        return f"gveval/{medium}/{mode}"
+    def template_id(self, medium: str, mode: str, frames: bool = False) -> str:
+        """The template for a medium (image / video) and mode; ``frames``: a video tile
+        sampled by another policy than first_middle_last (its prompt names its frames)."""
+        return f"gveval/video-frames/{mode}" if frames else f"gveval/{medium}/{mode}"
 
-    def slots(self) -> tuple[ScoreSlot, ...]:
-        """Where the score(s) are read."""
-        return (score_slot(),)
+    def slots(self, options: MethodOptions | None = None) -> tuple[ScoreSlot, ...]:
+        """Where the score(s) are read (a user template folder may say otherwise)."""
+        folder = options.extra.get("templates") if options is not None else None
+        return user_slots(folder, (score_slot(),)) if folder else (score_slot(),)
 
     def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
         """One request per item and mode (skipped without references or vision as needed)."""
         self.check_mode(mode)
         medium = "video" if item.media_kind == "video" else "image"
-        template = get_template("gveval", self.template_id(medium, mode))
+        frames = frames_description(item) if medium == "video" and mode != "ref-only" \
+            else None
+        folder = options.extra.get("templates")
+        # A user's folder holds the templates it names; the frames variant is ours.
+        template = get_template("gveval", self.template_id(
+            medium, mode, frames is not None and not folder), folder)
         kinds = options.extra.get("media")
         if kinds and item.media_kind not in kinds:
             return [Skip(item.id, mode, f"judge configured for {'/'.join(kinds)} items "
                          f"only (this is {item.media_kind})", template.ref)]
-        return _plan_with(template, item, mode, options, self.slots(), medium)
+        return _plan_with(template, item, mode, options, self.slots(options), medium, frames)
 
 
 class GVEvalACCR(GVEval):
@@ -105,11 +185,13 @@ class GVEvalACCR(GVEval):
     criteria = tuple(CriterionSpec(c, SCALE, description=f"ACCR {c}, 0-100") for c in ACCR)
     combination = "the mean of accuracy, completeness, conciseness and relevance"
 
-    def template_id(self, medium: str, mode: str) -> str:
-        return f"gveval/accr/{mode}"  # one template for both media; it names the medium
+    def template_id(self, medium: str, mode: str, frames: bool = False) -> str:
+        # One template for both media (it names the medium); frames: see GVEval.
+        return f"gveval/accr-frames/{mode}" if frames else f"gveval/accr/{mode}"
 
-    def slots(self) -> tuple[ScoreSlot, ...]:
-        return accr_slots()
+    def slots(self, options: MethodOptions | None = None) -> tuple[ScoreSlot, ...]:
+        folder = options.extra.get("templates") if options is not None else None
+        return user_slots(folder, accr_slots()) if folder else accr_slots()
 
     def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
                 ) -> tuple[float | None, str | None]:

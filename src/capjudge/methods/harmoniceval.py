@@ -155,17 +155,25 @@ class HarmonicEval(Method):
 
     def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
                 ) -> tuple[float | None, str | None]:
-        """The harmonically weighted score over the criteria that have a score and σ.
+        """The harmonically weighted score over the criteria that have a score.
 
         Criteria that were skipped (no vision) or failed are left out and the result says so
         through the row's reason; no criterion is imputed.
+
+        A criterion scored without a distribution (``text_only``: the answer had no
+        log-probabilities) has no σ. It is weighted as the least confident criterion that has
+        one (σ = the largest measured σ of the item), so it never outweighs a measured
+        criterion; when no criterion has a distribution the weights are uniform. (Taking its
+        σ as 0 would give it nearly all the weight: the floor of σ is 1e-6.)
         """
         gamma = float(options.get("gamma", 0.75))
-        scored = [c for c in criteria if c.score is not None and c.sd is not None]
+        scored = [c for c in criteria if c.score is not None]
         if not scored:
             return None, "no criterion was scored"
-        value = harmonic_score([c.score for c in scored if c.score is not None],
-                               [c.sd for c in scored if c.sd is not None], gamma)
+        measured = [c.sd for c in scored if c.sd is not None]
+        fallback = max(measured) if measured else 1.0
+        value = harmonic_score([float(c.score) for c in scored if c.score is not None],
+                               [c.sd if c.sd is not None else fallback for c in scored], gamma)
         missing = sorted(set(CRITERIA) - {c.name for c in scored})
         return value, (f"over {len(scored)} of 5 criteria (missing: {', '.join(missing)})"
                        if missing else None)

@@ -11,6 +11,15 @@ suite, so two results that claim the same template version always used the same 
 Candidate texts are inserted as delimited *data* (``| data`` escapes the closing delimiter) and
 the instructions are restated after them, so a caption that says "ignore the instructions" is
 judged, not obeyed.
+
+A judge can point at a folder of its own templates (``judges.<name>.templates``, or
+``--templates``): a ``templates.yaml`` of the same shape, whose templates are versioned by the
+sha256 of their content (``id@sha256-<16 hex>``), so two runs that claim the same version used
+the same words. Besides Jinja, such a folder may use ``engine: replace``: the file is sent as it
+is, with ``{{Caption}}`` and ``{{Reference}}`` replaced as the G-VEval repository's scorer does
+(references joined ``'r1'; 'r2``) and the picture after the text (``role: system`` for a
+text-only prompt sent as a system message, as that scorer does), so a user who holds the
+official prompt files runs exactly those. Its ``scale`` (or ``slots``) says where the score is.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -48,11 +57,13 @@ class Template:
 
     method: str
     id: str
-    version: int
+    version: int | str  # bundled: an integer pinned in versions.lock; user folders: a hash
     file: str
     system_file: str | None
     needs: tuple[str, ...]  # image | references | question | context | description
     folder: Path
+    engine: str = "jinja"  # jinja | replace (user folders: the file as it is, placeholders)
+    role: str = "user"  # replace engine: the role of a prompt without a picture
 
     @property
     def ref(self) -> str:
@@ -81,6 +92,8 @@ class Template:
 
     def render(self, image: ImagePart | None = None, **variables: Any) -> tuple[Message, ...]:
         """Render to chat messages; raises ``jinja2.UndefinedError`` on a missing variable."""
+        if self.engine == "replace":
+            return self._render_replace(image, variables)
         env = _environment(str(self.folder))
         user = env.get_template(self.file).render(IMAGE=IMAGE_MARK, **variables).strip()
         if IMAGE_MARK in user and image is None:
@@ -97,6 +110,20 @@ class Template:
             messages.append(Message("system", (system,)))
         messages.append(Message("user", tuple(parts)))
         return tuple(messages)
+
+
+    def _render_replace(self, image: ImagePart | None, variables: dict[str, Any]
+                        ) -> tuple[Message, ...]:
+        """The file as it is, placeholders replaced the way the G-VEval scorer does."""
+        text = (self.folder / self.file).read_text(encoding="utf-8")
+        refs = [str(r) for r in variables.get("references") or []]
+        text = text.replace("{{Reference}}", "'" + "'; '".join(refs))
+        text = text.replace("{{Caption}}", str(variables.get("candidate", "")))
+        if variables.get("question"):
+            text = text.replace("{{Question}}", str(variables["question"]))
+        if image is None:
+            return (Message("system" if self.role == "system" else "user", (text,)),)
+        return (Message("user", (text, image)),)  # the picture after the text
 
 
 @cache
@@ -119,8 +146,45 @@ def method_spec(method: str) -> dict[str, Any]:
     return spec
 
 
-def get_template(method: str, template_id: str) -> Template:
-    """Look up a template by method and id."""
+def user_spec(folder: str | Path) -> dict[str, Any]:
+    """The ``templates.yaml`` of a user's template folder.
+
+    Raises:
+        ValueError: no such folder or file, or it is not a mapping with ``templates``.
+    """
+    path = Path(folder) / "templates.yaml"
+    if not path.is_file():
+        raise ValueError(f"template folder {folder}: no templates.yaml")
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(spec, dict) or not isinstance(spec.get("templates"), list):
+        raise ValueError(f"{path}: expected a mapping with a 'templates' list")
+    return spec
+
+
+def get_template(method: str, template_id: str, folder: str | Path | None = None
+                 ) -> Template:
+    """Look up a template by method and id (in a user's ``folder`` when given: see the
+    module doc; its version is the content hash).
+
+    Raises:
+        KeyError: no bundled template with that id.
+        ValueError: the user folder has no such template (or no usable templates.yaml).
+    """
+    if folder is not None:
+        spec = user_spec(folder)
+        for entry in spec["templates"]:
+            if entry.get("id") == template_id:
+                draft = Template(method=method, id=template_id, version=0, file=entry["file"],
+                                 system_file=entry.get("system"),
+                                 needs=tuple(entry.get("needs", ())), folder=Path(folder),
+                                 engine=entry.get("engine", "jinja"),
+                                 role=entry.get("role", "user"))
+                meta = json.dumps({k: v for k, v in entry.items() if k != "version"},
+                                  sort_keys=True)
+                digest = hashlib.sha256((draft.source() + "\n---\n" + meta).encode())
+                return replace(draft, version=f"sha256-{digest.hexdigest()[:16]}")
+        raise ValueError(f"template folder {folder} has no template {template_id!r} "
+                         f"(it has: {', '.join(str(e.get('id')) for e in spec['templates'])})")
     spec = method_spec(method)
     for entry in spec["templates"]:
         if entry["id"] == template_id:

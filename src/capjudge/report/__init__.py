@@ -2,7 +2,9 @@
 
 Split by concern: :mod:`~capjudge.report.database` (tables and the one human-label view),
 :mod:`~capjudge.report.agreement` (pure agreement maths over the joined rows),
-:mod:`~capjudge.report.plots` (PNG plots on each method's declared scale) and
+:mod:`~capjudge.report.plots` (PNG plots on each method's declared scale),
+:mod:`~capjudge.report.judge_reliability` (test-retest, injection, length bias, calibration
+and judge-vs-judge tables over :mod:`capjudge.reliability`) and
 :mod:`~capjudge.report.render` (Markdown and HTML from Jinja templates).
 
 Outputs: ``capjudge.duckdb``, ``report.md``, a self-contained ``report.html`` (plots inlined),
@@ -22,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from capjudge.aggregate import REPEAT_SCHEMA
 from capjudge.metaeval.stats import STATS, pearson
 from capjudge.report.agreement import agreement, clean, criterion_matrices
 from capjudge.report.database import (
@@ -31,6 +34,21 @@ from capjudge.report.database import (
     human_by_criterion,
     label_rows,
     scored_items,
+)
+from capjudge.report.judge_reliability import (
+    CALIBRATION_COLUMNS,
+    COMPARISON_COLUMNS,
+    INJECTION_COLUMNS,
+    INJECTION_ITEM_COLUMNS,
+    LENGTH_COLUMNS,
+    RETEST_COLUMNS,
+    RETEST_ITEM_COLUMNS,
+    as_table,
+    calibration_table,
+    comparison_table,
+    injection_tables,
+    length_bias_table,
+    retest_tables,
 )
 from capjudge.report.plots import make_plots
 from capjudge.report.render import render_html, render_markdown
@@ -48,6 +66,9 @@ class ReportConfig:
     title: str = "capjudge report"
     registry: str | None = ".capjudge-runs"  # where runs are filed for `capjudge compare`
     params: str = "params.yaml"
+    calibration: bool = True  # fit an isotonic judge -> human map (Judge reliability section)
+    calibration_fit: float = 0.5  # share of the labelled items the map is fitted on
+    seed: int = 0  # the calibration split and every bootstrap of the reliability sections
 
 
 def _judge_rows(judges: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -62,14 +83,25 @@ def _judge_rows(judges: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({
             "name": name, "method": s.get("method"), "backend": backend.get("backend"),
             "snapshot": str(backend.get("snapshot"))[:23],
-            "modes_ran": ", ".join(s.get("modes_ran") or []) or "-",
+            "modes_ran": (", ".join(s.get("modes_ran") or []) or "-") + _limited(s),
             "skipped": "; ".join(f"{r} ({n})" for r, n in sorted(reasons.items())) or "-",
-            "statuses": ", ".join(f"{k} {v}" for k, v in (s.get("by_status") or {}).items()),
+            # The summary's notes (e.g. G-VEval's reasoning cut at max_tokens) go with it.
+            "statuses": "; ".join(x for x in [", ".join(f"{k} {v}" for k, v in
+                                                        (s.get("by_status") or {}).items()),
+                                              *(s.get("notes") or [])] if x),
             "requests": s.get("requests", "-"), "model_calls": s.get("model_calls"),
             "cache_hits": s.get("cache_hits"),
             "tokens": (s.get("prompt_tokens") or 0) + (s.get("completion_tokens") or 0),
             "cost": s.get("cost_usd") if s.get("cost_usd") is not None else "-"})
     return out
+
+
+def _limited(summary: dict[str, Any]) -> str:
+    """The note ' (first N of M items)' when the judge ran on a limited subset."""
+    items = summary.get("items") or {}
+    if items and items.get("judged", 0) < items.get("total", 0):
+        return f" (first {items['judged']} of {items['total']} items: `limit`)"
+    return ""
 
 
 def _not_run(judges: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -139,10 +171,42 @@ def flat_metrics(ctx: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _reliability(con: Any, config: ReportConfig) -> dict[str, list[dict[str, Any]]]:
+    """The judge-reliability and judges-compared sections, each also a database table."""
+    cursor = con.execute("""
+        SELECT s.judge, s.method, s.mode, s.series, s.item_id, s.system, s.score, s.human,
+               i.candidate, i.extra, i.media_sha256
+        FROM scored_items s JOIN items i ON i.id = s.item_id
+        ORDER BY s.series, s.item_id""")
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    cursor = con.execute("SELECT * FROM repeat_scores ORDER BY judge, mode, item_id, repeat")
+    names = [d[0] for d in cursor.description]
+    repeats = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    n_boot, seed = config.bootstrap, config.seed
+    retest, retest_items = retest_tables(repeats, n_boot, seed)
+    injection, injection_items = injection_tables(rows, n_boot, seed)
+    sections = {
+        "reliability_retest": (retest, RETEST_COLUMNS),
+        "reliability_items": (retest_items, RETEST_ITEM_COLUMNS),
+        "injection": (injection, INJECTION_COLUMNS),
+        "injection_items": (injection_items, INJECTION_ITEM_COLUMNS),
+        "length_bias": (length_bias_table(rows, n_boot, seed), LENGTH_COLUMNS),
+        "calibration": (calibration_table(rows, n_boot, fit_fraction=config.calibration_fit,
+                                          seed=seed) if config.calibration else [],
+                        CALIBRATION_COLUMNS),
+        "judge_comparisons": (comparison_table(rows, n_boot, seed), COMPARISON_COLUMNS),
+    }
+    for name, (table_rows, columns) in sections.items():
+        add_table(con, name, as_table(table_rows, columns))
+    return {name: table_rows for name, (table_rows, _) in sections.items()}
+
+
 def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
                aggregate_dir: str | Path, out_dir: str | Path, config: ReportConfig
                ) -> dict[str, Any]:
     """Build the database, compute agreement, write every report file; returns the context."""
+    from capjudge.credentials import redact_value
     from capjudge.lineage import collect, register
 
     ingest, agg, out = Path(ingest_dir), Path(aggregate_dir), Path(out_dir)
@@ -152,13 +216,17 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
     for d in judge_dirs:
         t = pq.read_table(Path(d) / "judgements.parquet")
         judgement_tables.append(t.add_column(0, "judge", pa.array([Path(d).name] * len(t))))
-        judges[Path(d).name] = json.loads((Path(d) / "summary.json").read_text())
+        # redact_value: no URL user-info from an older summary reaches the report.
+        judges[Path(d).name] = redact_value(json.loads((Path(d) / "summary.json").read_text()))
     tables = {
         "items": items, "quarantine": pq.read_table(ingest / "quarantine.parquet"),
         "judgements": pa.concat_tables(judgement_tables, promote_options="default"),
         "criteria": pq.read_table(agg / "criteria.parquet"),
         "item_scores": pq.read_table(agg / "item_scores.parquet"),
         "system_scores": pq.read_table(agg / "system_scores.parquet"),
+        # Aggregates written before test-retest existed have no per-repeat scores.
+        "repeat_scores": pq.read_table(agg / "repeat_scores.parquet")
+        if (agg / "repeat_scores.parquet").is_file() else REPEAT_SCHEMA.empty_table(),
         "labels": pa.Table.from_pylist(label_rows(items.to_pylist()), schema=LABELS_SCHEMA),
     }
     con = build_database(out / "capjudge.duckdb", tables, config.human_criterion)
@@ -168,10 +236,14 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         for a in agree:
             a["not_scored_text"] = ", ".join(f"{k} {v}" for k, v in a["not_scored"].items()) \
                 or "-"
+            if a.get("text_only"):  # scored, but say how many had no distribution
+                a["not_scored_text"] += f" (text_only: {a['text_only']} scored from the " \
+                    "printed number alone)"
         add_table(con, "agreement", pa.Table.from_pylist(
             [{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in a.items()}
              for a in agree]))
         raw_matrices = criterion_matrices(human_by_criterion(con))
+        reliability = _reliability(con, config)
         systems = con.execute("SELECT * FROM system_scores ORDER BY judge, mode, system"
                               ).df().to_dict("records")
         systems = [{k: clean(v) for k, v in s.items()} for s in systems]
@@ -201,6 +273,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         "lineage": run,
         "packages": ", ".join(f"{k} {v}" for k, v in run["packages"].items() if v),
         "validation": _validation(out), "plots": plots,
+        "reliability": reliability, "calibration_enabled": config.calibration,
     }
     view = {**ctx, "judges": ctx["judge_rows"],
             "agreement": [a for a in agree if a["n"] > 0]}

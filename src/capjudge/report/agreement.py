@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from capjudge.metaeval.stats import STATS, bootstrap_ci, kendall_tau_b, system_level
+from capjudge.reliability import system_level_ci
 
 MIN_POINTS = 3
 
@@ -24,7 +25,8 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[dict[str
         judge, method, mode: the series.
         rows: its items (``score``, ``status``, ``human``, ``system``); items without a human
             label are not counted.
-        n_boot: bootstrap resamples for the 95 % CIs (0: none).
+        n_boot: bootstrap resamples for the 95 % CIs (0: none); the system-level Pearson's
+            CI resamples items within systems (:func:`capjudge.reliability.system_level_ci`).
         protocol: the protocol's name, recorded with the numbers.
     """
     labelled = [r for r in rows if r.get("human") is not None]
@@ -36,7 +38,9 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[dict[str
             not_scored[key] = not_scored.get(key, 0) + 1
     entry: dict[str, Any] = {"judge": judge, "method": method, "mode": mode,
                              "protocol": protocol, "items": len(labelled), "n": len(scored),
-                             "not_scored": dict(sorted(not_scored.items())), "ci95": {}}
+                             "not_scored": dict(sorted(not_scored.items())), "ci95": {},
+                             # Scored, but from the printed number alone (no distribution).
+                             "text_only": sum(r.get("status") == "text_only" for r in scored)}
     if len(scored) < MIN_POINTS:
         return entry
     x = [float(r["score"]) for r in scored]
@@ -45,8 +49,12 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[dict[str
         entry[name] = stat(x, y)
         if n_boot:
             entry["ci95"][name] = list(bootstrap_ci(x, y, stat, n_boot=n_boot))
-    entry["system_pearson"], entry["systems"] = system_level(
-        x, y, [r.get("system") or "(none)" for r in scored])
+    systems = [r.get("system") or "(none)" for r in scored]
+    entry["system_pearson"], entry["systems"] = system_level(x, y, systems)
+    if n_boot:
+        # Items resampled within each system: the handful of systems stays fixed.
+        est = system_level_ci(x, y, systems, n_boot=n_boot)
+        entry["ci95"]["system_pearson"] = [est.low, est.high]
     return entry
 
 

@@ -90,9 +90,12 @@ def scored_items(con: Any) -> list[dict[str, Any]]:
 def human_by_criterion(con: Any) -> list[tuple[str, str, str, str, float, str, float]]:
     """(judge, mode, judge criterion, item, score, human criterion, human) for every scored
     criterion of every item with labels (per-criterion matrices)."""
+    # Test-retest repeats of one criterion are averaged: one point per item, as the item
+    # scores are (one repeat: the score itself).
     rows: list[tuple[str, str, str, str, float, str, float]] = con.execute("""
-        SELECT c.judge, c.mode, c.criterion, c.item_id, c.score, h.criterion, h.human
+        SELECT c.judge, c.mode, c.criterion, c.item_id, avg(c.score), h.criterion, h.human
         FROM criteria c JOIN human h USING (item_id)
         WHERE c.score IS NOT NULL
+        GROUP BY c.judge, c.mode, c.criterion, c.item_id, h.criterion, h.human
     """).fetchall()
     return rows

@@ -28,6 +28,17 @@ def with_ci(entry: dict[str, Any], name: str) -> str:
     return f"{value} [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else value
 
 
+def ci_cell(row: dict[str, Any], name: str, scale: float = 100.0, digits: int = 1) -> str:
+    """``value [low, high]`` from a table row's ``name``, ``name_low`` and ``name_high``
+    columns (the reliability tables' layout), x``scale``."""
+    value = fmt(row.get(name), scale, digits)
+    low, high = row.get(f"{name}_low"), row.get(f"{name}_high")
+    if low is None or high is None or any(isinstance(v, float) and math.isnan(v)
+                                          for v in (low, high)):
+        return value
+    return f"{value} [{fmt(low, scale, digits)}, {fmt(high, scale, digits)}]"
+
+
 def md_cell(value: Any) -> str:
     """Text safe inside a Markdown table cell."""
     return str(value).replace("|", "\\|").replace("\n", " ")
@@ -43,7 +54,7 @@ def _environment(autoescape: bool) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              undefined=jinja2.StrictUndefined, autoescape=autoescape,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(fmt=fmt, with_ci=with_ci, md=md_cell, data_url=data_url)
+    env.filters.update(fmt=fmt, with_ci=with_ci, md=md_cell, data_url=data_url, ci=ci_cell)
     return env
 
 

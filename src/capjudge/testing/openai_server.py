@@ -8,7 +8,9 @@ malformed bodies; and ``GET /v1/models``.
 
 What the "model" answers is scripted: a :data:`Script` maps the request body to a
 :class:`Scripted` answer (the score distribution, how the number is tokenised). Failures are
-queued with :meth:`MockOpenAIServer.inject`. The server counts requests received and answered,
+queued with :meth:`MockOpenAIServer.inject`, or drawn at random by a seeded :class:`FaultPlan`
+(also stalls past the client's timeout, dropped connections, 200s carrying an error, answers
+without logprobs). The server counts requests received and answered,
 per prompt, so tests can prove that no answered request is ever sent twice.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 import socket
 import threading
 import time
@@ -83,11 +86,26 @@ def _prompt_text(body: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def sample_jitter(body: dict[str, Any], salt: str, width: int) -> int:
+    """How far a sampled answer's score moves from the prompt's centre (test-retest).
+
+    At temperature 0 (or without a seed) the answer is the prompt's alone: 0. Above it, each
+    ``seed`` (capjudge sends ``seed + repeat``) draws a shift in ``[-width, width]`` from the
+    prompt, salt and seed, so repeats vary around a stable centre as a sampled judge's would.
+    """
+    if not float(body.get("temperature") or 0) > 0 or body.get("seed") is None or width <= 0:
+        return 0
+    digest = hashlib.sha256(f"{prompt_key(body)}|{salt}|seed={body['seed']}".encode())
+    return int(digest.hexdigest(), 16) % (2 * width + 1) - width
+
+
 def default_script(body: dict[str, Any], salt: str = "") -> Scripted:
     """A deterministic "model" that answers in the format the prompt asks for.
 
     The score's centre depends on the prompt's hash: the same request always gets the same
-    answer. Recognised formats: G-VEval ("The final score is $N$"), ACCR ("Accuracy: $N$" ...),
+    answer (at temperature > 0, each seed moves the score around that centre: see
+    :func:`sample_jitter`). Recognised formats: G-VEval ("The final score is $N$"), ACCR
+    ("Accuracy: $N$" ...),
     score-first 1-5 ratings (HarmonicEval), score-first 0-100 (VisCE²), VisCE² context
     extraction, detailed descriptions, 3D C/H scoring, and a plain "Why?" explanation.
     """
@@ -109,16 +127,20 @@ def default_script(body: dict[str, Any], salt: str = "") -> Scripted:
                              "right, on a light grey background.")
     if text.strip().endswith("Why? Tell me the reason."):
         return Scripted(text="Because the caption matches the image in most respects.")
+    shift = sample_jitter(body, salt, 8)  # 0 at temperature 0: answers as before
     if "Accuracy: $" in text:
-        labels = [(name, _peaked((seed >> (8 * k)) % 101, 0, 100, 4))
+        labels = [(name, _peaked(min(100, max(0, (seed >> (8 * k)) % 101 + shift)), 0, 100, 4))
                   for k, name in enumerate(("Accuracy", "Completeness", "Conciseness",
                                             "Relevance"))]
         return Scripted(labels=labels)
     if "scale of 1 to 5" in text:
-        return Scripted(_peaked(1 + seed % 5, 1, 5, 0.7), score_first=True)
+        small = sample_jitter(body, salt, 1)
+        return Scripted(_peaked(min(5, max(1, 1 + seed % 5 + small)), 1, 5, 0.7),
+                        score_first=True)
     if "single digit between 0 and 100" in text:
-        return Scripted(_peaked(seed % 101, 0, 100, 4), score_first=True)
-    return Scripted(_peaked(seed % 101, 0, 100, 4))
+        return Scripted(_peaked(min(100, max(0, seed % 101 + shift)), 0, 100, 4),
+                        score_first=True)
+    return Scripted(_peaked(min(100, max(0, seed % 101 + shift)), 0, 100, 4))
 
 
 def _tok(token: str, logprob: float, top: list[tuple[str, float]] | None = None
@@ -153,6 +175,14 @@ def render_answer(s: Scripted, top_n: int) -> tuple[str, list[dict[str, Any]]]:
     """Content and logprobs.content for a scripted answer."""
     if s.text is not None:
         return s.text, [_tok(t, -0.01) for t in _words(s.text)]
+    if s.score_first and s.split_digits:
+        # Digit by digit from the start (Qwen, LLaVA): the first digit's alternatives are
+        # leading digits; the rest of the number and its end follow the chosen path.
+        leading = _leading_digits(s.distribution, top_n)
+        lead = leading[0][0]
+        opening = [_tok(lead, leading[0][1], leading)]
+        opening += _continuation_tokens(s, lead, top_n)
+        return "".join(t["token"] for t in opening), opening
     if s.score_first:
         ranked = sorted(s.distribution.items(), key=lambda kv: (-kv[1], kv[0]))
         alts = [(str(v), math.log(p)) for v, p in ranked[:top_n] if p > 0]
@@ -207,11 +237,137 @@ def render_answer(s: Scripted, top_n: int) -> tuple[str, list[dict[str, Any]]]:
     return "".join(t["token"] for t in tokens), tokens
 
 
+def is_continuation(body: dict[str, Any]) -> bool:
+    """A request that asks the server to continue the assistant's last message (vLLM's chat
+    parameters ``continue_final_message: true``, ``add_generation_prompt: false``)."""
+    messages = body.get("messages") or []
+    return bool(body.get("continue_final_message")) and bool(messages) \
+        and messages[-1].get("role") == "assistant"
+
+
+def original_request(body: dict[str, Any]) -> dict[str, Any]:
+    """A continuation's body as the request whose answer it continues: same messages less the
+    assistant's partial one, so a script answers it as it answered the original."""
+    out = {k: v for k, v in body.items()
+           if k not in ("continue_final_message", "add_generation_prompt")}
+    out["messages"] = list(body["messages"][:-1])
+    return out
+
+
+def _assistant_text(body: dict[str, Any]) -> str:
+    content = body["messages"][-1].get("content")
+    if isinstance(content, list):
+        return "".join(c.get("text", "") for c in content if c.get("type") == "text")
+    return str(content or "")
+
+
+def _leading_digits(dist: dict[int, float], top_n: int) -> list[tuple[str, float]]:
+    """(digit, logprob) of a number's first digit, most likely first."""
+    first: dict[str, float] = defaultdict(float)
+    for v, p in dist.items():
+        if p > 0:
+            first[str(v)[0]] += p
+    ranked = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))[:max(1, top_n)]
+    return [(d, math.log(p)) for d, p in ranked]
+
+
+def _continuation_tokens(s: Scripted, partial: str, top_n: int) -> list[dict[str, Any]]:
+    return render_continuation(s, partial, top_n)[1]
+
+
+def render_continuation(s: Scripted, partial: str, top_n: int) -> tuple[str, list[dict[str, Any]]]:
+    """What the scripted model writes after the assistant's ``partial`` text, when that text
+    ends inside a score ("... The final score is $9"): the number's next digit or its end, with
+    the distribution's conditional probabilities as top logprobs, then the rest of the greedy
+    path. Text that does not end in digits continues with nothing (an immediate stop)."""
+    digits = partial[len(partial.rstrip("0123456789")):]
+    head = partial[: len(partial) - len(digits)]
+    if not digits:
+        return "", []
+    if s.labels:
+        dist = max(s.labels, key=lambda kv: head.rfind(kv[0]))[1]
+    else:
+        dist = s.distribution
+    closing = "\n" if s.score_first else "$"
+    out: list[dict[str, Any]] = []
+    prefix = digits
+    while True:
+        cond: dict[str, float] = defaultdict(float)
+        for v, p in dist.items():
+            sv = str(v)
+            if sv.startswith(prefix) and p > 0:
+                cond[sv[len(prefix)] if len(sv) > len(prefix) else closing] += p
+        total = sum(cond.values())
+        if total <= 0:
+            out.append(_tok(closing, 0.0))
+            break
+        ranked = sorted(cond.items(), key=lambda kv: (-kv[1], kv[0]))
+        alts = [(t, math.log(p / total)) for t, p in ranked[:top_n]]
+        chosen, p_chosen = ranked[0]
+        out.append(_tok(chosen, math.log(p_chosen / total), alts))
+        if chosen == closing:
+            break
+        prefix += chosen
+    out += [_tok(t, -0.01) for t in _words("." if not s.score_first else s.reasoning)]
+    return "".join(t["token"] for t in out), out
+
+
+# Kinds a FaultPlan draws from, equally likely by default.
+FAULT_KINDS: tuple[str, ...] = ("429", "500", "503", "stall", "drop", "malformed", "error200",
+                                "nologprobs")
+# Faults handled by MockOpenAIServer._extra_fault (the others by the inject() code path).
+_EXTRA_FAULTS = ("stall", "drop", "error200", "nologprobs")
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """Seeded random faults: the server as an adversarial probe of the client.
+
+    Whether the ``n``-th receipt of a prompt fails, and how, depends only on (seed, prompt,
+    ``n``): a run meets the same faults whatever order its threads send in, and a rerun after a
+    kill continues the same sequence. Queued :meth:`MockOpenAIServer.inject` faults go first.
+
+    Attributes:
+        rate: probability that a receipt is a fault.
+        seed: the seed.
+        kinds: (kind, relative weight) pairs. Kinds: ``"429"`` (with ``Retry-After:
+            retry_after_s``), ``"500"``, ``"503"``, ``"stall"`` (hold ``stall_s``, then close
+            without answering: set the client's timeout below it), ``"drop"`` (close the
+            connection without answering), ``"malformed"`` (a 200 whose JSON is cut off),
+            ``"error200"`` (a 200 whose body is an error object), ``"nologprobs"`` (a real
+            answer without ``logprobs``: counted as answered).
+        retry_after_s: the ``Retry-After`` of a 429.
+        stall_s: how long a stall holds the request.
+    """
+
+    rate: float = 0.1
+    seed: int = 0
+    kinds: tuple[tuple[str, float], ...] = tuple((k, 1.0) for k in FAULT_KINDS)
+    retry_after_s: float = 0.05
+    stall_s: float = 1.0
+
+    def draw(self, key: str, n: int) -> tuple[str, float] | None:
+        """The fault (kind, seconds) for the ``n``-th receipt of prompt ``key``, or None."""
+        rng = random.Random(f"{self.seed}|{key}|{n}")
+        if rng.random() >= self.rate:
+            return None
+        kind = rng.choices([k for k, _ in self.kinds], [w for _, w in self.kinds])[0]
+        seconds = {"429": self.retry_after_s, "stall": self.stall_s}.get(kind, 0.0)
+        return kind, seconds
+
+
 class MockOpenAIServer:
-    """The server. Use as a context manager; ``url`` is the ``base_url`` for the client."""
+    """The server. Use as a context manager; ``url`` is the ``base_url`` for the client.
+
+    ``faults`` turns on seeded random faults (:class:`FaultPlan`). Besides ``received`` and
+    ``answered``, the server keeps ``arrivals`` (monotonic time, prompt key) of every request,
+    ``reasked`` (per prompt, receipts after it had been answered), ``fault_counts`` and
+    ``authorization`` (the Authorization headers received, counted).
+    """
 
     def __init__(self, script: Script | None = None, *, model: str = "gpt-4o-2024-08-06",
-                 fingerprint: str = "fp_test_0001", latency_s: float = 0.0) -> None:
+                 fingerprint: str = "fp_test_0001", latency_s: float = 0.0,
+                 faults: FaultPlan | None = None) -> None:
         # The default "model" answers differently when its model id or fingerprint changes,
         # as a re-deployed model would.
         self.script: Script = script or (
@@ -227,6 +383,11 @@ class MockOpenAIServer:
         self.stall_after: int | None = None  # answer this many, then hold the rest
         self.release = threading.Event()
         self.stalled = 0
+        self.faults = faults
+        self.arrivals: list[tuple[float, str]] = []
+        self.reasked: Counter[str] = Counter()
+        self.fault_counts: Counter[str] = Counter()
+        self.authorization: Counter[str] = Counter()  # Authorization headers as received
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -238,7 +399,9 @@ class MockOpenAIServer:
 
     def inject(self, *faults: str, retry_after: float = 0.05) -> None:
         """Queue faults for the next requests: ``"429"``, ``"500"``, ``"503"``, ``"400"``,
-        ``"403"``, ``"malformed"``, ``"slow"`` (sleeps ``retry_after`` seconds first)."""
+        ``"403"``, ``"malformed"``, ``"slow"`` (sleeps ``retry_after`` seconds first), and the
+        :class:`FaultPlan` kinds ``"stall"`` (holds ``retry_after`` seconds, then closes),
+        ``"drop"``, ``"error200"``, ``"nologprobs"``."""
         with self._lock:
             self._faults.extend((f, retry_after) for f in faults)
 
@@ -291,6 +454,22 @@ class MockOpenAIServer:
                                   "code": kind}}
                 self._send(code, json.dumps(body).encode(), headers)
 
+            def _extra_fault(self, kind: str, seconds: float) -> None:
+                """The FaultPlan faults that are not an HTTP error status."""
+                if kind == "error200":
+                    self._send(200, json.dumps({"error": {
+                        "message": "The server had an error while processing your request.",
+                        "type": "server_error", "param": None, "code": None}}).encode())
+                    return
+                if kind == "stall":
+                    time.sleep(seconds)  # past the client's timeout; then no answer at all
+                # stall and drop: close the connection without a response.
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # the client already went away
+
             def do_GET(self) -> None:  # noqa: N802 - http.server naming
                 if self.path.rstrip("/").endswith("/models"):
                     body = {"object": "list", "data": [
@@ -315,13 +494,26 @@ class MockOpenAIServer:
                 with server._lock:
                     server.received[key] += 1
                     server.requests.append(body)
+                    server.arrivals.append((time.monotonic(), key))
+                    server.authorization[self.headers.get("Authorization", "")] += 1
+                    if server.answered[key]:
+                        server.reasked[key] += 1
                     fault = server._faults.pop(0) if server._faults else None
+                    if fault is None and server.faults is not None:
+                        fault = server.faults.draw(key, server.received[key])
+                    if fault is not None:
+                        server.fault_counts[fault[0]] += 1
                     stall = (server.stall_after is not None
                              and server.total_answered >= server.stall_after)
                     if stall:
                         server.stalled += 1
                 if stall:
                     server.release.wait()
+                if fault is not None and fault[0] in _EXTRA_FAULTS:
+                    if fault[0] != "nologprobs":
+                        self._extra_fault(*fault)
+                        return
+                    body = {**body, "logprobs": False}  # answered below, without logprobs
                 if fault is not None:
                     kind, seconds = fault
                     if kind == "429":
@@ -345,9 +537,19 @@ class MockOpenAIServer:
                     self._error(400, "top_logprobs must be between 0 and 20",
                                 "invalid_request_error")
                     return
-                scripted = server.script(body)
                 top_n = int(body.get("top_logprobs") or 0)
-                content, tokens = render_answer(scripted, top_n)
+                finish_reason = "stop"
+                if is_continuation(body):
+                    # A digit follow-up: continue the original answer after the given prefix.
+                    scripted = server.script(original_request(body))
+                    content, tokens = render_continuation(scripted, _assistant_text(body), top_n)
+                    limit = int(body.get("max_tokens") or 0)
+                    if limit and len(tokens) > limit:
+                        tokens, finish_reason = tokens[:limit], "length"
+                        content = "".join(t["token"] for t in tokens)
+                else:
+                    scripted = server.script(body)
+                    content, tokens = render_answer(scripted, top_n)
                 prompt_tokens = sum(len(json.dumps(m.get("content"))) // 4
                                     for m in body.get("messages", []))
                 message: dict[str, Any] = {"role": "assistant", "content": content,
@@ -363,7 +565,7 @@ class MockOpenAIServer:
                     "created": int(time.time()), "model": server.model,
                     "system_fingerprint": server.fingerprint, "service_tier": "default",
                     "choices": [{"index": 0, "message": message, "logprobs": logprobs,
-                                 "finish_reason": "stop"}],
+                                 "finish_reason": finish_reason}],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(tokens),
                               "total_tokens": prompt_tokens + len(tokens),
                               "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
@@ -392,9 +594,15 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual/be
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--model", default="gpt-4o-2024-08-06")
     parser.add_argument("--fingerprint", default="fp_test_0001")
+    parser.add_argument("--faults", type=float, default=0.0, metavar="RATE",
+                        help="seeded random faults at this rate (see FaultPlan)")
+    parser.add_argument("--fault-seed", type=int, default=0)
+    parser.add_argument("--stall", type=float, default=1.0, help="seconds a stall holds")
     args = parser.parse_args(argv)
+    plan = FaultPlan(rate=args.faults, seed=args.fault_seed, stall_s=args.stall) \
+        if args.faults else None
     server = MockOpenAIServer(model=args.model, fingerprint=args.fingerprint,
-                              latency_s=args.latency)
+                              latency_s=args.latency, faults=plan)
     if args.port:
         server._httpd.server_close()
         server._httpd = ThreadingHTTPServer(("127.0.0.1", args.port), server._handler())

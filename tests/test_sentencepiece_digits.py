@@ -1,0 +1,112 @@
+"""The local digit tree under the Llama / SentencePiece convention ("8" encodes as "▁", "8"),
+and ``anchor_forced`` recorded truthfully for first-position slots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tiny_llama import build_tiny_llama
+
+from capjudge.backends import create_backend
+from capjudge.backends.base import ScoreSlot
+from capjudge.backends.hf import HFBackend
+
+FIRST = ScoreSlot("score", 1, 5, anchor="", position="first", forced_prefix="")
+GVEVAL = ScoreSlot("score", 0, 100, label="final score")
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> HFBackend:
+    path = build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+    backend = create_backend(f"hf/{path}")
+    assert isinstance(backend, HFBackend)
+    return backend
+
+
+def test_the_tokenizer_follows_the_sentencepiece_convention(llama: HFBackend) -> None:
+    tok = llama.tokenizer
+    assert tok.convert_ids_to_tokens(tok.encode("8", add_special_tokens=False)) == ["▁", "8"]
+    assert tok.convert_ids_to_tokens(tok.encode("$85", add_special_tokens=False)) == [
+        "▁$", "8", "5"]
+    # The digit ids are the digits' own tokens (what follows "$"), not "▁" + digit: the digit
+    # tree is used, not the slow per-value fallback.
+    assert llama._digit_ids == {d: tok.convert_tokens_to_ids(d) for d in "0123456789"}
+    assert llama._value_ids(85) == [tok.convert_tokens_to_ids("8"), tok.convert_tokens_to_ids("5")]
+
+
+def test_digit_tree_equals_naive_scoring_with_sentencepiece(llama: HFBackend) -> None:
+    context = llama.tokenizer.encode("The final score is $", add_special_tokens=False)
+    values = list(range(0, 21)) + [55, 85, 99, 100]
+    llama.prune = 0.0
+    passes = llama.stats.forward_passes
+    tree = llama.distribution(context, values)
+    assert llama.stats.forward_passes - passes <= 4  # context + one pass per digit level
+    naive = llama.naive_distribution(context, values)
+    for v in values:
+        assert tree[v] == pytest.approx(naive[v], rel=1e-4, abs=1e-9)
+    assert 0 < sum(tree.values()) <= 1 + 1e-6
+
+
+def _ids(llama: HFBackend, text: str) -> list[int]:
+    return list(llama.tokenizer.encode(text, add_special_tokens=False))
+
+
+def test_first_position_slot_read_after_the_word_start_marker(llama: HFBackend) -> None:
+    prompt = _ids(llama, "Rate it.")
+    answer = _ids(llama, "4 out of 5. The caption is clear.")
+    assert llama.tokenizer.convert_ids_to_tokens(answer[:2]) == ["▁", "4"]
+    text = llama.tokenizer.decode(answer, skip_special_tokens=True)
+    context, forced, printed = llama._slot_context(FIRST, prompt, answer, text)
+    # The model wrote "▁" then "4": the distribution is the one after its own "▁".
+    assert context == prompt + answer[:1] and forced is False and printed == 4
+
+
+def test_first_position_slot_read_where_a_labelled_score_was_written(llama: HFBackend) -> None:
+    prompt = _ids(llama, "Rate it.")
+    answer = _ids(llama, "The caption is clear. Rating: 4")
+    text = llama.tokenizer.decode(answer, skip_special_tokens=True)
+    context, forced, printed = llama._slot_context(FIRST, prompt, answer, text)
+    assert printed == 4 and forced is False
+    assert llama.tokenizer.convert_ids_to_tokens(context[-1:]) == ["▁"]
+    assert llama.tokenizer.convert_ids_to_tokens(answer[len(context) - len(prompt)]) == "4"
+
+
+def test_first_position_slot_forced_when_not_read_where_written(llama: HFBackend,
+                                                                monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    prompt = _ids(llama, "Rate it.")
+    answer = _ids(llama, "The caption is clear. Rating: 4")
+    text = llama.tokenizer.decode(answer, skip_special_tokens=True)
+    # Digits that do not start a token (a merged "is85"-style token): the distribution is read
+    # at the answer's start, which is not where the model wrote its 4, so it is forced.
+    monkeypatch.setattr(llama, "_token_at", lambda ids, cut: None)
+    context, forced, printed = llama._slot_context(FIRST, prompt, answer, text)
+    assert context == prompt and forced is True and printed == 4
+    monkeypatch.undo()
+    nothing = _ids(llama, "The caption is clear.")
+    context, forced, printed = llama._slot_context(
+        FIRST, prompt, nothing, llama.tokenizer.decode(nothing, skip_special_tokens=True))
+    assert context == prompt and forced is True and printed is None
+
+
+def test_anchored_slot_read_at_the_digits_after_the_anchor(llama: HFBackend) -> None:
+    prompt = _ids(llama, "Rate it.")
+    answer = _ids(llama, "The final score is $85$. Note the scale runs from $0$ to $100$.")
+    text = llama.tokenizer.decode(answer, skip_special_tokens=True)
+    context, forced, printed = llama._slot_context(GVEVAL, prompt, answer, text)
+    assert printed == 85 and forced is False
+    assert llama.tokenizer.convert_ids_to_tokens(context[-1:]) == ["▁$"]
+
+
+def test_generate_records_the_forced_anchor(llama: HFBackend, tmp_path: Path) -> None:
+    from capjudge.backends.base import Decoding, JudgeRequest, Message
+
+    request = JudgeRequest(messages=(Message("user", ("Rate the caption from 0 to 100.",)),),
+                           slots=(GVEVAL,), decoding=Decoding(max_tokens=4), template="t@1")
+    response = llama.generate([request])[0]
+    assert not isinstance(response, Exception), response
+    slot = response.slots[0]
+    assert slot.source == "teacher_forcing" and slot.probs is not None
+    # Random weights do not write "final score ... $N": the anchor is forced, and said so.
+    assert slot.anchor_forced is (slot.printed is None)
