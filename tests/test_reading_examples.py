@@ -214,3 +214,28 @@ def test_a_200_with_an_error_body_is_retried_and_keeps_the_message(
         failed = JudgeClient(backend, None, retry=RetryPolicy(3, 0.01, 0.02)).run([request])[0]
     assert failed.status == "error" and failed.attempts == 3
     assert "The server had an error while processing your request" in (failed.reason or "")
+
+
+def test_text_only_is_a_status_everywhere_it_is_counted() -> None:
+    import pandas as pd
+
+    from capjudge.backends.base import STATUSES
+    from capjudge.methods import Criterion, get_method, verdict
+    from capjudge.report.agreement import series_agreement
+    from capjudge.validate import ValidateConfig, build_checks
+
+    assert "text_only" in STATUSES
+    method = get_method("gveval")
+    v = verdict(method, [Criterion("score", "text_only", "no logprobs", 77.0, printed=77.0)],
+                {})
+    assert v.status == "text_only" and v.score == 77.0  # scored: it has a printed score
+    rows = [{"score": 70.0 + k, "status": "text_only" if k < 2 else "ok", "human": float(k),
+             "system": "s"} for k in range(4)]
+    entry = series_agreement("j", "gveval", "ref-only", rows, 0, "p")
+    assert entry["n"] == 4 and entry["text_only"] == 2
+    judgements = pd.DataFrame([{"judge": "j", "method": "gveval", "criterion": "score",
+                                "item_id": "a", "status": "text_only", "score": 77.0,
+                                "mass": None, "probs": None, "printed": 77.0}])
+    items = pd.DataFrame([{"id": "a", "media_sha256": "a" * 64}])
+    suites = {name: exps for name, _, exps in build_checks(items, judgements, ValidateConfig())}
+    assert "text-only" in suites and len(suites["text-only"]) == 2

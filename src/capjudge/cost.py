@@ -84,15 +84,32 @@ def request_tokens(request: JudgeRequest) -> tuple[int, int]:
     return prompt, request.decoding.max_tokens
 
 
+# The OpenAI Batch API's discount on list prices (50 %); a price entry's ``batch_discount``
+# overrides it for a provider that discounts otherwise.
+DEFAULT_BATCH_DISCOUNT = 0.5
+
+
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens."""
+    """USD per million tokens.
+
+    Attributes:
+        input_per_1m: list price of a million prompt tokens.
+        output_per_1m: list price of a million completion tokens.
+        batch_discount: the fraction taken off both through the Batch API (``submit: batch``).
+    """
 
     input_per_1m: float
     output_per_1m: float
+    batch_discount: float = DEFAULT_BATCH_DISCOUNT
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.input_per_1m + completion_tokens * self.output_per_1m) / 1e6
+
+    def batch(self) -> Price:
+        """The price through the Batch API (the discount applied; no further discount)."""
+        keep = 1.0 - self.batch_discount
+        return Price(self.input_per_1m * keep, self.output_per_1m * keep, 0.0)
 
 
 def price_for(model: str, prices: Mapping[str, Mapping[str, float]]) -> Price | None:
@@ -104,7 +121,11 @@ def price_for(model: str, prices: Mapping[str, Mapping[str, float]]) -> Price | 
         if not matches:
             return None
         entry = prices[max(matches, key=len)]
-    return Price(float(entry["input_per_1m"]), float(entry["output_per_1m"]))
+    discount = float(entry.get("batch_discount", DEFAULT_BATCH_DISCOUNT))
+    if not 0.0 <= discount <= 1.0:
+        raise ValueError(f"prices: batch_discount of {model!r} must be within 0..1, got "
+                         f"{discount}")
+    return Price(float(entry["input_per_1m"]), float(entry["output_per_1m"]), discount)
 
 
 @dataclass

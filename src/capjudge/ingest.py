@@ -21,6 +21,7 @@ import logging
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -297,7 +298,8 @@ def _reason_kind(reason: str) -> str:
 
 
 def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
-           config: IngestConfig | None = None) -> IngestResult:
+           config: IngestConfig | None = None,
+           progress: Callable[[int, int | None], None] | None = None) -> IngestResult:
     """Validate a manifest and write the items/quarantine tables, tiles and DuckDB database.
 
     Args:
@@ -306,6 +308,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
             ever read.
         out_dir: output directory (created).
         config: frame sampling and decoding settings.
+        progress: called with (rows read, None) as rows are processed.
 
     Raises:
         ManifestError: the manifest cannot be read at all.
@@ -327,6 +330,8 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
     n_rows = 0
     for raw in read_rows(manifest):
         n_rows += 1
+        if progress is not None:
+            progress(n_rows, None)
         row, reasons = validate_fields(raw, config.max_candidate_chars)
         raw_id = raw.data.get("id") if raw.data else None
         # safe_text: an id with a lone surrogate is quarantined for it, and must still be

@@ -597,16 +597,18 @@ def progress_logger(label: str) -> Callable[[int, int], None]:
 
 
 def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
-              backend: Backend | None = None) -> dict[str, Any]:
+              backend: Backend | None = None,
+              progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run one judge over the ingested items in this process and write its outputs; returns
-    the summary (the same one the Prefect flow writes)."""
+    the summary (the same one the Prefect flow writes). ``progress`` is called with (done,
+    total) requests (default: log lines about every 5 %)."""
     started = time.perf_counter()
     items = load_items(items_path)
     total = len(items)
     if config.limit:
         items = items[: config.limit]
     backend = backend or make_backend(config)
-    client = make_client(config, backend, progress_logger(f"judge {config.method}"))
+    client = make_client(config, backend, progress or progress_logger(f"judge {config.method}"))
     result = judge_items(items, config, backend=backend, client=client)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -263,8 +263,7 @@ def _first_integer_candidates(cleaned: str) -> list[re.Match[str]]:
     if not numbers or not labelled:
         return numbers
     opening = numbers[0]
-    at_start = cleaned[:opening.start(1) if opening.group(1) else opening.start()].strip(
-        " \t\n*_`#>:") == ""
+    at_start = cleaned[:opening.start()].strip(" \t\n*_`#>:") == ""
     list_marker = re.match(r"[.)]\s+\D", cleaned[opening.end():]) is not None
     if at_start and not list_marker:
         return numbers
@@ -291,10 +290,6 @@ def find_printed(text: str, slot: ScoreSlot) -> Located | None:
 
 
 # --- the digit tree -------------------------------------------------------------------------
-
-
-def _is_digits(token: str) -> bool:
-    return token != "" and token.isdigit() and token.isascii()
 
 
 def _alternatives(tok: TokenLogprob) -> dict[str, float]:
@@ -550,7 +545,13 @@ def read_next(tokens: Sequence[TokenLogprob] | None, slot: ScoreSlot) -> SlotRes
         return SlotResult(slot.name, slot.values, None, None, "none", "parse_failure",
                           "the continuation came back without log-probabilities")
     node = _continuation(tokens[0])
-    raw = {(-1 if k == END else int(k)): p for k, p in node.items() if k == END or len(k) == 1}
+    raw: dict[int, float] = {}
+    for k, p in node.items():
+        digits = k.removesuffix(END)
+        if k == END:
+            raw[-1] = raw.get(-1, 0.0) + p
+        elif len(digits) == 1:  # "0", or "0$": the digit (what follows it is asked again)
+            raw[int(digits)] = raw.get(int(digits), 0.0) + p
     probs, mass = normalise(raw, slot.values)
     if mass <= 0:
         return SlotResult(slot.name, slot.values, None, None, "logprobs", "parse_failure",

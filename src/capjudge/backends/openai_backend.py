@@ -61,6 +61,9 @@ from capjudge.media_check import read_verified
 # Reasoning models refuse logprobs requests (HTTP 403): they cannot give a distribution.
 NO_LOGPROBS_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 
+# vLLM's chat parameters of a continuation: body fields, passed through the SDK's extra_body.
+_CONTINUATION_FIELDS = ("continue_final_message", "add_generation_prompt")
+
 
 def image_data_url(part: ImagePart) -> str:
     """A picture as a ``data:`` URL (PNG/JPEG/WebP/GIF by extension), from bytes verified
@@ -188,25 +191,53 @@ class OpenAIBackend(Backend):
     def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse | BackendError]:
         return [self._one(r) for r in requests]
 
+    # -- the wire format, shared with the Batch API (capjudge.batch) --------------------------
+
+    @property
+    def api(self) -> Any:
+        """The ``openai.OpenAI`` client (files and batches for :mod:`capjudge.batch`)."""
+        return self._client
+
+    def request_body(self, request: JudgeRequest) -> dict[str, Any]:
+        """The ``/v1/chat/completions`` body of a request, exactly as :meth:`generate` sends
+        it (a Batch API input line's ``body``).
+
+        Raises:
+            capjudge.media_check.MediaChangedError: a picture no longer matches its hash.
+        """
+        dec = request.decoding
+        body: dict[str, Any] = {
+            "model": self.model, "messages": to_openai_messages(request),
+            "temperature": dec.temperature, "max_tokens": dec.max_tokens,
+            "logprobs": True, "top_logprobs": dec.top_logprobs,
+        }
+        if dec.seed is not None:
+            body["seed"] = dec.sampling_seed()  # a new seed per repeat: a new sample
+        if is_continuation(request):
+            # A follow-up that continues the assistant's own text (vLLM's chat parameters)
+            # instead of starting a new turn: see follow_ups().
+            body.update({"continue_final_message": True, "add_generation_prompt": False})
+        return body
+
+    def parse_completion(self, request: JudgeRequest, body: dict[str, Any],
+                         latency_s: float = 0.0) -> JudgeResponse | BackendError:
+        """Read a ``chat.completion`` body received outside :meth:`generate` (a Batch API or
+        ``vllm run-batch`` result line) exactly as :meth:`generate` reads its own."""
+        from openai.types.chat import ChatCompletion
+
+        # construct(), as the SDK itself does: lenient about fields a server adds or omits.
+        return self._parse(request, ChatCompletion.construct(**body), latency_s)
+
     def _one(self, request: JudgeRequest) -> JudgeResponse | BackendError:
         import openai
 
         if self.model.startswith(NO_LOGPROBS_PREFIXES):
             return BackendError(f"{self.model} does not return log-probabilities (reasoning "
                                 "model); choose e.g. gpt-4o or gpt-4.1", transient=False)
-        dec = request.decoding
-        kwargs: dict[str, Any] = {
-            "model": self.model, "messages": to_openai_messages(request),
-            "temperature": dec.temperature, "max_tokens": dec.max_tokens,
-            "logprobs": True, "top_logprobs": dec.top_logprobs,
-        }
-        if dec.seed is not None:
-            kwargs["seed"] = dec.sampling_seed()  # a new seed per repeat: a new sample
-        if is_continuation(request):
-            # A follow-up that continues the assistant's own text (vLLM's chat parameters)
-            # instead of starting a new turn: see follow_ups().
-            kwargs["extra_body"] = {"continue_final_message": True,
-                                    "add_generation_prompt": False}
+        kwargs = self.request_body(request)
+        extra = {k: kwargs.pop(k) for k in _CONTINUATION_FIELDS if k in kwargs}
+        if extra:
+            kwargs["extra_body"] = extra  # not parameters of the SDK's create()
         started = time.perf_counter()
         try:
             completion = self._client.chat.completions.create(**kwargs)

@@ -39,6 +39,15 @@ def run(args: argparse.Namespace) -> int:
            "price": None if price is None else vars(price)}
     if price is None:
         out["note"] = f"no price for {model!r} in params.yaml judge.prices"
+    else:
+        # The same requests through the Batch API (submit: batch): the entry's batch_discount
+        # (50 % unless params.yaml says otherwise) off both token prices.
+        batch = price.batch()
+        out["batch"] = {
+            "discount": price.batch_discount,
+            "usd_expected": round(batch.cost(est.prompt_tokens,
+                                             est.expected_completion_tokens), 4),
+            "usd_max": round(batch.cost(est.prompt_tokens, est.max_completion_tokens), 4)}
     print(json.dumps(out, indent=2))
     return EXIT_OK
 

@@ -18,10 +18,15 @@ def run(args: argparse.Namespace) -> int:
     config = IngestConfig(frame_policy=args.frame_policy, uniform_frames=args.frames,
                           decode_timeout_s=args.decode_timeout,
                           max_candidate_chars=args.max_candidate_chars or None)
+    from capjudge.progress import Progress
+
+    progress = Progress("ingest", "row")
     try:
-        result = ingest(args.manifest, args.media_root, args.out, config)
+        result = ingest(args.manifest, args.media_root, args.out, config, progress=progress)
     except ManifestError as exc:
         raise UsageError(str(exc)) from exc
+    finally:
+        progress.close()
     print(f"ingest: {result.n_rows} rows -> {result.n_items} items "
           f"({', '.join(f'{k} {v}' for k, v in sorted(result.by_kind.items())) or 'none'}), "
           f"{result.n_quarantined} quarantined", file=sys.stderr)

@@ -17,10 +17,15 @@ def run(args: argparse.Namespace) -> int:
 
     config = judge_config(args, args.modes)
     config.limit = args.limit
+    from capjudge.progress import Progress
+
+    progress = Progress(f"judge {config.method}", "request")
     try:
-        summary = run_judge(args.items, args.out, config)
+        summary = run_judge(args.items, args.out, config, progress=progress)
     except (BackendError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
+    finally:
+        progress.close()
     print(json.dumps({k: summary[k] for k in ("by_status", "requests", "model_calls",
                                               "cache_hits", "modes_ran", "modes_skipped")},
                      indent=2))

@@ -124,7 +124,13 @@ def judge_scorer(method: str, mode: str | None, backend: str, backend_options: d
                              cache_dir=cache_dir)
         items = [Item(id=str(i), candidate=c, references=tuple(r)) for i, (c, r) in
                  enumerate(zip(candidates, references, strict=True))]
-        result = judge_items(items, config)
+        from capjudge.progress import Progress
+
+        progress = Progress(f"meta-eval {method}{':' + mode if mode else ''}", "request")
+        try:
+            result = judge_items(items, config, progress=progress)
+        finally:
+            progress.close()
         verdicts = result.verdicts(m, {})
         return [verdicts[(item.id, modes[0])].score
                 if (item.id, modes[0]) in verdicts else None for item in items]

@@ -180,11 +180,17 @@ def run_context(items: Sequence[Item] | str | Path, out_dir: str | Path, config:
     if isinstance(items, str | Path):
         items = load_items(items)
     backend = backend or create_backend(config.backend, **config.backend_options)
-    client = build_client(backend, cache_dir=config.cache_dir,
+    from capjudge.progress import Progress
+
+    progress = Progress(f"context {config.backend}", "request")
+    client = build_client(backend, cache_dir=config.cache_dir, progress=progress,
                           max_attempts=config.max_attempts, backoff_base_s=config.backoff_base_s,
                           rpm=config.rpm, tpm=config.tpm, concurrency=config.concurrency)
     pictures = [i for i in items if i.media_kind != "none"]
-    rows = extract(pictures, config, backend, client)
+    try:
+        rows = extract(pictures, config, backend, client)
+    finally:
+        progress.close()
     summary = {"backend": backend.describe(), "kinds": config.kinds, "pictures": len(
         {r["media_sha256"] for r in rows}), "rows": len(rows),
         "by_status": dict(Counter(r["status"] for r in rows)),

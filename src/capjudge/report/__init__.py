@@ -35,6 +35,7 @@ from capjudge.report.database import (
     label_rows,
     scored_items,
 )
+from capjudge.report.gallery import build_gallery
 from capjudge.report.judge_reliability import (
     CALIBRATION_COLUMNS,
     COMPARISON_COLUMNS,
@@ -243,6 +244,9 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
             [{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in a.items()}
              for a in agree]))
         raw_matrices = criterion_matrices(human_by_criterion(con))
+        reasoning = {(j, i): t for j, i, t in con.execute(
+            "SELECT judge, item_id, first(reasoning) FROM judgements "
+            "WHERE reasoning IS NOT NULL GROUP BY judge, item_id").fetchall()}
         reliability = _reliability(con, config)
         systems = con.execute("SELECT * FROM system_scores ORDER BY judge, mode, system"
                               ).df().to_dict("records")
@@ -260,12 +264,18 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
     for files in plots.values():
         for f in files:
             f["relpath"] = Path(f["path"]).relative_to(out).as_posix()
+    headline = _headline(agree, judges, systems)
+    gallery: list[dict[str, Any]] = []
+    if headline:  # the series the report leads with
+        lead = headline[0]["series"]
+        gallery = build_gallery(lead, [r for r in rows if r["series"] == lead],
+                                {r["id"]: r for r in items.to_pylist()}, reasoning, ingest, out)
     ctx: dict[str, Any] = {
-        "title": config.title, "protocol": SAMPLE_PROTOCOL,
+        "title": config.title, "protocol": SAMPLE_PROTOCOL, "gallery": gallery,
         "human_criterion": config.human_criterion, "out_dir": out,
         "judges": judges, "judge_rows": _judge_rows(judges), "not_run": _not_run(judges),
         "agreement": agree,
-        "headline": _headline(agree, judges, systems),
+        "headline": headline,
         "matrices": {k: {"humans": sorted({h for row in m.values() for h in row}), "rows": m}
                      for k, m in raw_matrices.items()},
         "systems": systems,
