@@ -6,21 +6,43 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
 
 from capjudge.methods import get_method, method_names
+from capjudge.parts import combine_part_dirs
 from flows.params import load_params
-from tasks.context import extract_task
+from flows.runner import RunnerConfig, task_runner
+from tasks.context import extract_shard_task, extract_task
 
 
 @flow(name="capjudge-context")
 def context_flow(name: str, method: str, items_path: str, out_dir: str,
-                 section: dict[str, Any]) -> dict[str, Any]:
-    """Run a method's context stage for every distinct picture of the ingested items."""
-    summary = extract_task(method, items_path, out_dir, section)
+                 section: dict[str, Any], workers: int = 1) -> dict[str, Any]:
+    """Run a method's context stage for every distinct picture of the ingested items.
+
+    With ``workers > 1`` the pictures are split into contiguous shards run as parallel tasks,
+    each writing its own folder, joined in order afterwards (the same rows as one task).
+    """
+    if workers <= 1:
+        summary = extract_task(method, items_path, out_dir, section)
+    else:
+        started = time.perf_counter()
+        count = 4 * workers  # a few shards per worker: the last ones finish together
+        parts = Path(out_dir) / ".parts"
+        shutil.rmtree(parts, ignore_errors=True)
+        dirs = [str(parts / f"part-{k:04d}") for k in range(count)]
+        futures = [extract_shard_task.submit(method, items_path, dirs[k], section, k, count)
+                   for k in range(count)]
+        for future in futures:
+            future.result()
+        summary = combine_part_dirs(dirs, out_dir, time.perf_counter() - started)
+        shutil.rmtree(parts, ignore_errors=True)
     get_run_logger().info("%s: %s over %d pictures; %d model calls, %d cache hits", name,
                           summary["by_status"], summary["pictures"], summary["model_calls"],
                           summary["cache_hits"])
@@ -61,8 +83,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out_dir = section.pop("out", f"data/context/{args.name}")
     section.setdefault("cache_dir", (params.get("judge") or {}).get("cache_dir"))
-    context_flow(args.name, method, f"{params['ingest']['out']}/items.parquet", out_dir,
-                 section)
+    try:
+        runner = RunnerConfig.from_params(params)
+    except ValueError as exc:
+        print(f"context {args.name}: error: {exc}", file=sys.stderr)
+        return 2
+    workers = 1
+    if runner.distributed:
+        # Threads gain nothing over the client's own concurrency; other processes do (a local
+        # model per worker), and they must share the rate limit and see the same cache.
+        workers = runner.size(1)
+        section["shared_dir"] = runner.limits_dir(section.get("cache_dir"))
+        if section.get("cache_dir"):
+            section["cache_dir"] = str(Path(section["cache_dir"]).absolute())
+    try:
+        context_flow.with_options(task_runner=task_runner(runner, workers))(
+            args.name, method, f"{params['ingest']['out']}/items.parquet", out_dir, section,
+            workers)
+    except RuntimeError as exc:
+        print(f"context {args.name}: error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

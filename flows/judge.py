@@ -16,19 +16,20 @@ import shutil
 import sys
 import time
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
-from prefect.task_runners import ThreadPoolTaskRunner
 
 from capjudge.backends import default_concurrency
 from capjudge.backends.base import BackendError
 from capjudge.client import ClientStats
 from capjudge.judge import JudgeConfig, combine_parts, summarise, write_summary
 from flows.params import load_params
+from flows.runner import RunnerConfig, task_runner
 from tasks.judge import judge_chunk
 
 
@@ -65,8 +66,22 @@ def adaptive_chunk_size(n_items: int, workers: int, minimum: int = 16, maximum: 
 
 @flow(name="capjudge-judge")
 def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
-               chunk_size: int | None = None, workers: int = 1) -> dict[str, Any]:
-    """Judge every ingested item with one method/backend; write judgements and summary."""
+               chunk_size: int | None = None, workers: int = 1,
+               shared_dir: str | None = None) -> dict[str, Any]:
+    """Judge every ingested item with one method/backend; write judgements and summary.
+
+    Args:
+        name: the judge's name (for the log).
+        items_path: ``items.parquet`` (every worker must see it at this path).
+        out_dir: where ``judgements.parquet`` and ``summary.json`` go.
+        config: the judge.
+        chunk_size: items per task (default: :func:`adaptive_chunk_size`).
+        workers: how many tasks the runner runs at once (sizes the chunks and the window of
+            tasks in flight).
+        shared_dir: a folder every worker sees, where the rpm/tpm window and the
+            ``Retry-After`` pause are kept when tasks run in several processes or hosts
+            (:mod:`capjudge.limits`); None: per process.
+    """
     logger = get_run_logger()
     started = time.perf_counter()
     total = n = pq.ParquetFile(items_path).metadata.num_rows
@@ -87,7 +102,8 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
     # A bounded window of submitted chunks: memory and the task runner's queue stay flat
     # whatever the number of items.
     for k, (lo, hi) in enumerate(bounds):
-        in_flight.append((k, judge_chunk.submit(config, items_path, lo, hi, parts[k])))
+        in_flight.append((k, judge_chunk.submit(config, items_path, lo, hi, parts[k],
+                                                shared_dir)))
         while len(in_flight) >= 2 * workers or (k == len(bounds) - 1 and in_flight):
             j, future = in_flight.popleft()
             results[j] = future.result()
@@ -122,16 +138,25 @@ def main(argv: list[str] | None = None) -> int:
         config = judge_config(params, args.name)
         workers = config.concurrency or default_concurrency(config.backend,
                                                             config.backend_options)
+        runner = RunnerConfig.from_params(params)
     except (BackendError, ValueError) as exc:
         print(f"judge {args.name}: error: {exc}", file=sys.stderr)
         return 2
     out_dir = judge_section(params, args.name).get("out", f"data/judge/{args.name}")
     items_path = f"{params['ingest']['out']}/items.parquet"
-    runner: Any = ThreadPoolTaskRunner(max_workers=workers)
+    if config.submit == "batch":  # one process submits and polls: see flows/judge_batch.py
+        from flows.judge_batch import run_batch_stage
+
+        return run_batch_stage(args.name, items_path, out_dir, config)
+    shared_dir = runner.limits_dir(config.cache_dir)
+    if runner.distributed and config.cache_dir:
+        # Every worker must mean the same cache folder, whatever its working directory.
+        config = replace(config, cache_dir=str(Path(config.cache_dir).absolute()))
     try:
-        judge_flow.with_options(task_runner=runner)(args.name, items_path, out_dir, config,
-                                                    workers=workers)
-    except BackendError as exc:
+        judge_flow.with_options(task_runner=task_runner(runner, workers))(
+            args.name, items_path, out_dir, config, workers=runner.size(workers),
+            shared_dir=shared_dir)
+    except (BackendError, RuntimeError) as exc:
         print(f"judge {args.name}: error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -9,6 +9,7 @@ from prefect.cache_policies import NO_CACHE
 
 from capjudge.item import load_items
 from capjudge.methods import get_method
+from capjudge.parts import shard_by_picture
 
 
 @task(name="extract-context", retries=1, retry_delay_seconds=10, cache_policy=NO_CACHE)
@@ -17,3 +18,13 @@ def extract_task(method: str, items_path: str, out_dir: str, section: dict[str, 
     """Run ``method``'s context stage over the ingested items (answers come from the request
     cache when already extracted)."""
     return get_method(method).run_context(load_items(items_path), out_dir, section)
+
+
+@task(name="extract-context-shard", retries=1, retry_delay_seconds=10, cache_policy=NO_CACHE)
+def extract_shard_task(method: str, items_path: str, part_dir: str, section: dict[str, Any],
+                       index: int, count: int) -> dict[str, Any]:
+    """Run ``method``'s context stage on shard ``index`` of ``count`` (a contiguous range of
+    the distinct pictures: :func:`capjudge.parts.shard_by_picture`) into ``part_dir``. The
+    task picks its own items, so no item list travels as a parameter."""
+    items = shard_by_picture(load_items(items_path), index, count)
+    return get_method(method).run_context(items, part_dir, section)

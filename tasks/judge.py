@@ -19,16 +19,18 @@ from capjudge.judge import JudgeConfig, judge_items, shared_client, write_part
 
 @task(name="judge-chunk", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE)
 def judge_chunk(config: JudgeConfig, items_path: str, start: int, stop: int,
-                part_path: str) -> dict[str, Any]:
+                part_path: str, shared_dir: str | None = None) -> dict[str, Any]:
     """Judge items ``[start, stop)``; write their rows to ``part_path``; return statistics.
 
     Per-request failures are statuses, not exceptions; a retry here covers a crash of the
-    whole chunk, and answered requests then come from the cache.
+    whole chunk, and answered requests then come from the cache. ``shared_dir``: where the
+    rate limit and ``Retry-After`` pause shared with other processes live (None: this
+    process's own).
     """
     # load_items: relative media paths resolve against the items file's folder, wherever the
     # worker runs.
     items = load_items(items_path, start, stop)
-    backend, client = shared_client(config)
+    backend, client = shared_client(config, shared_dir)
     result = judge_items(items, config, backend=backend, client=client)
     write_part(part_path, result.rows)
     return {"stats": result.stats.to_dict(), "rows": len(result.rows),

@@ -30,7 +30,9 @@ def test_sample_then_ingest_flows(harness: None, tmp_path: Path) -> None:
     items = pq.read_table(tmp_path / "ingest" / "items.parquet").to_pylist()
     videos = [i for i in items if i["media_kind"] == "video"]
     assert videos and all(v["frame_policy"] == "gveval_code" for v in videos)
-    assert all(v["frame_indices"] == [0, 8, 16] for v in videos)  # 24-frame clips
+    # 24-frame clips: the repository's linspace(0, 23, 4, dtype=int)[:3] (was [0, 8, 16], the
+    # old [0, n//3, 2n//3] rule: issue 10).
+    assert all(v["frame_indices"] == [0, 7, 15] for v in videos)
 
 
 @pytest.mark.slow

@@ -47,19 +47,46 @@ CONSERVATIVE_REQUEST_TOKENS = 4000
 MAX_FOLLOW_UP_ROUNDS = 4
 
 
+class Limiter(Protocol):
+    """What the client asks before every send: :class:`RateLimiter` for the threads of one
+    process, :class:`capjudge.limits.FileRateLimiter` for workers in several processes or on
+    several hosts.
+    """
+
+    def acquire(self, tokens: int = 0, requests: int = 1) -> float:
+        """Block until ``requests`` requests carrying ``tokens`` tokens fit; returns the
+        seconds waited.
+        """
+
+
+def window_budget(per_minute: float | None, window_s: float) -> float | None:
+    """A per-minute budget scaled to a window of ``window_s`` seconds (None: unlimited)."""
+    return None if per_minute is None else per_minute * window_s / 60.0
+
+
 class RateLimiter:
-    """Sliding-window limiter on requests and tokens per minute (thread-safe)."""
+    """Sliding-window limiter on requests and tokens per minute (thread-safe).
+
+    ``rpm`` and ``tpm`` are per-minute budgets, enforced over sliding windows of ``window_s``
+    seconds with the budget scaled to the window (``rpm * window_s / 60`` requests per
+    window): providers that enforce a minute's budget in shorter quanta are met by a shorter
+    window. A batch counts as its number of requests, not as one.
+    """
 
     def __init__(self, rpm: float | None = None, tpm: float | None = None,
                  window_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.rpm, self.tpm, self.window = rpm, tpm, window_s
-        self._events: deque[tuple[float, int]] = deque()
+        self._max_requests = window_budget(rpm, window_s)
+        self._max_tokens = window_budget(tpm, window_s)
+        self._events: deque[tuple[float, int, int]] = deque()  # (time, requests, tokens)
         self._lock = threading.Lock()
         self._clock, self._sleep = clock, sleep
 
-    def acquire(self, tokens: int = 0) -> float:
-        """Block until a request of ``tokens`` tokens fits; returns the time waited."""
+    def acquire(self, tokens: int = 0, requests: int = 1) -> float:
+        """Block until ``requests`` requests of ``tokens`` tokens in all fit; returns the time
+        waited. A batch larger than the whole budget still goes, alone in its window.
+        """
         if self.rpm is None and self.tpm is None:
             return 0.0
         waited = 0.0
@@ -68,12 +95,13 @@ class RateLimiter:
                 now = self._clock()
                 while self._events and self._events[0][0] <= now - self.window:
                     self._events.popleft()
-                used = sum(t for _, t in self._events)
-                fits_rpm = self.rpm is None or len(self._events) < self.rpm
-                # A single request larger than the whole budget must still go (alone).
-                fits_tpm = self.tpm is None or used + tokens <= self.tpm or not self._events
-                if fits_rpm and fits_tpm:
-                    self._events.append((now, tokens))
+                fits = not self._events or (
+                    (self._max_requests is None
+                     or sum(e[1] for e in self._events) + requests <= self._max_requests)
+                    and (self._max_tokens is None
+                         or sum(e[2] for e in self._events) + tokens <= self._max_tokens))
+                if fits:
+                    self._events.append((now, requests, tokens))
                     return waited
                 delay = max(0.01, self._events[0][0] + self.window - now)
             self._sleep(delay)
@@ -194,7 +222,8 @@ class JudgeClient:
                  tpm: float | None = None, concurrency: int | None = None,
                  progress: Callable[[int, int], None] | None = None, seed: int = 0,
                  fingerprint: str | None = None, pause: Pause | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 limiter: Limiter | None = None) -> None:
         """Wrap ``backend``.
 
         Args:
@@ -210,11 +239,14 @@ class JudgeClient:
             pause: the ``Retry-After`` pause every worker honours (default: one shared by the
                 threads of this client).
             sleep: how to wait (tests pass a fake).
+            limiter: the rpm/tpm limiter (default: one for the threads of this client, from
+                ``rpm``/``tpm``; a runner spreading a judge over processes or hosts passes a
+                shared one, :class:`capjudge.limits.FileRateLimiter`).
         """
         self.backend = backend
         self.cache = cache
         self.retry = retry or RetryPolicy()
-        self.limiter = RateLimiter(rpm, tpm)
+        self.limiter: Limiter = limiter or RateLimiter(rpm, tpm)
         self.pause: Pause = pause or SharedPause()
         self._sleep = sleep
         self.concurrency = max(1, concurrency or backend.capabilities.concurrency)
@@ -238,7 +270,8 @@ class JudgeClient:
     def run_with_stats(self, requests: Sequence[JudgeRequest]
                        ) -> tuple[list[JudgeResponse], ClientStats]:
         """:meth:`run`, also returning the statistics of this call alone (the client's
-        cumulative :attr:`stats` are updated too)."""
+        cumulative :attr:`stats` are updated too).
+        """
         stats = ClientStats()
         results: list[JudgeResponse | None] = [None] * len(requests)
         keys = [self.key(r) for r in requests]
@@ -306,7 +339,8 @@ class JudgeClient:
                 for i in todo:
                     out[i] = JudgeResponse(status="error", reason=refused, attempts=attempt - 1)
                 break
-            self.limiter.acquire(sum(self._tokens(batch[i]) for i in todo))
+            # Every request of the batch counts against rpm (a batch of 16 is 16 requests).
+            self.limiter.acquire(sum(self._tokens(batch[i]) for i in todo), len(todo))
             started = time.perf_counter()
             try:
                 answers = self.backend.generate([batch[i] for i in todo])
@@ -399,7 +433,8 @@ class JudgeClient:
 
     def _wait_for_pause(self) -> str | None:
         """Wait until the shared ``Retry-After`` window ends; returns None, or the reason to
-        give up when what is left of the window is longer than the cap."""
+        give up when what is left of the window is longer than the cap.
+        """
         while (left := self.pause.remaining()) > 0:
             if left > self.retry.max_retry_after_s:
                 return (f"rate limited: the server asked every request to wait {left:.0f} s "
@@ -410,7 +445,8 @@ class JudgeClient:
 
     def _tokens(self, request: JudgeRequest) -> int:
         """The request's estimated tokens for the limiter; never fails the batch (a picture
-        that cannot be read is the backend's to report, with the item's reason)."""
+        that cannot be read is the backend's to report, with the item's reason).
+        """
         try:
             return sum(request_tokens(request))
         except Exception as exc:  # noqa: BLE001 - an estimate must not end the stage
@@ -421,7 +457,8 @@ class JudgeClient:
     def _store(self, key: str, answer: JudgeResponse, request: JudgeRequest,
                stats: ClientStats) -> None:
         """Cache an answer; a failed write is counted and logged, never fatal (the answer is
-        still returned and written to the stage's output)."""
+        still returned and written to the stage's output).
+        """
         assert self.cache is not None
         meta = {"backend": self.backend.backend_id, "template": request.template,
                 "tag": request.tag}
@@ -444,11 +481,16 @@ def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
                  progress: Callable[[int, int], None] | None = None,
                  fingerprint: str | None = None,
                  max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S,
-                 pause: Pause | None = None) -> JudgeClient:
+                 pause: Pause | None = None, rate_window_s: float = 60.0,
+                 shared_dir: str | Path | None = None) -> JudgeClient:
     """The cached, retrying, rate-limited client around a backend, as every stage builds it.
 
     ``max_retry_after_s`` caps a ``Retry-After`` wait; ``pause`` replaces the per-client
-    ``Retry-After`` pause (for a runner that shares it between processes).
+    ``Retry-After`` pause (for a runner that shares it between processes). ``rate_window_s``
+    is the window rpm/tpm are enforced over (:class:`RateLimiter`). With ``shared_dir`` the
+    rpm/tpm window and the ``Retry-After`` pause live in files there
+    (:func:`capjudge.limits.shared_limits`), so they hold across every process and host that
+    builds its client with the same folder.
     """
     from capjudge.cache import RequestCache, default_cache_dir
 
@@ -457,8 +499,17 @@ def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
     except OSError as exc:
         log.warning("request cache unavailable (%s): answers will not be cached", exc)
         cache = None
+    limiter: Limiter | None = None
+    if shared_dir is not None:
+        from capjudge.limits import shared_limits
+
+        limiter, file_pause = shared_limits(shared_dir, backend.describe(), rpm, tpm,
+                                            rate_window_s)
+        pause = pause or file_pause
+    elif rpm is not None or tpm is not None:
+        limiter = RateLimiter(rpm, tpm, rate_window_s)
     return JudgeClient(backend, cache,
                        retry=RetryPolicy(max_attempts=max_attempts, base_s=backoff_base_s,
                                          max_retry_after_s=max_retry_after_s),
                        rpm=rpm, tpm=tpm, concurrency=concurrency, progress=progress,
-                       fingerprint=fingerprint, pause=pause)
+                       fingerprint=fingerprint, pause=pause, limiter=limiter)

@@ -104,6 +104,7 @@ class Price:
     batch_discount: float = DEFAULT_BATCH_DISCOUNT
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """Dollars for the given prompt and completion tokens at list price."""
         return (prompt_tokens * self.input_per_1m + completion_tokens * self.output_per_1m) / 1e6
 
     def batch(self) -> Price:

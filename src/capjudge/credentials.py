@@ -44,8 +44,10 @@ def redact(text: str) -> str:
 
 
 def redact_value(value: Any) -> Any:
-    """A copy of ``value`` (nested dicts, lists, strings) with :func:`redact` applied to every
-    string: backend facts on their way to lineage, the report database and the registry."""
+    """A copy of ``value`` (nested dicts, lists, strings) with :func:`redact` on every string.
+
+    Used for backend facts on their way to lineage, the report database and the registry.
+    """
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, Mapping):
@@ -77,8 +79,10 @@ def check_url(url: str | None, where: str) -> None:
 
 
 def find_credentials(value: Any, path: str = "") -> list[tuple[str, str]]:
-    """Every string inside ``value`` (nested dicts and lists) that is a URL carrying user-info,
-    as (dotted path, URL) pairs, e.g. ``[("judges.gpt.backend_options.base_url", "http://…")]``.
+    """Every string inside ``value`` (nested dicts and lists) that is a URL carrying user-info.
+
+    They are given as (dotted path, URL) pairs, e.g.
+    ``[("judges.gpt.backend_options.base_url", "http://…")]``.
     """
     found: list[tuple[str, str]] = []
     if isinstance(value, str):

@@ -164,12 +164,17 @@ class TileCache:
     """
 
     def __init__(self, tiles_dir: Path, config: IngestConfig,
-                 judge_dir: Path | None = None) -> None:
+                 judge_dir: Path | None = None,
+                 video_failures: dict[str, str] | None = None) -> None:
         self.dir = tiles_dir
         self.config = config
         self.judge_dir = judge_dir or tiles_dir.parent / "judge_images"
         self.videos: dict[tuple[str, str], dict[str, Any]] = {}
         self.judge_images: dict[str, JudgeImage] = {}
+        # Videos (by content hash) whose sampling already failed in this run, e.g. in the
+        # parallel pre-pass of the ingest flow: their reason is reused rather than paying the
+        # decode timeout twice.
+        self.video_failures = dict(video_failures or {})
 
     def judge_image(self, path: Path, sha: str, info: ImageInfo) -> JudgeImage:
         """The file to send to a judge for an image: itself, or its normalised copy.
@@ -184,12 +189,26 @@ class TileCache:
         return self.judge_images[sha]
 
     def video(self, path: Path, sha: str) -> dict[str, Any]:
+        """The frame tile of a video under the configured policy, made or reused.
+
+        Args:
+            path: the video file.
+            sha: its content hash (tiles are named and remembered by it and the policy).
+
+        Returns:
+            The tile's metadata (path, hash, policy, frame indices and timestamps, ...).
+
+        Raises:
+            MediaError: the video's sampling failed (also in an earlier pass of this run).
+        """
         policy = self.config.frame_policy
         if policy == "uniform":
             policy = f"uniform{self.config.uniform_frames}"
         key = (sha, policy)
         if key in self.videos:
             return self.videos[key]
+        if sha in self.video_failures:
+            raise MediaError(self.video_failures[sha])
         tile = self.dir / f"{sha}-{policy}.png"
         sidecar = tile.with_suffix(".json")
         if tile.is_file() and sidecar.is_file():
@@ -219,6 +238,12 @@ class TileCache:
         return meta
 
     def views(self, paths: list[Path], sha: str) -> tuple[str, str]:
+        """The tile of an object's views, made or reused: (tile path, tile content hash).
+
+        Args:
+            paths: the view images (each is checked before tiling).
+            sha: the views' combined content hash (the tile is named by it).
+        """
         # "-v2": views are now decoded upright (EXIF) and deep/CMYK views converted properly;
         # a tile cached by an earlier version (e.g. in the score CLI's cache) may be sideways.
         tile = self.dir / f"{sha}-views-v2.png"
@@ -299,7 +324,8 @@ def _reason_kind(reason: str) -> str:
 
 def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
            config: IngestConfig | None = None,
-           progress: Callable[[int, int | None], None] | None = None) -> IngestResult:
+           progress: Callable[[int, int | None], None] | None = None,
+           video_failures: dict[str, str] | None = None) -> IngestResult:
     """Validate a manifest and write the items/quarantine tables, tiles and DuckDB database.
 
     Args:
@@ -309,6 +335,8 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
         out_dir: output directory (created).
         config: frame sampling and decoding settings.
         progress: called with (rows read, None) as rows are processed.
+        video_failures: videos (content hash -> reason) whose frame sampling already failed
+            in this run (:func:`sample_tiles`); their rows are quarantined with that reason.
 
     Raises:
         ManifestError: the manifest cannot be read at all.
@@ -321,7 +349,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
     out = Path(out_dir)
     relative_paths = not media_root.is_absolute() and not out.is_absolute()
     (out / "tiles").mkdir(parents=True, exist_ok=True)
-    tiles = TileCache(out / "tiles", config)
+    tiles = TileCache(out / "tiles", config, video_failures=video_failures)
     hashes: dict[Path, str] = {}
 
     items: list[dict[str, Any]] = []
@@ -380,6 +408,65 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
         log.warning("quarantined line %s (id=%s): %s", q["line"], q["id"], q["reason"])
     return IngestResult(n_rows=n_rows, n_items=len(items), n_quarantined=len(quarantine),
                         by_kind=by_kind, reasons=reason_counts, out_dir=str(out))
+
+
+def video_jobs(manifest: str | Path, media_root: str | Path,
+               config: IngestConfig | None = None) -> list[str]:
+    """The distinct video files of a manifest that ingest would sample frames from, in order.
+
+    These are what the ingest flow hands to parallel workers (:func:`sample_tiles`) before
+    the ordered pass of :func:`ingest` finds their tiles made.
+
+    Rows that ingest would quarantine are left out (ingest records them with the reason).
+    Files are told apart by resolved path, not content: hashing is left to the workers.
+
+    Raises:
+        ManifestError: the manifest cannot be read at all.
+    """
+    config = config or IngestConfig()
+    root = Path(media_root)
+    seen: set[Path] = set()
+    jobs: list[str] = []
+    for raw in read_rows(Path(manifest)):
+        row, _ = validate_fields(raw, config.max_candidate_chars)
+        if row is None or row.media_kind != "video":
+            continue
+        try:
+            path = resolve_media(root, row.media[0])
+        except MediaError:
+            continue
+        if path not in seen:
+            seen.add(path)
+            jobs.append(str(path))
+    return jobs
+
+
+def sample_tiles(videos: list[str], out_dir: str | Path, config: IngestConfig | None = None
+                 ) -> dict[str, str]:
+    """Make the frame tiles of ``videos`` in ``out_dir/tiles``, exactly as :func:`ingest` would.
+
+    Same names, sidecars and checks, so that a following ingest into ``out_dir`` reuses them.
+    Workers may run this on disjoint lists at once: each decode is its own child process, and
+    a tile two workers both wrote (the same content under two paths) is checked against its
+    sidecar's hash by ingest and made again if it does not match.
+
+    Returns:
+        content hash -> reason for every video whose sampling failed (pass them to
+        :func:`ingest` as ``video_failures``, so the decode timeout is not paid twice).
+    """
+    tiles = TileCache(Path(out_dir) / "tiles", config or IngestConfig())
+    tiles.dir.mkdir(parents=True, exist_ok=True)
+    failures: dict[str, str] = {}
+    for path in videos:
+        try:
+            sha = sha256_file(Path(path))
+        except OSError:
+            continue  # ingest quarantines it with the reason
+        try:
+            tiles.video(Path(path), sha)
+        except (MediaError, OSError) as exc:
+            failures[sha] = str(exc)
+    return failures
 
 
 def write_tables(out: Path, items: list[dict[str, Any]], quarantine: list[dict[str, Any]]

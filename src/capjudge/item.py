@@ -55,8 +55,9 @@ class Item:
 
     @classmethod
     def from_row(cls, row: dict[str, Any], base_dir: str | Path | None = None) -> Item:
-        """Build from an ``items.parquet`` row; columns this class does not name go to
-        ``other`` (kept, never dropped).
+        """Build from an ``items.parquet`` row.
+
+        Columns this class does not name go to ``other`` (kept, never dropped).
 
         Args:
             row: the row.
@@ -119,8 +120,10 @@ class Item:
 
 
 def load_items(path: str | Path, start: int = 0, stop: int | None = None) -> list[Item]:
-    """``items.parquet`` (rows ``[start, stop)``) as typed items whose relative paths resolve
-    against the file's folder."""
+    """``items.parquet`` (rows ``[start, stop)``) as typed items.
+
+    Their relative paths resolve against the file's folder.
+    """
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)

@@ -123,6 +123,16 @@ class JudgeConfig:
     # The longest Retry-After the client waits; a request asked to wait longer fails with the
     # reason (and every worker of the client waits out shorter windows together).
     max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
+    # The window rpm/tpm are enforced over, with the budget scaled to it (rpm x window / 60
+    # requests per window). Providers enforce a minute's budget in shorter quanta (OpenAI:
+    # "60,000 rpm may be enforced as 1,000 requests per second"): a window of a few seconds
+    # avoids the bursts they reject. 60 is the plain per-minute budget.
+    rate_window_s: float = 60.0
+    # How requests reach the model: "sync" (one call each) or "batch" (the OpenAI Batch API,
+    # openai/<model> backends: see capjudge.batch; ``batch_options`` tune it). Not "mode":
+    # ``modes`` are the method's modes.
+    submit: str = "sync"
+    batch_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Reject settings that would make the repeats meaningless, and credentials.
@@ -142,10 +152,23 @@ class JudgeConfig:
                 f"repeats: {self.repeats} needs temperature > 0 (got {self.temperature}): at "
                 "temperature 0 every repeat is the same answer, which would fake perfect "
                 "test-retest reliability; set e.g. temperature: 1.0, or repeats: 1")
+        if not self.rate_window_s > 0:
+            raise ValueError(f"rate_window_s must be positive, got {self.rate_window_s!r}")
+        if self.rpm is not None and self.rpm * self.rate_window_s / 60 < 1:
+            # A window that holds less than one request would admit one anyway (a request
+            # always goes alone), i.e. more than the budget.
+            raise ValueError(f"rate_window_s: {self.rate_window_s:g} s holds less than one "
+                             f"request at rpm {self.rpm:g}; use at least {60 / self.rpm:g} s")
         # The config travels as Prefect parameters and into dvc.lock and summaries: a URL with
         # user-info here would be persisted everywhere, so it is refused before anything runs.
         refuse_credentials({"backend_options": self.backend_options,
                             "method_options": self.method_options})
+        from capjudge.batch import SUBMIT_MODES, BatchOptions
+
+        if self.submit not in SUBMIT_MODES:
+            raise ValueError(f"submit must be one of {', '.join(SUBMIT_MODES)}, got "
+                             f"{self.submit!r}")
+        BatchOptions.from_dict(self.batch_options)  # unknown keys fail before anything runs
 
     @classmethod
     def from_params(cls, section: dict[str, Any], common: dict[str, Any] | None = None
@@ -174,8 +197,10 @@ class JudgeConfig:
                         top_logprobs=self.top_logprobs)
 
     def stable_hash(self) -> str:
-        """A hash of every setting, equal across processes and hosts (unlike ``id()``): the key
-        under which workers share one backend and client."""
+        """A hash of every setting, equal across processes and hosts (unlike ``id()``).
+
+        It is the key under which workers share one backend and client.
+        """
         payload = json.dumps(asdict(self), sort_keys=True, default=str)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
@@ -220,27 +245,43 @@ def make_backend(config: JudgeConfig) -> Backend:
 
 
 def make_client(config: JudgeConfig, backend: Backend,
-                progress: Callable[[int, int], None] | None = None) -> JudgeClient:
-    """The cached, retrying, rate-limited client around a backend."""
+                progress: Callable[[int, int], None] | None = None,
+                shared_dir: str | Path | None = None) -> JudgeClient:
+    """The cached, retrying, rate-limited client around a backend.
+
+    Args:
+        config: the judge.
+        backend: what answers.
+        progress: called with (done, total) requests.
+        shared_dir: keep the rpm/tpm window and the ``Retry-After`` pause in files here, shared
+            by every process and host that uses the same folder (:mod:`capjudge.limits`);
+            None: per client.
+    """
     return build_client(backend, cache_dir=config.cache_dir, max_attempts=config.max_attempts,
                         backoff_base_s=config.backoff_base_s, rpm=config.rpm, tpm=config.tpm,
                         concurrency=config.concurrency, progress=progress,
                         fingerprint=config.fingerprint,
-                        max_retry_after_s=config.max_retry_after_s)
+                        max_retry_after_s=config.max_retry_after_s,
+                        rate_window_s=config.rate_window_s, shared_dir=shared_dir)
 
 
 _SHARED: dict[str, tuple[Backend, JudgeClient]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_client(config: JudgeConfig) -> tuple[Backend, JudgeClient]:
-    """One backend and client per judge config per process, keyed by the config's stable hash:
-    chunks running on threads of one worker share the model, the cache and the rate limiter."""
-    key = config.stable_hash()
+def shared_client(config: JudgeConfig, shared_dir: str | None = None
+                  ) -> tuple[Backend, JudgeClient]:
+    """One backend and client per judge config per process, keyed by the config's stable hash.
+
+    Chunks running on threads of one worker share the model, the cache and the rate limiter.
+    With ``shared_dir`` the limiter and the ``Retry-After`` pause are also shared with the
+    other processes of the run (see :func:`make_client`).
+    """
+    key = f"{config.stable_hash()}|{shared_dir or ''}"
     with _SHARED_LOCK:
         if key not in _SHARED:
             backend = make_backend(config)
-            _SHARED[key] = (backend, make_client(config, backend))
+            _SHARED[key] = (backend, make_client(config, backend, shared_dir=shared_dir))
         return _SHARED[key]
 
 
@@ -366,6 +407,8 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
         log.exception("the explanation turn failed; rows are written without explanations")
         explanations = [None] * len(planned)
     price = price_for(backend.backend_id.split("/", 1)[1], config.prices)
+    if price is not None and config.submit == "batch":
+        price = price.batch()  # what the Batch API charges
     snapshot = backend.snapshot()
     rows: list[dict[str, Any]] = []
     criteria: dict[tuple[str, str], list[Criterion]] = {}
@@ -411,8 +454,11 @@ def verify_media(planned: Sequence[Planned], items: dict[str, Item]
 
 
 def _interpret(method: Method, p: Planned, response: JudgeResponse) -> list[Criterion]:
-    """The method's reading of an answer; a method that fails on one answer makes that
-    request's criteria errors with the reason, not the end of the stage."""
+    """The method's reading of an answer.
+
+    A method that fails on one answer makes that request's criteria errors with the reason,
+    not the end of the stage.
+    """
     try:
         return method.interpret(p, response)
     except Exception as exc:  # noqa: BLE001 - one answer must not end the stage
@@ -436,8 +482,11 @@ def check_repeatable(backend: Backend) -> None:
 
 
 def repeat_planned(planned: Sequence[Planned], repeats: int) -> list[Planned]:
-    """Each request ``repeats`` times, repeat ``r`` with ``Decoding.sample = r`` (its own
-    cache key and sampling seed); request-major, so the repeats of a request are adjacent."""
+    """Each request ``repeats`` times, repeat ``r`` with ``Decoding.sample = r``.
+
+    Each repeat has its own cache key and sampling seed. The order is request-major, so the
+    repeats of a request are adjacent.
+    """
     return [replace(p, request=replace(p.request, decoding=replace(p.request.decoding,
                                                                    sample=r)))
             for p in planned for r in range(repeats)]
@@ -471,8 +520,10 @@ def _response_rows(p: Planned, response: JudgeResponse, results: Sequence[Criter
 def _explain(config: JudgeConfig, method: Method, planned: Sequence[Planned],
              responses: Sequence[JudgeResponse], client: JudgeClient,
              stats: ClientStats) -> list[str | None]:
-    """The method's optional explanation turn (``method_options.explain``), for answered
-    requests; its requests count in ``stats`` like any other."""
+    """The method's optional explanation turn (``method_options.explain``), for answered requests.
+
+    Its requests count in ``stats`` like any other.
+    """
     out: list[str | None] = [None] * len(planned)
     if not config.method_options.get("explain") or not method.explains:
         return out
@@ -499,8 +550,11 @@ def rows_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
 
 def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
               backend: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """The run's counts for summary.json (and DVC metrics), from the judgement table and the
-    merged statistics of every call that produced it."""
+    """The run's counts for summary.json (and DVC metrics).
+
+    They come from the judgement table and the merged statistics of every call that produced
+    it.
+    """
     status = table.column("status").to_pylist()
     mode = table.column("mode").to_pylist()
     reason = table.column("reason").to_pylist()
@@ -555,8 +609,10 @@ def write_part(path: str | Path, rows: Sequence[dict[str, Any]]) -> Path:
 
 
 def combine_parts(parts: Iterable[str | Path], out: str | Path) -> pa.Table:
-    """Concatenate part files into one judgements.parquet, a part at a time (row groups), and
-    return the columns the summary needs."""
+    """Concatenate part files into one judgements.parquet, a part at a time (row groups).
+
+    Returns the columns the summary needs.
+    """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
@@ -599,16 +655,26 @@ def progress_logger(label: str) -> Callable[[int, int], None]:
 def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
               backend: Backend | None = None,
               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Run one judge over the ingested items in this process and write its outputs; returns
-    the summary (the same one the Prefect flow writes). ``progress`` is called with (done,
-    total) requests (default: log lines about every 5 %)."""
+    """Run one judge over the ingested items in this process and write its outputs.
+
+    Returns the summary (the same one the Prefect flow writes). ``progress`` is called with
+    (done, total) requests (default: log lines about every 5 %).
+    """
     started = time.perf_counter()
     items = load_items(items_path)
     total = len(items)
     if config.limit:
         items = items[: config.limit]
     backend = backend or make_backend(config)
-    client = make_client(config, backend, progress or progress_logger(f"judge {config.method}"))
+    progress = progress or progress_logger(f"judge {config.method}")
+    if config.submit == "batch":
+        from capjudge.batch import make_batch_client
+
+        # Batches are submitted and polled by this one process; their state (batches.json)
+        # lives in the stage's output directory unless batch_options.state_dir says otherwise.
+        client: JudgeClient = make_batch_client(config, backend, out_dir, progress)
+    else:
+        client = make_client(config, backend, progress)
     result = judge_items(items, config, backend=backend, client=client)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

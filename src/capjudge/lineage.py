@@ -47,6 +47,7 @@ def git_revision(root: Path = Path(".")) -> dict[str, Any]:
 
 
 def package_versions() -> dict[str, str | None]:
+    """The installed version of each package in :data:`PACKAGES` (None when not installed)."""
     out: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
@@ -114,8 +115,9 @@ def list_runs(registry: Path) -> list[dict[str, Any]]:
 
 
 def resolve_run(ref: str, registry: Path) -> Path:
-    """A run's DuckDB database from a run id (or unique prefix, or 'latest', 'previous'), a
-    report folder, or a database path.
+    """A run's DuckDB database from a run id, a report folder, or a database path.
+
+    A run id may also be a unique prefix, or 'latest' or 'previous'.
 
     Raises:
         FileNotFoundError: nothing matches, or the prefix is ambiguous.

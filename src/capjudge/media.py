@@ -216,8 +216,11 @@ def _to_8bit(img: Image.Image) -> Image.Image:
 
 
 def _cmyk_to_rgb(img: Image.Image) -> Image.Image:
-    """CMYK to sRGB through the embedded ICC profile when there is one (print colours are far
-    from Pillow's naive formula), else the naive conversion."""
+    """CMYK to sRGB through the embedded ICC profile when there is one, else naively.
+
+    Print colours are far from Pillow's naive formula, so the naive conversion is only the
+    fallback.
+    """
     icc = img.info.get("icc_profile")
     if icc:
         try:
@@ -542,8 +545,11 @@ def decode_frames_seek(path: str, info: VideoInfo, indices: Sequence[int]) -> li
 
 
 def decode_frames_all(path: str, indices: Sequence[int]) -> list[Image.Image]:
-    """Decode every frame in order and keep the wanted ones (the baseline seeking is measured
-    against in ``bench/``; also a fallback for streams whose seeking is broken)."""
+    """Decode every frame in order and keep the wanted ones.
+
+    This is the baseline seeking is measured against in ``bench/``, and also a fallback for
+    streams whose seeking is broken.
+    """
     container = _open_container(path)
     wanted = set(indices)
     kept: dict[int, Image.Image] = {}

@@ -82,8 +82,10 @@ def _inside(path: str, root: str) -> bool:
 
 
 def allowed_roots(item: Item) -> list[str] | None:
-    """Real paths a picture of ``item`` may lie in: its media root and its ingest folder; None
-    for an item built in memory (no containment check, see the module docstring)."""
+    """Real paths a picture of ``item`` may lie in: its media root and its ingest folder.
+
+    None for an item built in memory (no containment check, see the module docstring).
+    """
     if item.base_dir is None:
         return None
     return [os.path.realpath(item.root()), os.path.realpath(item.base_dir)]
@@ -120,8 +122,9 @@ def verify_image(part: ImagePart, item: Item, hashes: HashCache = HASHES) -> Ima
 
 def verify_request(request: JudgeRequest, item: Item, hashes: HashCache = HASHES
                    ) -> JudgeRequest:
-    """``request`` with every picture verified (:func:`verify_image`) and on its real path;
-    a request without pictures is returned as it is.
+    """``request`` with every picture verified (:func:`verify_image`) and on its real path.
+
+    A request without pictures is returned as it is.
 
     Raises:
         MediaChangedError: some picture failed the check.

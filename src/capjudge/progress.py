@@ -33,6 +33,11 @@ class Progress:
         self._last_time = 0.0
 
     def __call__(self, done: int, total: int | None = None) -> None:
+        """Report ``done`` of ``total`` (None: unknown).
+
+        Updates the tqdm bar, or logs a line at every further 10 % (or when done), at least
+        every 30 s.
+        """
         if self._use_bar:
             from tqdm import tqdm
 

@@ -124,9 +124,11 @@ def complete_rows(matrix: ArrayLike) -> np.ndarray:
 
 
 def anova_mean_squares(matrix: ArrayLike) -> dict[str, float]:
-    """Two-way ANOVA mean squares of a complete n items x k raters matrix (Shrout & Fleiss
-    1979, Table 1): ``bms`` between items, ``jms`` between raters (here: repeats), ``ems``
-    residual, ``wms`` within items (raters + residual)."""
+    """Two-way ANOVA mean squares of a complete n items x k raters matrix.
+
+    Following Shrout & Fleiss 1979, Table 1: ``bms`` between items, ``jms`` between raters
+    (here: repeats), ``ems`` residual, ``wms`` within items (raters + residual).
+    """
     x = np.asarray(matrix, float)
     n, k = x.shape
     grand = x.mean()
@@ -354,8 +356,10 @@ def find_twins(items: Sequence[TwinCandidate]) -> dict[str, tuple[str, list[str]
 
 def mean_difference(a: ArrayLike, b: ArrayLike, *, n_boot: int = 1000, level: float = 0.95,
                     seed: int = 0) -> Estimate:
-    """Mean of the paired differences ``a - b`` (e.g. adversarial score minus its twins'),
-    with a percentile bootstrap CI over the pairs."""
+    """Mean of the paired differences ``a - b``, with a percentile bootstrap CI over the pairs.
+
+    For example, an adversarial score minus its twins'.
+    """
     d = np.asarray(a, float) - np.asarray(b, float)
     if len(d) == 0:
         return Estimate(math.nan, math.nan, math.nan, 0)
@@ -369,8 +373,10 @@ def mean_difference(a: ArrayLike, b: ArrayLike, *, n_boot: int = 1000, level: fl
 
 
 def partial_correlation(x: ArrayLike, y: ArrayLike, z: ArrayLike) -> float:
-    """Pearson partial correlation of x and y given z:
-    ``(r_xy - r_xz r_yz) / sqrt((1 - r_xz^2)(1 - r_yz^2))`` (NaN when undefined)."""
+    """Pearson partial correlation of x and y given z.
+
+    ``(r_xy - r_xz r_yz) / sqrt((1 - r_xz^2)(1 - r_yz^2))`` (NaN when undefined).
+    """
     r_xy, r_xz, r_yz = pearson(x, y), pearson(x, z), pearson(y, z)
     if any(math.isnan(r) for r in (r_xy, r_xz, r_yz)):
         return math.nan
@@ -379,8 +385,9 @@ def partial_correlation(x: ArrayLike, y: ArrayLike, z: ArrayLike) -> float:
 
 
 def partial_spearman(x: ArrayLike, y: ArrayLike, z: ArrayLike) -> float:
-    """Spearman partial correlation of x and y given z: the Pearson partial correlation of
-    the ranks (ties get average ranks).
+    """Spearman partial correlation of x and y given z.
+
+    It is the Pearson partial correlation of the ranks (ties get average ranks).
 
     Rank-based because candidate lengths are skewed (a few verbose captions), human labels
     are ordinal with many ties, and a judge's scale need not be linear in quality; ranks make
@@ -419,13 +426,23 @@ def length_bias(score: ArrayLike, length: ArrayLike, human: ArrayLike, *, n_boot
 
 @dataclass(frozen=True)
 class IsotonicMap:
-    """A non-decreasing map from judge scores to the human scale (piecewise linear between
-    the fitted points, constant beyond the ends)."""
+    """A non-decreasing map from judge scores to the human scale.
+
+    Piecewise linear between the fitted points, constant beyond the ends.
+    """
 
     x: tuple[float, ...]
     y: tuple[float, ...]
 
     def __call__(self, scores: ArrayLike) -> np.ndarray:
+        """Map judge scores onto the human scale.
+
+        Args:
+            scores: judge scores (any array-like).
+
+        Returns:
+            The mapped scores, interpolated between the fitted points.
+        """
         return np.interp(np.asarray(scores, float), self.x, self.y)
 
 
@@ -461,8 +478,10 @@ def split_indices(n: int, fit_fraction: float = 0.5, seed: int = 0
 
 def linear_map(score: ArrayLike, source: tuple[float, float], target: tuple[float, float]
                ) -> np.ndarray:
-    """Scores moved linearly from the ``source`` range onto the ``target`` range (the
-    uncalibrated baseline: the judge's scale stretched onto the human one)."""
+    """Scores moved linearly from the ``source`` range onto the ``target`` range.
+
+    This is the uncalibrated baseline: the judge's scale stretched onto the human one.
+    """
     s = np.asarray(score, float)
     lo, hi = source
     if hi == lo:
@@ -581,13 +600,19 @@ def system_level_ci(metric: ArrayLike, human: ArrayLike, systems: Sequence[str],
 def paired_difference(a: ArrayLike, b: ArrayLike, human: ArrayLike, *,
                       stat: Stat = kendall_tau_b, n_boot: int = 1000, level: float = 0.95,
                       seed: int = 0) -> Estimate:
-    """``stat(A, human) - stat(B, human)`` with a paired bootstrap CI: each resample draws
-    the same items for both judges, so what the two share cancels out of the interval.
+    """``stat(A, human) - stat(B, human)`` with a paired bootstrap CI.
+
+    Each resample draws the same items for both judges, so what the two share cancels out
+    of the interval.
 
     Args:
-        a, b: the two judges' scores on the same items, aligned.
+        a: judge A's scores on the items, aligned with ``b`` and ``human``.
+        b: judge B's scores on the same items, aligned.
         human: the human labels of those items.
         stat: the agreement statistic (default Kendall tau-b).
+        n_boot: bootstrap resamples.
+        level: the confidence level of the interval.
+        seed: the bootstrap seed.
     """
     xa, xb, h = (np.asarray(v, float) for v in (a, b, human))
     n = len(h)
@@ -628,11 +653,16 @@ def paired_comparison(a: ArrayLike, b: ArrayLike, human: ArrayLike,
     bootstrap CI too (items resampled within systems).
 
     Args:
-        a, b: the two judges' scores on the same items, aligned.
+        a: judge A's scores on the items, aligned with ``b`` and ``human``.
+        b: judge B's scores on the same items, aligned.
         human: the human labels of those items.
         systems: each item's system (optional).
         stat: the item-level statistic (Kendall tau-b, as in the report's headline).
         system_stat: the system-level statistic (Pearson of system means).
+        n_boot: bootstrap resamples.
+        n_perm: permutations for the p-value.
+        level: the confidence level of the intervals.
+        seed: the bootstrap and permutation seed.
     """
     xa, xb, h = (np.asarray(v, float) for v in (a, b, human))
     n = len(h)

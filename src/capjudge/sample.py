@@ -77,6 +77,7 @@ class Group:
     position: str  # left | right
 
     def phrase(self, with_position: bool = True) -> str:
+        """The group in words, e.g. "two red circles on the left" (the position is optional)."""
         count = COUNT_WORDS[self.count]
         if count == "a" and self.colour[0] in "aeiou":
             count = "an"

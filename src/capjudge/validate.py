@@ -32,8 +32,11 @@ log = logging.getLogger(__name__)
 
 
 def scale_groups(method: Method) -> dict[str, tuple[Scale, list[str]]]:
-    """The method's criteria grouped by scale: ``{"all": ...}`` when they share one (suite
-    ``scores-<method>-all``), else one group per criterion."""
+    """The method's criteria grouped by scale.
+
+    ``{"all": ...}`` when they share one (suite ``scores-<method>-all``), else one group per
+    criterion.
+    """
     scales = {c.scale for c in method.criteria}
     if len(scales) == 1:
         return {"all": (scales.pop(), [c.name for c in method.criteria])}

@@ -54,24 +54,28 @@ class WatchState:
         self.events = self.folder / "watch_events.jsonl"
 
     def load(self) -> dict[str, Any]:
+        """The saved state from ``watch.json`` (empty when there is none)."""
         if not self.path.is_file():
             return {}
         data: dict[str, Any] = json.loads(self.path.read_text())
         return data
 
     def save(self, state: dict[str, Any]) -> None:
+        """Write ``state`` to ``watch.json`` atomically (through a temporary file)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
         tmp.replace(self.path)
 
     def record(self, event: dict[str, Any]) -> None:
+        """Append ``event``, stamped with the current UTC time, to the event log."""
         self.folder.mkdir(parents=True, exist_ok=True)
         event = {"time": datetime.now(UTC).isoformat(timespec="seconds"), **event}
         with self.events.open("a") as handle:
             handle.write(json.dumps(event, sort_keys=True) + "\n")
 
     def history(self) -> list[dict[str, Any]]:
+        """Every recorded event, oldest first (empty when there is no log)."""
         if not self.events.is_file():
             return []
         return [json.loads(line) for line in self.events.read_text().splitlines() if line]

@@ -82,8 +82,10 @@ def backend_kinds() -> list[str]:
 
 
 def default_concurrency(backend_id: str, options: dict[str, Any]) -> int:
-    """How many requests a judge on this backend runs at once by default, without building the
-    backend (the flow sizes its worker pool with it)."""
+    """How many requests a judge on this backend runs at once by default.
+
+    Found without building the backend (the flow sizes its worker pool with it).
+    """
     return backend_class(backend_id).concurrency_for(options)
 
 

@@ -27,8 +27,10 @@ score is kept (it counts as scored) but there is no distribution, so no sd or en
 
 
 def worst_status(statuses: Sequence[str]) -> Status:
-    """A response is as bad as its worst slot (error > refused > parse failure > undefined >
-    low mass > text only)."""
+    """A response is as bad as its worst slot.
+
+    The order, worst first: error > refused > parse failure > undefined > low mass > text only.
+    """
     order: tuple[Status, ...] = ("error", "refused", "parse_failure", "undefined", "low_mass",
                                  "text_only")
     for status in order:
@@ -59,6 +61,7 @@ class Message:
 
     @property
     def images(self) -> list[ImagePart]:
+        """The message's image parts, in order."""
         return [p for p in self.parts if isinstance(p, ImagePart)]
 
 
@@ -89,6 +92,7 @@ class ScoreSlot:
 
     @property
     def values(self) -> list[int]:
+        """Every integer on the scale, ``low`` to ``high`` inclusive."""
         return list(range(self.low, self.high + 1))
 
 
@@ -128,6 +132,7 @@ class JudgeRequest:
 
     @property
     def needs_vision(self) -> bool:
+        """Whether any message carries an image."""
         return any(m.images for m in self.messages)
 
     def canonical(self) -> dict[str, Any]:
@@ -164,6 +169,7 @@ class Usage:
 
     @property
     def total(self) -> int:
+        """Prompt plus completion tokens."""
         return self.prompt_tokens + self.completion_tokens
 
 
@@ -201,9 +207,10 @@ class JudgeResponse:
     lengths: list[int] = field(default_factory=list)  # tokens of each scored text
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict, the shape (and key order) of ``dataclasses.asdict`` less
-        ``cache_key``: the key a response is stored under is not part of the stored answer, so
-        entries keep the shape they had before that field existed.
+        """A JSON-ready dict: the shape (and key order) of ``asdict`` less ``cache_key``.
+
+        The shape is that of ``dataclasses.asdict``. The key a response is stored under is not
+        part of the stored answer, so entries keep the shape they had before that field existed.
 
         Written out field by field: ``asdict`` recurses through ``copy.deepcopy`` and was the
         top hotspot of a warm rerun. Lists are copied so the dict never aliases this object.
@@ -314,8 +321,10 @@ class Capabilities:
 
 
 class Backend(ABC):
-    """Abstract judge backend. Implementations are registered by kind (the part of the id
-    before the ``/``) and imported lazily; see :mod:`capjudge.backends`.
+    """Abstract judge backend.
+
+    Implementations are registered by kind (the part of the id before the ``/``) and
+    imported lazily; see :mod:`capjudge.backends`.
 
     Class attributes:
         options: the keyword options the backend accepts (``params.yaml:
@@ -340,8 +349,7 @@ class Backend(ABC):
 
     @classmethod
     def check_options(cls, backend_id: str, options: dict[str, Any]) -> None:
-        """Raise a non-transient :class:`BackendError` naming any option this backend does
-        not accept."""
+        """Raise a non-transient :class:`BackendError` naming any option this backend rejects."""
         unknown = sorted(set(options) - set(cls.options))
         if unknown:
             raise BackendError(
@@ -380,8 +388,7 @@ class Backend(ABC):
     def complete(self, request: JudgeRequest, response: JudgeResponse,
                  follow_ups: Sequence[JudgeRequest], answers: Sequence[JudgeResponse]
                  ) -> JudgeResponse:
-        """``response`` finished with the answers to :meth:`follow_ups` (default: unchanged).
-        """
+        """``response`` finished with the answers to :meth:`follow_ups` (default: unchanged)."""
         return response
 
     def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:

@@ -79,8 +79,10 @@ def prepare_embedded(name: str = "gemma-3-270m", root: Path | None = None) -> Pa
 
 
 class EmbeddedBackend(HFBackend):
-    """``embedded/<name>``: a model shipped in a PyPI package, converted once and cached, then
-    run like any local transformers model."""
+    """``embedded/<name>``: a model shipped in a PyPI package.
+
+    It is converted once and cached, then run like any local transformers model.
+    """
 
     @classmethod
     def create(cls, name: str, **options: Any) -> Backend:

@@ -46,9 +46,15 @@ class FakeBackend(Backend):
                                          concurrency=1)
 
     def snapshot(self) -> str:
+        """A fixed snapshot per spec, ``fake-<spec>-v1``."""
         return f"fake-{self.spec}-v1"
 
     def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse | BackendError]:
+        """Scripted answers, per request a response or an error, counting calls.
+
+        Image requests fail on a text-only fake; the ``fail`` and ``refuse`` specs fail or
+        refuse every request; otherwise each slot gets a deterministic distribution.
+        """
         out: list[JudgeResponse | BackendError] = []
         for request in requests:
             self.calls += 1

@@ -157,9 +157,11 @@ class HFBackend(Backend):
     # -- identity ---------------------------------------------------------------------------
 
     def snapshot(self) -> str:
+        """The weights' content hash, as ``sha256:<hex>``."""
         return f"sha256:{self._weights}"
 
     def describe(self) -> dict[str, Any]:
+        """Lineage facts: backend id, snapshot, path, architecture, vision support, device."""
         return {"backend": self.backend_id, "snapshot": self.snapshot(), "path": self.path,
                 "architecture": type(self.model).__name__, "vision": self.is_vlm,
                 "device": self.device}
@@ -188,8 +190,10 @@ class HFBackend(Backend):
         return ids
 
     def _value_ids(self, value: int) -> list[int]:
-        """The tokens a value is written with right after an anchor ("$85": the digits, never
-        a SentencePiece "▁" that only a text-initial number gets)."""
+        """The tokens a value is written with right after an anchor.
+
+        For "$85": the digits, never a SentencePiece "▁" that only a text-initial number gets.
+        """
         if self._digit_ids is not None and value >= 0:
             return [self._digit_ids[d] for d in str(value)]
         head = self.tokenizer.encode("$", add_special_tokens=False)
@@ -198,8 +202,11 @@ class HFBackend(Backend):
             self.tokenizer.encode(str(value), add_special_tokens=False)
 
     def _digit_start_mask(self) -> Any:
-        """Boolean mask over the vocabulary: tokens whose text starts with a digit (continuing
-        a number). A leading-space marker (SentencePiece ``▁``, byte-level ``Ġ``) does not."""
+        """Boolean mask over the vocabulary: tokens whose text starts with a digit.
+
+        Such tokens continue a number. A leading-space marker (SentencePiece ``▁``, byte-level
+        ``Ġ``) does not count as a digit start.
+        """
         import torch
 
         tokens = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
@@ -255,6 +262,12 @@ class HFBackend(Backend):
     # -- generation ----------------------------------------------------------------------
 
     def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse | BackendError]:
+        """Answer a batch on the local model; per request a response or the error it raised.
+
+        Likelihood requests (with ``continuations``) are scored; the rest are generated
+        greedily in one padded batch and their score slots read. A text-only model fails
+        requests with images; a request whose scoring fails gets a non-transient error.
+        """
         import torch
 
         out: list[JudgeResponse | BackendError] = []
@@ -264,8 +277,8 @@ class HFBackend(Backend):
             answered = self._likelihood_requests([requests[i] for i in scoring])
             rest = [i for i in range(len(requests)) if i not in set(scoring)]
             generated = self.generate([requests[i] for i in rest]) if rest else []
-            merged: list[JudgeResponse | BackendError] = [BackendError("pending",
-                                                                       transient=False)] * len(requests)
+            merged: list[JudgeResponse | BackendError] = [
+                BackendError("pending", transient=False)] * len(requests)
             for i, a in zip(scoring, answered, strict=True):
                 merged[i] = a
             for i, g in zip(rest, generated, strict=True):
@@ -388,8 +401,10 @@ class HFBackend(Backend):
         return ids
 
     def _vision_extras(self, enc: Any, start: int, count: int) -> dict[str, Any]:
-        """The image tensors of one row's images, which a VLM needs again when the row's
-        context is re-encoded for the score distribution."""
+        """The image tensors of one row's images.
+
+        A VLM needs them again when the row's context is re-encoded for the score distribution.
+        """
         if count == 0:
             return {}
         extras: dict[str, Any] = {}
@@ -424,8 +439,9 @@ class HFBackend(Backend):
 
     def _slot_context(self, slot: ScoreSlot, prompt_ids: list[int], new_ids: list[int],
                       text: str) -> tuple[list[int], bool, int | float | None]:
-        """Token ids up to the score position, whether that position was forced, and the
-        number the model printed (if any).
+        """Token ids up to the score position, whether it was forced, and the number printed.
+
+        The number is the one the model printed, if any.
 
         The position is where the model's own text wrote the number (read by the same rules as
         the API path) when its digits start at a token boundary. Otherwise it is forced and
@@ -447,8 +463,10 @@ class HFBackend(Backend):
         return prompt_ids + new_ids + forced, True, printed
 
     def _token_at(self, new_ids: list[int], cut: int) -> int | None:
-        """How many generated tokens precede the digits starting at character ``cut`` of the
-        decoded text, when the digits start a token (else None).
+        """How many generated tokens precede the digits starting at character ``cut``.
+
+        ``cut`` is a character offset in the decoded text. The count is given when the digits
+        start a token (else None).
 
         Tokens that add no text at that point are included: a SentencePiece "▁" that opens the
         answer before "8" decodes to nothing, yet the model wrote it, and the digit
@@ -523,8 +541,11 @@ class HFBackend(Backend):
 
     def _digit_tree(self, context: list[int], values: Sequence[int], extras: dict[str, Any]
                     ) -> dict[int, float]:
-        """Level by level: each digit prefix is one row fed *one* token on top of its parent's
-        cached row, so the context is encoded once and every level is a single small pass."""
+        """Score the values' digits level by level, reusing cached rows.
+
+        Each digit prefix is one row fed *one* token on top of its parent's cached row, so the
+        context is encoded once and every level is a single small pass.
+        """
         import torch
 
         assert self._digit_ids is not None

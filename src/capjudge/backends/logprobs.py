@@ -96,6 +96,7 @@ class Located:
 
     @property
     def integral(self) -> bool:
+        """Whether the value is a whole number."""
         return float(self.value).is_integer()
 
     @property
@@ -138,10 +139,12 @@ def _blank(text: str, pattern: re.Pattern[str]) -> str:
 
 
 def scale_phrases(low: int, high: int) -> list[re.Pattern[str]]:
-    """The canonical phrasings that name the scale ``low``-``high`` (VisCE² §3 removes them
-    before taking the first integer): "on a scale of 0 to 100", "(1-5)", "between 0 and 100",
-    "out of 5", "/100". Only the slot's own scale: "8/10" on 0-100 is a number on another
-    scale, not a phrasing to drop."""
+    """The canonical phrasings that name the scale ``low``-``high``.
+
+    VisCE² §3 removes them before taking the first integer: "on a scale of 0 to 100", "(1-5)",
+    "between 0 and 100", "out of 5", "/100". Only the slot's own scale: "8/10" on 0-100 is a
+    number on another scale, not a phrasing to drop.
+    """
     lo, hi = re.escape(str(low)), re.escape(str(high))
     num_lo, num_hi = rf"\$?{lo}\$?", rf"\$?{hi}\$?"
     between = r"\s*(?:-|\u2013|\u2014|to|and)\s*"
@@ -253,10 +256,13 @@ def locate(text: str, slot: ScoreSlot) -> Located | Unreadable:
 
 
 def _first_integer_candidates(cleaned: str) -> list[re.Match[str]]:
-    """First-integer reading: the answer's first number when the answer opens with it (the
-    prompts ask for the score first) or when no "Score:"/"Rating:" label introduces one;
-    otherwise the first labelled number ("The caption has 2 errors. Rating: 3" is 3; "1. Score:
-    4", whose opening number is a list marker, is 4)."""
+    """First-integer reading: the numbers whose first is taken as the score.
+
+    The score is the answer's first number when the answer opens with it (the prompts ask for
+    the score first) or when no "Score:"/"Rating:" label introduces one; otherwise the first
+    labelled number ("The caption has 2 errors. Rating: 3" is 3; "1. Score: 4", whose opening
+    number is a list marker, is 4).
+    """
     numbers = list(_NUMBER.finditer(cleaned))
     labelled = [n for m in _SCORE_LABEL.finditer(cleaned)
                 if (n := _NUMBER.match(cleaned, m.end())) is not None]
@@ -283,8 +289,10 @@ def _foreign_scale(cleaned: str, slot: ScoreSlot) -> str | None:
 
 
 def find_printed(text: str, slot: ScoreSlot) -> Located | None:
-    """The slot's located number in ``text``, or None (local backends use it to find the
-    score position in what the model wrote)."""
+    """The slot's located number in ``text``, or None.
+
+    Local backends use it to find the score position in what the model wrote.
+    """
     found = locate(text, slot)
     return found if isinstance(found, Located) else None
 
@@ -300,8 +308,10 @@ def _alternatives(tok: TokenLogprob) -> dict[str, float]:
 
 
 def _digit_token(token: str) -> tuple[str, bool] | None:
-    """A token that writes digits: (its leading digits, whether the number ends inside it, as
-    in "5$"), or None."""
+    """A token that writes digits: (its leading digits, whether the number ends inside it).
+
+    The number ends inside a token such as "5$". None for a token that writes no digits.
+    """
     m = re.match(r"(\d+)(.*)$", token, re.S)
     if m is None or not m.group(1).isascii():
         return None
@@ -309,9 +319,12 @@ def _digit_token(token: str) -> tuple[str, bool] | None:
 
 
 def _continuation(tok: TokenLogprob | None) -> dict[str, float]:
-    """Next-token distribution inside a number: tokens that start with a digit continue it
-    ("5", or "5$" which also ends it: key ``"5" + END``); everything else (the closing
-    anchor, a space, text, the unobserved tail) ends it."""
+    """Next-token distribution inside a number.
+
+    Tokens that start with a digit continue it ("5", or "5$" which also ends it: key
+    ``"5" + END``); everything else (the closing anchor, a space, text, the unobserved tail)
+    ends it.
+    """
     if tok is None:
         return {END: 1.0}
     node: dict[str, float] = {}
@@ -458,8 +471,10 @@ def follow_up_prefixes(reading: TreeReading, min_p: float = FOLLOW_UP_MIN_P
 
 
 def add_continuation(reading: TreeReading, prefix: str, node: Mapping[str, float]) -> None:
-    """Record a follow-up's next-token distribution after ``prefix`` (see
-    :func:`continuation_from_result`)."""
+    """Record a follow-up's next-token distribution after ``prefix``.
+
+    See :func:`continuation_from_result`.
+    """
     reading.after[prefix] = dict(node)
 
 
@@ -495,8 +510,10 @@ def finish(reading: TreeReading, min_mass: float) -> SlotResult:
 
 
 def read_text(text: str, slot: ScoreSlot) -> SlotResult:
-    """A slot read from text alone (the API returned no log-probabilities): ``text_only``
-    with the printed score, or the reason nothing could be read."""
+    """A slot read from text alone (the API returned no log-probabilities).
+
+    ``text_only`` with the printed score, or the reason nothing could be read.
+    """
     found = locate(text, slot)
     if isinstance(found, Unreadable):
         return _failed(slot, found, "text")
@@ -531,15 +548,19 @@ def read_slot(tokens: Sequence[TokenLogprob] | None, text: str, slot: ScoreSlot,
 
 
 def next_slot(name: str) -> ScoreSlot:
-    """The slot of a continuation follow-up: the first generated token, as "ends" (-1) or a
-    digit 0-9."""
+    """The slot of a continuation follow-up.
+
+    It reads the first generated token, as "ends" (-1) or a digit 0-9.
+    """
     return ScoreSlot(name=name, low=NEXT_SLOT_LOW, high=9, anchor="", forced_prefix="",
                      position="next")
 
 
 def read_next(tokens: Sequence[TokenLogprob] | None, slot: ScoreSlot) -> SlotResult:
-    """A continuation follow-up's answer: the distribution of its first token over "the number
-    ends" and the next digit (a multi-digit token's probability is reported as not captured).
+    """A continuation follow-up's answer: its first token's distribution.
+
+    The distribution is over "the number ends" and the next digit (a multi-digit token's
+    probability is reported as not captured).
     """
     if not tokens:
         return SlotResult(slot.name, slot.values, None, None, "none", "parse_failure",

@@ -66,8 +66,9 @@ _CONTINUATION_FIELDS = ("continue_final_message", "add_generation_prompt")
 
 
 def image_data_url(part: ImagePart) -> str:
-    """A picture as a ``data:`` URL (PNG/JPEG/WebP/GIF by extension), from bytes verified
-    against its hash.
+    """A picture as a ``data:`` URL (PNG/JPEG/WebP/GIF by extension).
+
+    It is built from bytes verified against the picture's hash.
 
     Raises:
         capjudge.media_check.MediaChangedError: the file no longer hashes to ``part.sha256``.
@@ -157,17 +158,24 @@ class OpenAIBackend(Backend):
         self._pending_lock = threading.Lock()
 
     def snapshot(self) -> str:
+        """The configured snapshot name (the model name when none was given)."""
         return self._snapshot
 
     def describe(self) -> dict[str, Any]:
-        """Backend facts for summaries and lineage (never credentials: the key is not here and
-        the URL passes :func:`~capjudge.credentials.strip_userinfo` again)."""
+        """Backend facts for summaries and lineage (never credentials).
+
+        The key is not here and the URL passes :func:`~capjudge.credentials.strip_userinfo`
+        again.
+        """
         return {"backend": self.backend_id, "snapshot": self._snapshot, "model": self.model,
                 "base_url": strip_userinfo(self.base_url) if self.base_url else None}
 
     def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
-        """The server's model list and, with ``probe``, a one-token answer's ``model`` and
-        ``system_fingerprint`` (what changes when the provider swaps the model)."""
+        """The server's model list and, with ``probe``, a one-token answer's identity.
+
+        The identity is the answer's ``model`` and ``system_fingerprint`` (what changes when
+        the provider swaps the model).
+        """
         facts: dict[str, Any] = {"models": self.list_models()}
         if self.model not in facts["models"]:
             facts["note"] = f"{self.model} is not in the server's model list"
@@ -184,11 +192,14 @@ class OpenAIBackend(Backend):
         return facts
 
     def list_models(self) -> list[str]:
-        """The server's ``/v1/models`` answer (lineage: what an OpenAI-compatible server says
-        it serves)."""
+        """The server's ``/v1/models`` answer, sorted.
+
+        For lineage: what an OpenAI-compatible server says it serves.
+        """
         return sorted(m.id for m in self._client.models.list())
 
     def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse | BackendError]:
+        """Send each request as its own chat completion; per request a response or an error."""
         return [self._one(r) for r in requests]
 
     # -- the wire format, shared with the Batch API (capjudge.batch) --------------------------
@@ -199,8 +210,9 @@ class OpenAIBackend(Backend):
         return self._client
 
     def request_body(self, request: JudgeRequest) -> dict[str, Any]:
-        """The ``/v1/chat/completions`` body of a request, exactly as :meth:`generate` sends
-        it (a Batch API input line's ``body``).
+        """The ``/v1/chat/completions`` body of a request, exactly as :meth:`generate` sends it.
+
+        It is also a Batch API input line's ``body``.
 
         Raises:
             capjudge.media_check.MediaChangedError: a picture no longer matches its hash.
@@ -221,8 +233,11 @@ class OpenAIBackend(Backend):
 
     def parse_completion(self, request: JudgeRequest, body: dict[str, Any],
                          latency_s: float = 0.0) -> JudgeResponse | BackendError:
-        """Read a ``chat.completion`` body received outside :meth:`generate` (a Batch API or
-        ``vllm run-batch`` result line) exactly as :meth:`generate` reads its own."""
+        """Read a ``chat.completion`` body received outside :meth:`generate`.
+
+        Such a body is a Batch API or ``vllm run-batch`` result line; it is read exactly as
+        :meth:`generate` reads its own.
+        """
         from openai.types.chat import ChatCompletion
 
         # construct(), as the SDK itself does: lenient about fields a server adds or omits.
@@ -311,11 +326,13 @@ class OpenAIBackend(Backend):
 
     def follow_ups(self, request: JudgeRequest, response: JudgeResponse
                    ) -> list[JudgeRequest]:
-        """One continuation request per unobserved leading-digit prefix of at least
-        :data:`~capjudge.backends.logprobs.FOLLOW_UP_MIN_P` probability: the conversation, then
-        the assistant's own output up to and including that prefix ("... The final score is
-        $9"), asking for one token with its top-20 alternatives (the next digit or the end of
-        the number)."""
+        """One continuation request per likely, unobserved leading-digit prefix.
+
+        A prefix qualifies with at least :data:`~capjudge.backends.logprobs.FOLLOW_UP_MIN_P`
+        probability. Each request is the conversation, then the assistant's own output up to
+        and including that prefix ("... The final score is $9"), asking for one token with its
+        top-20 alternatives (the next digit or the end of the number).
+        """
         with self._pending_lock:
             pending = self._pending.get(id(response))
         if pending is None or not self.continue_digits:
@@ -387,8 +404,9 @@ class OpenAIBackend(Backend):
 
 @dataclass
 class _Pending:
-    """A response whose digit trees wait for follow-ups (keyed by the response's id() while
-    the client finishes it; never stored).
+    """A response whose digit trees wait for follow-ups.
+
+    Keyed by the response's id() while the client finishes it; never stored.
 
     Attributes:
         text: the answer's text as its tokens spell it (the offsets refer to it).
@@ -409,8 +427,10 @@ def is_continuation(request: JudgeRequest) -> bool:
 
 
 def _body_error(completion: Any) -> str | None:
-    """The ``error`` object of a 200 body that carries one (as some proxies and servers send
-    instead of an error status), as text."""
+    """The ``error`` object of a 200 body that carries one, as text.
+
+    Some proxies and servers send such a body instead of an error status.
+    """
     extra = getattr(completion, "model_extra", None) or {}
     error = extra.get("error") if isinstance(extra, dict) else None
     if error is None:

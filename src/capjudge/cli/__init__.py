@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 from capjudge.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_STRICT, EXIT_USAGE, UsageError
 
-SUBCOMMANDS = ("sample", "ingest", "score", "judge", "estimate_cost", "meta_eval", "compare",
-               "watch", "runs", "prepare_model")
+SUBCOMMANDS = ("sample", "ingest", "score", "judge", "batch", "estimate_cost", "meta_eval",
+               "compare", "watch", "runs", "prepare_model")
 """Modules of this package, in help order; each defines ``register(subparsers)``."""
 
 

@@ -17,6 +17,14 @@ def run(args: argparse.Namespace) -> int:
 
     config = judge_config(args, args.modes)
     config.limit = args.limit
+    if args.submit != "sync" or args.batch_option:
+        from dataclasses import replace
+
+        try:
+            config = replace(config, submit=args.submit,
+                             batch_options=batch_options(args.batch_option))
+        except ValueError as exc:  # an unknown batch option, a negative limit
+            raise UsageError(str(exc)) from exc
     from capjudge.progress import Progress
 
     progress = Progress(f"judge {config.method}", "request")
@@ -34,6 +42,23 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def batch_options(pairs: list[str]) -> dict[str, Any]:
+    """``--batch-option KEY=VALUE`` pairs as ``batch_options`` (values read as YAML scalars).
+
+    Raises:
+        UsageError: a pair without ``=``.
+    """
+    import yaml
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--batch-option wants KEY=VALUE, got {pair!r}")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
 def register(sub: Any) -> None:
     """Add the subcommand."""
     p = sub.add_parser("judge", help="run one judge over ingested items (no Prefect)")
@@ -43,4 +68,10 @@ def register(sub: Any) -> None:
     p.add_argument("--modes", nargs="+")
     p.add_argument("--limit", type=int, help="only the first N items")
     p.add_argument("--strict", action="store_true", help="exit 3 if any judgement failed")
+    p.add_argument("--submit", choices=("sync", "batch"), default="sync",
+                   help="batch: through the OpenAI Batch API (openai/<model>; state in "
+                        "OUT/batches.json, a rerun resumes the recorded batches)")
+    p.add_argument("--batch-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a batch_options setting (poll_interval_s, max_wait_s, max_requests, "
+                        "max_bytes, state_dir, write_only); repeatable")
     p.set_defaults(func=run)

@@ -23,8 +23,10 @@ from capjudge.cli.common import (
 
 
 def adhoc_item(args: argparse.Namespace, frame_policy: str | None = None) -> Any:
-    """An item built from --image/--video/--views and --caption/--ref, hashed like ingest
-    (a video's frames sampled by ``frame_policy``, default first_middle_last)."""
+    """An item built from --image/--video/--views and --caption/--ref, hashed like ingest.
+
+    A video's frames are sampled by ``frame_policy`` (default first_middle_last).
+    """
     from capjudge.cache import default_cache_dir
     from capjudge.ingest import IngestConfig, TileCache
     from capjudge.item import Item

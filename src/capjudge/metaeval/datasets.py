@@ -749,8 +749,10 @@ MSVD_CRITERIA = ("accuracy", "completeness", "conciseness", "relevance", "overal
 @register_dataset("msvd-eval", default_protocol="msvd-eval", file="MSVD-Eval.json (G-VEval)",
                   description="MSVD-Eval: ACCR ratings (1-5) from 2 annotators per video")
 def load_msvd_eval(path: Path) -> MetaDataset:
-    """G-VEval's ``MSVD-Eval.json``: per annotator [accuracy, completeness, conciseness,
-    relevance, average]."""
+    """G-VEval's ``MSVD-Eval.json``.
+
+    Per annotator: [accuracy, completeness, conciseness, relevance, average].
+    """
     data = _mapping(path, _json(path), "msvd-eval",
                     "an object keyed by video id: {ref, candidate, human_score}")
     out = MetaDataset("msvd-eval")

@@ -76,8 +76,11 @@ def pairwise_accuracy(score_a: Sequence[float], score_b: Sequence[float],
 
 def best_of_n_accuracy(metric: Sequence[Sequence[float]], human: Sequence[Sequence[float]]
                        ) -> float:
-    """MMHE-style best-of-N: the share of groups where the metric's top candidate is among
-    the humans' top candidates (a metric tie counts only if every tied candidate is a top)."""
+    """MMHE-style best-of-N accuracy.
+
+    The share of groups where the metric's top candidate is among the humans' top candidates
+    (a metric tie counts only if every tied candidate is a top).
+    """
     hits = 0
     for m, h in zip(metric, human, strict=True):
         m_arr, h_arr = np.asarray(m, float), np.asarray(h, float)
@@ -89,7 +92,7 @@ def best_of_n_accuracy(metric: Sequence[Sequence[float]], human: Sequence[Sequen
 
 def correlation_matrix(metric: dict[str, Sequence[float]], human: dict[str, Sequence[float]],
                        stat: Stat = kendall_tau_b) -> dict[str, dict[str, float]]:
-    """metric criterion x human criterion correlations (HarmonicEval Table 3 layout)."""
+    """Metric criterion x human criterion correlations (HarmonicEval Table 3 layout)."""
     return {m: {h: stat(mv, hv) for h, hv in human.items()} for m, mv in metric.items()}
 
 

@@ -68,6 +68,6 @@ def method_names() -> list[str]:
     return METHOD_REGISTRY.names()
 
 
-__all__ = ["DEFAULT_METHOD", "METHOD_REGISTRY", "BaseMethod", "Criterion", "CriterionSpec", "Method",
-           "MethodOptions", "Planned", "Scale", "Skip", "Verdict", "get_method", "item_image",
-           "method_names", "register_method", "slot_criteria", "verdict"]
+__all__ = ["DEFAULT_METHOD", "METHOD_REGISTRY", "BaseMethod", "Criterion", "CriterionSpec",
+           "Method", "MethodOptions", "Planned", "Scale", "Skip", "Verdict", "get_method",
+           "item_image", "method_names", "register_method", "slot_criteria", "verdict"]

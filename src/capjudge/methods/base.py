@@ -215,8 +215,11 @@ def slot_criteria(planned: Planned, response: JudgeResponse) -> list[Criterion]:
 
 
 def item_image(item: Item, detail: str) -> ImagePart:
-    """The picture a judge sees for an item: the image itself (its normalised copy when ingest
-    made one), or the frame/view tile, by absolute path (see :meth:`Item.resolve`)."""
+    """The picture a judge sees for an item, by absolute path (see :meth:`Item.resolve`).
+
+    That is the image itself (its normalised copy when ingest made one), or the frame/view
+    tile.
+    """
     if item.media_kind == "image":
         if item.judge_path and item.judge_sha256:
             return ImagePart(str(item.resolve(item.judge_path)), item.judge_sha256, detail)
@@ -279,8 +282,10 @@ class Method(ABC):
 
     def system_aggregates(self, criteria: Sequence[Sequence[Criterion]]
                           ) -> dict[str, float | None]:
-        """System-level aggregates (named in :attr:`aggregates`) over the system's items,
-        each given as its list of criteria. The default has none."""
+        """System-level aggregates (named in :attr:`aggregates`) over the system's items.
+
+        Each item is given as its list of criteria. The default has none.
+        """
         return {}
 
     def explanation_request(self, planned: Planned, response: JudgeResponse
@@ -304,9 +309,11 @@ class Method(ABC):
 
     def run_context(self, items: Sequence[Item], out_dir: str | Path,
                     section: dict[str, Any]) -> dict[str, Any]:
-        """Run the method's context stage over ``items`` (``params.yaml: contexts.<name>`` is
-        ``section``) and write its outputs; returns its summary. Methods with
-        ``needs_context`` override this."""
+        """Run the method's context stage over ``items`` and write its outputs.
+
+        ``section`` is ``params.yaml: contexts.<name>``. Returns the stage's summary. Methods
+        with ``needs_context`` override this.
+        """
         raise NotImplementedError(f"method {self.name!r} has no context stage")
 
     def load_context(self, path: str | Path) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""3D-object captions (caption3d_correctness_hallucination_prompt.md): the judge sees the
-multi-view tile and returns correctness points (partial credit allowed), hallucination points
-and an explanation; precision = C / (C + H) × 100.
+"""3D-object captions (caption3d_correctness_hallucination_prompt.md): precision of C/H points.
+
+The judge sees the multi-view tile and returns correctness points (partial credit allowed),
+hallucination points and an explanation; precision = C / (C + H) × 100.
 
 The points are parsed from the text, robustly: both counts are required (one missing is a
 ``parse_failure`` with the reason), decimals and fractions ("2.5", "1/2", "½") are accepted,
@@ -66,11 +67,14 @@ def parse_points(value: str) -> float:
 
 
 def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
-    """The points stated after a label: the stated total of a sum ("1 + 1 + 0.5 = 2.5" is
-    2.5, whatever comes before the "="), else the sum at the start of the line, brackets
-    ("[2]", the template's own notation) removed. Negative hallucination points ("-2", the
-    prompt's "deduct 2 points") are read as points; negative correctness points, a template
-    placeholder echoed back or "N/A" are a parse failure, with the reason."""
+    """The points stated after a label.
+
+    That is the stated total of a sum ("1 + 1 + 0.5 = 2.5" is 2.5, whatever comes before the
+    "="), else the sum at the start of the line, brackets ("[2]", the template's own notation)
+    removed. Negative hallucination points ("-2", the prompt's "deduct 2 points") are read as
+    points; negative correctness points, a template placeholder echoed back or "N/A" are a
+    parse failure, with the reason.
+    """
     line = rest.strip().strip("*_` ").strip()
     if line.startswith("[") and "]" in line:
         line = line[1:line.index("]")].strip()

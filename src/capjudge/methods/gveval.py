@@ -1,6 +1,7 @@
-"""G-VEval (gveval.md): chain-of-thought then "The final score is $N$" on 0-100, expected score
-from the score token's distribution; reference-free, reference-only and combined modes, for
-images and for videos (the 1536x512 Frame 1..3 tile made at ingest).
+"""G-VEval (gveval.md): chain-of-thought, then "The final score is $N$" on 0-100.
+
+The expected score comes from the score token's distribution. Reference-free, reference-only
+and combined modes, for images and for videos (the 1536x512 Frame 1..3 tile made at ingest).
 
 ``gveval-accr`` asks for the four ACCR dimensions of §3.1 (accuracy, completeness, conciseness,
 relevance), each written as ``Name: $N$`` on 0-100 (the paper's scoring setting) with its own
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from capjudge.backends.base import JudgeRequest, ScoreSlot
 from capjudge.item import Item
@@ -59,10 +60,13 @@ def accr_slots() -> tuple[ScoreSlot, ...]:
 
 
 def user_slots(folder: str | Path, default: tuple[ScoreSlot, ...]) -> tuple[ScoreSlot, ...]:
-    """Where a user template folder's answers put their scores: its ``slots`` (a list of
-    ScoreSlot fields per criterion; ACCR's official prompts wrap each score in a Greek letter:
+    """Where a user template folder's answers put their scores.
+
+    That is the folder's ``slots`` (a list of ScoreSlot fields per criterion; ACCR's official
+    prompts wrap each score in a Greek letter:
     ``{name: accuracy, label: "Accuracy score is", anchor: "α"}``) or ``scale`` (fields
-    overriding the single default slot), else the bundled ones."""
+    overriding the single default slot), else the bundled ones.
+    """
     spec = user_spec(folder)
     # One folder may hold G-VEval's and ACCR's prompts: each takes the slots it declares.
     given = {e["name"]: e for e in spec.get("slots") or [] if isinstance(e, dict)}
@@ -76,8 +80,10 @@ def user_slots(folder: str | Path, default: tuple[ScoreSlot, ...]) -> tuple[Scor
 
 
 def frames_description(item: Item) -> dict[str, str] | None:
-    """What a video tile shows, for the prompt: ``count``, ``which`` and ``labels``; None for
-    ``first_middle_last`` (and tiles whose policy is unknown), which the v1 prompts describe.
+    """What a video tile shows, for the prompt: ``count``, ``which`` and ``labels``.
+
+    None for ``first_middle_last`` (and tiles whose policy is unknown), which the v1 prompts
+    describe.
     """
     policy = item.frame_policy or "first_middle_last"
     if policy == "first_middle_last":
@@ -144,7 +150,8 @@ class GVEval(Method):
     name = "gveval"
     modes = MODES
     default_modes = MODES
-    criteria = (CriterionSpec("score", SCALE, description="overall quality, 0-100"),)
+    criteria: ClassVar[tuple[CriterionSpec, ...]] = (
+        CriterionSpec("score", SCALE, description="overall quality, 0-100"),)
     overall_scale = SCALE
     combination = "the expected score of the 0-100 distribution (eq. 1)"
     profiles = PROFILES
@@ -152,8 +159,11 @@ class GVEval(Method):
                      "ablation (Table 6), not G-VEval: raise max_tokens")
 
     def template_id(self, medium: str, mode: str, frames: bool = False) -> str:
-        """The template for a medium (image / video) and mode; ``frames``: a video tile
-        sampled by another policy than first_middle_last (its prompt names its frames)."""
+        """The template for a medium (image / video) and mode.
+
+        ``frames``: a video tile sampled by another policy than first_middle_last (its prompt
+        names its frames).
+        """
         return f"gveval/video-frames/{mode}" if frames else f"gveval/{medium}/{mode}"
 
     def slots(self, options: MethodOptions | None = None) -> tuple[ScoreSlot, ...]:
@@ -186,10 +196,14 @@ class GVEvalACCR(GVEval):
     combination = "the mean of accuracy, completeness, conciseness and relevance"
 
     def template_id(self, medium: str, mode: str, frames: bool = False) -> str:
-        # One template for both media (it names the medium); frames: see GVEval.
+        """The ACCR template for a mode: one for both media (it names the medium).
+
+        ``frames``: as in :meth:`GVEval.template_id`.
+        """
         return f"gveval/accr-frames/{mode}" if frames else f"gveval/accr/{mode}"
 
     def slots(self, options: MethodOptions | None = None) -> tuple[ScoreSlot, ...]:
+        """The four ACCR score slots (a user template folder may say otherwise)."""
         folder = options.extra.get("templates") if options is not None else None
         return user_slots(folder, accr_slots()) if folder else accr_slots()
 

@@ -1,6 +1,8 @@
-"""HarmonicEval (harmoniceval.md): five criteria, each its own prompt on 1-5; score smoothing
-(the expectation over the rating distribution, with σ_c from the same distribution); the overall
-score is the harmonic weighting ``w_c ∝ σ_c^(-2(1-γ)/γ)`` of the smoothed scores (§2.2).
+"""HarmonicEval (harmoniceval.md): five criteria, each its own prompt on 1-5, harmonically weighted.
+
+Score smoothing: the expectation over the rating distribution, with σ_c from the same
+distribution. The overall score is the harmonic weighting ``w_c ∝ σ_c^(-2(1-γ)/γ)`` of the
+smoothed scores (§2.2).
 
 Correctness and completeness see the image (and the question); clarity, fluency and conciseness
 see only the text (Appendix C.4), so they run on a text-only backend and the image criteria are

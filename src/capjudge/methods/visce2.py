@@ -1,6 +1,8 @@
-"""VisCE² (visce2.md): a VLM first extracts the image's visual context (up to five important
-objects, their features, their relationships) — the ``context`` stage, once per image — then
-rates the candidate 0-100 with the image and that context.
+"""VisCE² (visce2.md): a VLM extracts an image's visual context, then rates a caption with it.
+
+First the ``context`` stage, once per image, extracts the visual context (up to five important
+objects, their features, their relationships); then the VLM rates the candidate 0-100 with the
+image and that context.
 
 Modes (the paper's Table 3): ``vanilla`` (image only), ``references`` (w/ references),
 ``description`` (w/ a detailed description from the extractor), ``context`` (the method), and
@@ -56,8 +58,10 @@ def split_context(text: str) -> dict[str, str]:
 
 
 def select_context(text: str, keep: tuple[str, ...]) -> str | None:
-    """The context restricted to some sections (the paper's ablations), or None if the text
-    has no recognisable sections to select from."""
+    """The context restricted to some sections (the paper's ablations).
+
+    None if the text has no recognisable sections to select from.
+    """
     sections = split_context(text)
     if not sections or "objects" not in sections:
         return None
@@ -136,8 +140,11 @@ class VisCE2(Method):
         return run_context(items, out_dir, ContextConfig.from_params(section))
 
     def load_context(self, path: str | Path) -> dict[str, Any]:
-        """The context stage's output (its folder, or its contexts.parquet) as
-        ``{picture sha256: {kind: row}}``; empty when absent (modes then record skips)."""
+        """The context stage's output as ``{picture sha256: {kind: row}}``.
+
+        ``path`` is its folder, or its contexts.parquet. Empty when absent (modes then record
+        skips).
+        """
         from capjudge.methods.visce2_context import load_context_table
 
         file = Path(path) / "contexts.parquet" if Path(path).is_dir() else Path(path)

@@ -67,11 +67,18 @@ class ContextConfig:
     max_attempts: int = 5
     backoff_base_s: float = 0.5
     cache_dir: str | None = None
+    rate_window_s: float = 60.0  # see JudgeConfig.rate_window_s
+    # Set by a distributed runner: the folder where the rpm/tpm window and Retry-After pause
+    # shared by every worker live (capjudge.limits); None: this process's own.
+    shared_dir: str | None = None
 
     @classmethod
     def from_params(cls, section: dict[str, Any]) -> ContextConfig:
-        """Build from ``params.yaml: contexts.<name>`` (unknown keys are an error naming them;
-        ``method`` and ``out`` belong to the stage, not the extractor)."""
+        """Build from ``params.yaml: contexts.<name>``.
+
+        Unknown keys are an error naming them; ``method`` and ``out`` belong to the stage, not
+        the extractor.
+        """
         section = {k: v for k, v in section.items() if k not in ("method", "out")}
         unknown = sorted(set(section) - set(cls.__dataclass_fields__))
         if unknown:
@@ -97,7 +104,7 @@ def extraction_requests(items: Sequence[Item], kinds: Sequence[str], detail: str
                                                   Counter[str]]:
     """One request per (distinct picture, kind); also how many items share each picture."""
     uses: Counter[str] = Counter()
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, Item] = {}
     for item in items:
         image = item_image(item, detail)
         uses[image.sha256] += 1
@@ -185,7 +192,8 @@ def run_context(items: Sequence[Item] | str | Path, out_dir: str | Path, config:
     progress = Progress(f"context {config.backend}", "request")
     client = build_client(backend, cache_dir=config.cache_dir, progress=progress,
                           max_attempts=config.max_attempts, backoff_base_s=config.backoff_base_s,
-                          rpm=config.rpm, tpm=config.tpm, concurrency=config.concurrency)
+                          rpm=config.rpm, tpm=config.tpm, concurrency=config.concurrency,
+                          rate_window_s=config.rate_window_s, shared_dir=config.shared_dir)
     pictures = [i for i in items if i.media_kind != "none"]
     try:
         rows = extract(pictures, config, backend, client)

@@ -67,6 +67,7 @@ class Template:
 
     @property
     def ref(self) -> str:
+        """The template's reference, ``id@version``."""
         return f"{self.id}@{self.version}"
 
     def files(self) -> list[str]:
@@ -88,6 +89,7 @@ class Template:
             f"{n}\n{(self.folder / n).read_text(encoding='utf-8')}" for n in self.files())
 
     def sha256(self) -> str:
+        """The content hash of :meth:`source` (hex SHA-256)."""
         return hashlib.sha256(self.source().encode("utf-8")).hexdigest()
 
     def render(self, image: ImagePart | None = None, **variables: Any) -> tuple[Message, ...]:
@@ -163,8 +165,10 @@ def user_spec(folder: str | Path) -> dict[str, Any]:
 
 def get_template(method: str, template_id: str, folder: str | Path | None = None
                  ) -> Template:
-    """Look up a template by method and id (in a user's ``folder`` when given: see the
-    module doc; its version is the content hash).
+    """Look up a template by method and id.
+
+    In a user's ``folder`` when given (see the module doc); its version is then the content
+    hash.
 
     Raises:
         KeyError: no bundled template with that id.

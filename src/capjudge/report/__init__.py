@@ -122,8 +122,11 @@ def _not_run(judges: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _headline(agree: Sequence[dict[str, Any]], judges: dict[str, dict[str, Any]],
               systems: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per scored judge/mode: agreement with its CI, n, failure and low-mass rates, and the
-    best and worst systems by mean score."""
+    """Per scored judge/mode: the headline numbers.
+
+    Agreement with its CI, n, failure and low-mass rates, and the best and worst systems by
+    mean score.
+    """
     out = []
     for a in agree:
         if "kendall_tau_b" not in a:

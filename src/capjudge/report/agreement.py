@@ -22,7 +22,9 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[dict[str
     """One judge/mode's agreement with the human label over its items.
 
     Args:
-        judge, method, mode: the series.
+        judge: the series' judge.
+        method: the series' method.
+        mode: the series' mode.
         rows: its items (``score``, ``status``, ``human``, ``system``); items without a human
             label are not counted.
         n_boot: bootstrap resamples for the 95 % CIs (0: none); the system-level Pearson's
@@ -70,8 +72,10 @@ def agreement(rows: Sequence[dict[str, Any]], n_boot: int, protocol: str
 
 def criterion_matrices(rows: Sequence[tuple[str, str, str, str, float, str, float]]
                        ) -> dict[str, dict[str, dict[str, float]]]:
-    """Kendall τ-b of each judge criterion against each human criterion (HarmonicEval
-    Table 3 layout), for judges with more than one criterion."""
+    """Kendall τ-b of each judge criterion against each human criterion.
+
+    In HarmonicEval's Table 3 layout, for judges with more than one criterion.
+    """
     data: dict[str, dict[str, dict[str, list[tuple[float, float]]]]] = {}
     for judge, mode, crit, _, score, human_crit, human in rows:
         data.setdefault(f"{judge}/{mode}", {}).setdefault(crit, {}).setdefault(

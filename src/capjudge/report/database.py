@@ -88,8 +88,10 @@ def scored_items(con: Any) -> list[dict[str, Any]]:
 
 
 def human_by_criterion(con: Any) -> list[tuple[str, str, str, str, float, str, float]]:
-    """(judge, mode, judge criterion, item, score, human criterion, human) for every scored
-    criterion of every item with labels (per-criterion matrices)."""
+    """Rows for the per-criterion matrices: one per scored criterion of each labelled item.
+
+    Each row is (judge, mode, judge criterion, item, score, human criterion, human).
+    """
     # Test-retest repeats of one criterion are averaged: one point per item, as the item
     # scores are (one repeat: the score itself).
     rows: list[tuple[str, str, str, str, float, str, float]] = con.execute("""

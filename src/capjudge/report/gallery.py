@@ -39,8 +39,10 @@ def disagreements(rows: Sequence[dict[str, Any]], k: int = 6) -> list[dict[str, 
 
 
 def thumbnail(source: Path, out_dir: Path, key: str) -> Path | None:
-    """A PNG thumbnail (longest side :data:`THUMB_PX`) of ``source``, cached by ``key``; None
-    when the picture cannot be read (the gallery then shows the text alone)."""
+    """A PNG thumbnail (longest side :data:`THUMB_PX`) of ``source``, cached by ``key``.
+
+    None when the picture cannot be read (the gallery then shows the text alone).
+    """
     from PIL import Image, ImageOps
 
     target = out_dir / f"{key}.png"
@@ -58,8 +60,10 @@ def thumbnail(source: Path, out_dir: Path, key: str) -> Path | None:
 
 
 def picture_of(item: dict[str, Any], ingest_dir: Path) -> Path | None:
-    """The file the judge was shown for an item (normalised image or tile), resolved against
-    the ingest folder when stored relative to it."""
+    """The file the judge was shown for an item (normalised image or tile).
+
+    It is resolved against the ingest folder when stored relative to it.
+    """
     for key in ("judge_path", "tile_path"):
         value = item.get(key)
         if value:

@@ -99,8 +99,10 @@ def _scale(method: str) -> str:
 
 def retest_tables(repeat_rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Per series run with more than one repeat: ICC(2,1), ICC(2,k), Krippendorff's alpha
-    (interval) and the mean within-item SD, with bootstrap CIs; and each item's spread.
+    """Test-retest tables for each series run with more than one repeat.
+
+    Per series: ICC(2,1), ICC(2,k), Krippendorff's alpha (interval) and the mean within-item
+    SD, with bootstrap CIs; and each item's spread.
 
     Args:
         repeat_rows: ``repeat_scores`` rows (judge, method, mode, item_id, system, repeat,
@@ -226,16 +228,21 @@ def _twin_ids(extra: dict[str, Any]) -> tuple[str, ...]:
 
 
 def candidate_length(text: str) -> int:
-    """A candidate's length in words (whitespace-separated tokens): what a reader sees, and
-    independent of any judge's tokenizer."""
+    """A candidate's length in words (whitespace-separated tokens).
+
+    This is what a reader sees, and independent of any judge's tokenizer.
+    """
     return len(text.split())
 
 
 def length_bias_table(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
                       ) -> list[dict[str, Any]]:
-    """Per series: Spearman partial correlation of score with candidate length (words) given
-    the human label, over labelled, scored, non-adversarial items (an injection is not a
-    caption whose length means anything), with bootstrap CIs."""
+    """Per series: partial correlation of score with candidate length given the human label.
+
+    The statistic is the Spearman partial correlation of score with candidate length (words)
+    given the human label, over labelled, scored, non-adversarial items (an injection is not
+    a caption whose length means anything), with bootstrap CIs.
+    """
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         if r.get("score") is not None and r.get("human") is not None \
@@ -256,8 +263,10 @@ def length_bias_table(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
 
 def calibration_table(rows: Sequence[dict[str, Any]], n_boot: int, *,
                       fit_fraction: float = 0.5, seed: int = 0) -> list[dict[str, Any]]:
-    """Per series: an isotonic map from the judge's score to the human scale, fitted on a
-    seeded split of the labelled, scored items and evaluated on the rest (before and after).
+    """Per series: an isotonic map from the judge's score to the human scale.
+
+    The map is fitted on a seeded split of the labelled, scored items and evaluated on the
+    rest (before and after).
     """
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -286,9 +295,12 @@ def calibration_table(rows: Sequence[dict[str, Any]], n_boot: int, *,
 
 def comparison_table(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
                      ) -> list[dict[str, Any]]:
-    """Every pair of series scored on the same labelled items: the difference of their
-    Kendall tau-b with humans (paired bootstrap CI, paired permutation p-value, Holm-adjusted
-    over all pairs) and of their system-level Pearson (paired bootstrap CI)."""
+    """Every pair of series scored on the same labelled items, compared.
+
+    For each pair: the difference of their Kendall tau-b with humans (paired bootstrap CI,
+    paired permutation p-value, Holm-adjusted over all pairs) and of their system-level
+    Pearson (paired bootstrap CI).
+    """
     by_series: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in rows:
         if r.get("score") is not None and r.get("human") is not None:

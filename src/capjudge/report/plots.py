@@ -1,5 +1,8 @@
-"""Report plots: per judge/mode a scatter (human label vs score) and a heatmap (rows
-normalised as in VisCE² Fig. 3). The score axis spans the method's declared overall scale."""
+"""Report plots: per judge/mode a scatter (human label vs score) and a heatmap.
+
+The heatmap's rows are normalised as in VisCE² Fig. 3. The score axis spans the method's
+declared overall scale.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Rendering the report: Markdown and a self-contained HTML page, both from Jinja templates
-(``report/templates``) over the same context; plots are inlined in the HTML as data URLs."""
+"""Rendering the report: Markdown and a self-contained HTML page.
+
+Both come from Jinja templates (``report/templates``) over the same context; plots are
+inlined in the HTML as data URLs.
+"""
 
 from __future__ import annotations
 
@@ -29,8 +32,10 @@ def with_ci(entry: dict[str, Any], name: str) -> str:
 
 
 def ci_cell(row: dict[str, Any], name: str, scale: float = 100.0, digits: int = 1) -> str:
-    """``value [low, high]`` from a table row's ``name``, ``name_low`` and ``name_high``
-    columns (the reliability tables' layout), x``scale``."""
+    """``value [low, high]`` from a table row's ``name``, ``name_low`` and ``name_high`` columns.
+
+    That is the reliability tables' layout; the values are multiplied by ``scale``.
+    """
     value = fmt(row.get(name), scale, digits)
     low, high = row.get(f"{name}_low"), row.get(f"{name}_high")
     if low is None or high is None or any(isinstance(v, float) and math.isnan(v)

@@ -10,7 +10,11 @@ What the "model" answers is scripted: a :data:`Script` maps the request body to 
 :class:`Scripted` answer (the score distribution, how the number is tokenised). Failures are
 queued with :meth:`MockOpenAIServer.inject`, or drawn at random by a seeded :class:`FaultPlan`
 (also stalls past the client's timeout, dropped connections, 200s carrying an error, answers
-without logprobs). The server counts requests received and answered,
+without logprobs). A request with ``continue_final_message: true`` whose last message is the
+assistant's text up to a digit ("... $9") is answered as vLLM would: the scripted number's next
+digit (or its end), with the distribution's conditional probabilities as top logprobs
+(:func:`render_continuation`), so digit-split answers can be completed exactly. The server
+counts requests received and answered,
 per prompt, so tests can prove that no answered request is ever sent twice.
 """
 
@@ -239,7 +243,8 @@ def render_answer(s: Scripted, top_n: int) -> tuple[str, list[dict[str, Any]]]:
 
 def is_continuation(body: dict[str, Any]) -> bool:
     """A request that asks the server to continue the assistant's last message (vLLM's chat
-    parameters ``continue_final_message: true``, ``add_generation_prompt: false``)."""
+    parameters ``continue_final_message: true``, ``add_generation_prompt: false``).
+    """
     messages = body.get("messages") or []
     return bool(body.get("continue_final_message")) and bool(messages) \
         and messages[-1].get("role") == "assistant"
@@ -247,7 +252,8 @@ def is_continuation(body: dict[str, Any]) -> bool:
 
 def original_request(body: dict[str, Any]) -> dict[str, Any]:
     """A continuation's body as the request whose answer it continues: same messages less the
-    assistant's partial one, so a script answers it as it answered the original."""
+    assistant's partial one, so a script answers it as it answered the original.
+    """
     out = {k: v for k, v in body.items()
            if k not in ("continue_final_message", "add_generation_prompt")}
     out["messages"] = list(body["messages"][:-1])
@@ -279,7 +285,8 @@ def render_continuation(s: Scripted, partial: str, top_n: int) -> tuple[str, lis
     """What the scripted model writes after the assistant's ``partial`` text, when that text
     ends inside a score ("... The final score is $9"): the number's next digit or its end, with
     the distribution's conditional probabilities as top logprobs, then the rest of the greedy
-    path. Text that does not end in digits continues with nothing (an immediate stop)."""
+    path. Text that does not end in digits continues with nothing (an immediate stop).
+    """
     digits = partial[len(partial.rstrip("0123456789")):]
     head = partial[: len(partial) - len(digits)]
     if not digits:
@@ -401,7 +408,8 @@ class MockOpenAIServer:
         """Queue faults for the next requests: ``"429"``, ``"500"``, ``"503"``, ``"400"``,
         ``"403"``, ``"malformed"``, ``"slow"`` (sleeps ``retry_after`` seconds first), and the
         :class:`FaultPlan` kinds ``"stall"`` (holds ``retry_after`` seconds, then closes),
-        ``"drop"``, ``"error200"``, ``"nologprobs"``."""
+        ``"drop"``, ``"error200"``, ``"nologprobs"``.
+        """
         with self._lock:
             self._faults.extend((f, retry_after) for f in faults)
 

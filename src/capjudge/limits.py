@@ -1,0 +1,219 @@
+"""Rate limits and ``Retry-After`` pauses shared by every worker of a judge, through files.
+
+:class:`~capjudge.client.RateLimiter` and :class:`~capjudge.client.SharedPause` hold for the
+threads of one process. When a runner spreads a judge over several processes (a Dask or Ray
+cluster), each process would otherwise keep its own budget and the judge as a whole would send
+``workers x rpm``. The classes here keep the budget and the pause in small files in a directory
+every worker sees (by default next to the request cache, which must be shared anyway):
+
+- :class:`FileRateLimiter`: the sliding window of recent sends, one file per server. A send
+  takes an exclusive lock on a lock file, reads the window, admits the batch if it fits, writes
+  the window back (temporary file + rename) and releases the lock; a send that does not fit
+  sleeps outside the lock until the oldest entry leaves the window.
+- :class:`FilePause`: the end of the current ``Retry-After`` window as a wall-clock time, raised
+  (never lowered) under the same kind of lock and read without one (renames are atomic).
+
+What holds where
+    On one host (any number of processes): exactly, with ``fcntl`` locks. Across hosts on a
+    shared filesystem: as far as the filesystem honours POSIX locks (NFSv4 and NFSv3 with
+    ``lockd`` do; some FUSE and object-store mounts do not) and as far as the hosts' clocks
+    agree (the window is in wall-clock time: run NTP; a skew of ``s`` seconds lets at most the
+    sends of ``s`` seconds through early). A deployment without such a filesystem can implement
+    :class:`~capjudge.client.Limiter` and :class:`~capjudge.client.Pause` on a key-value store.
+
+Cost
+    Nothing when no ``rpm``/``tpm`` is set (the limiter is not built). Otherwise one
+    lock + read + write of a file of at most ~100 entries per batch sent: sends are grouped in
+    buckets of 1/100 of the window, and an entry is kept until its bucket's end has left the
+    window, so the limiter is conservative (it may admit up to 1 % fewer requests than the
+    budget, never more).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from capjudge.client import window_budget
+
+# Buckets per window: bounds the state file at ~100 entries whatever the rpm.
+_BUCKETS = 100
+
+# POSIX (fcntl) locks belong to the process, not to the thread: two threads of one process
+# would both "hold" the file lock. A process-wide lock per path serialises them first.
+_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
+def _thread_lock(path: str) -> threading.Lock:
+    with _THREAD_LOCKS_GUARD:
+        return _THREAD_LOCKS.setdefault(path, threading.Lock())
+
+
+@contextlib.contextmanager
+def locked(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if needed).
+
+    The lock holds against every thread of this process and every other process that locks
+    it the same way.
+
+    ``lockf`` (POSIX record locks) rather than ``flock``: NFS clients implement those across
+    hosts, while ``flock`` on NFS is an emulation with the same per-process semantics anyway.
+    """
+    key = os.path.abspath(path)
+    with _thread_lock(key):
+        fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.lockf(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def _read_json(path: Path, default: Any) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return default
+    except (OSError, ValueError):
+        # A damaged state file must not stop a judge: start from an empty window (the worst
+        # case is one window's worth of sends over the budget, which the server's 429 and the
+        # retries absorb).
+        return default
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps(data, separators=(",", ":")))
+    tmp.replace(path)
+
+
+def scope_key(facts: dict[str, Any]) -> str:
+    """A file-name-safe key for the server a budget belongs to (backend id and base URL).
+
+    Two judges on one endpoint share its budget and its pauses.
+    """
+    payload = json.dumps({"backend": facts.get("backend"), "base_url": facts.get("base_url")},
+                         sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+class FileRateLimiter:
+    """Sliding-window rpm/tpm limiter whose window lives in a file shared by every worker.
+
+    The same interface and budget rules as :class:`~capjudge.client.RateLimiter`: ``rpm`` and
+    ``tpm`` per minute, enforced over windows of ``window_s`` seconds with the budget scaled to
+    the window; a batch counts as its number of requests; a batch larger than the whole budget
+    goes alone.
+    """
+
+    def __init__(self, path: str | Path, rpm: float | None = None, tpm: float | None = None,
+                 window_s: float = 60.0, clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        """Share the window stored at ``path`` (its folder is created).
+
+        Args:
+            path: the state file (a ``.lock`` file is made next to it).
+            rpm: requests per minute (None: unlimited).
+            tpm: tokens per minute (None: unlimited).
+            window_s: the sliding window's length in seconds.
+            clock: wall-clock time (shared between processes and, with NTP, hosts).
+            sleep: how to wait (tests pass a fake).
+        """
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.rpm, self.tpm, self.window = rpm, tpm, float(window_s)
+        self._max_requests = window_budget(rpm, window_s)
+        self._max_tokens = window_budget(tpm, window_s)
+        self._width = self.window / _BUCKETS
+        self._clock, self._sleep = clock, sleep
+
+    def acquire(self, tokens: int = 0, requests: int = 1) -> float:
+        """Block until ``requests`` requests of ``tokens`` tokens in all fit in the shared window.
+
+        Returns the seconds waited.
+        """
+        if self.rpm is None and self.tpm is None:
+            return 0.0
+        waited = 0.0
+        while True:
+            with locked(self.lock_path):
+                now = self._clock()
+                # [bucket, requests, tokens]; a bucket counts until its *end* leaves the
+                # window, so a send is never forgotten early.
+                entries = [e for e in _read_json(self.path, [])
+                           if (e[0] + 1) * self._width > now - self.window]
+                fits = not entries or (
+                    (self._max_requests is None
+                     or sum(e[1] for e in entries) + requests <= self._max_requests)
+                    and (self._max_tokens is None
+                         or sum(e[2] for e in entries) + tokens <= self._max_tokens))
+                if fits:
+                    bucket = math.floor(now / self._width)
+                    if entries and entries[-1][0] == bucket:
+                        entries[-1] = [bucket, entries[-1][1] + requests,
+                                       entries[-1][2] + tokens]
+                    else:
+                        entries.append([bucket, requests, tokens])
+                    _write_json(self.path, entries)
+                    return waited
+                delay = max(0.01, (entries[0][0] + 1) * self._width + self.window - now)
+            self._sleep(delay)
+            waited += delay
+
+
+class FilePause:
+    """:class:`~capjudge.client.Pause` in a file.
+
+    A ``Retry-After`` seen by one worker makes every worker of every process that shares the
+    file wait.
+    """
+
+    def __init__(self, path: str | Path, clock: Callable[[], float] = time.time) -> None:
+        """Share the pause stored at ``path`` (its folder is created)."""
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self._clock = clock
+
+    def pause_for(self, seconds: float) -> None:
+        """Ask every worker to send nothing for ``seconds`` from now (windows only extend)."""
+        with locked(self.lock_path):
+            until = max(float(_read_json(self.path, {}).get("until", 0.0)),
+                        self._clock() + max(0.0, seconds))
+            _write_json(self.path, {"until": until})
+
+    def remaining(self) -> float:
+        """Seconds until the current window ends (0 when no pause is in force)."""
+        until = float(_read_json(self.path, {}).get("until", 0.0))
+        return max(0.0, until - self._clock())
+
+
+def shared_limits(directory: str | Path, facts: dict[str, Any], rpm: float | None,
+                  tpm: float | None, window_s: float = 60.0
+                  ) -> tuple[FileRateLimiter | None, FilePause]:
+    """The limiter (None without rpm/tpm) and pause shared by every worker calling one server.
+
+    The server is the one described by ``facts`` (a backend's :meth:`describe`); the shared
+    state is kept under ``directory``.
+    """
+    base = Path(directory) / scope_key(facts)
+    limiter = FileRateLimiter(f"{base}.window.json", rpm, tpm, window_s) \
+        if rpm is not None or tpm is not None else None
+    return limiter, FilePause(f"{base}.pause.json")
+
+
+__all__ = ["FilePause", "FileRateLimiter", "locked", "scope_key", "shared_limits"]

@@ -1,0 +1,118 @@
+"""Splitting a per-picture stage over workers, and joining what they wrote.
+
+A context stage (VisCE²'s visual-context extraction) works once per distinct picture. To spread
+it over the workers of a runner, each task takes a contiguous range of the pictures in order of
+first appearance (:func:`shard_by_picture`), runs the stage's own code on the items showing
+them into its own folder, and the flow joins the folders (:func:`combine_part_dirs`): tables
+are concatenated in shard order, which is the order a single run writes (first appearance),
+and counts in the summaries are added up. Nothing here knows which method it runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from capjudge.item import Item
+from capjudge.methods.base import item_image
+
+
+def picture_key(item: Item) -> str | None:
+    """The content hash of the picture a judge would see for ``item``.
+
+    None: no picture, or none that can be shown; such items go to the first shard, where the
+    stage records them.
+    """
+    if item.media_kind == "none":
+        return None
+    try:
+        return item_image(item, "auto").sha256
+    except ValueError:
+        return None
+
+
+def shard_by_picture(items: Sequence[Item], index: int, count: int) -> list[Item]:
+    """The items of shard ``index`` of ``count``.
+
+    Those are the items showing the ``index``-th contiguous range of distinct pictures (in
+    order of first appearance). Every item of a picture lands in the same shard, so
+    per-picture counts stay whole; items without a picture go to shard 0.
+    """
+    order: dict[str | None, int] = {}
+    for item in items:
+        key = picture_key(item)
+        if key is not None and key not in order:
+            order[key] = len(order)
+    per_shard = -(-len(order) // max(1, count))  # ceiling division
+    out = []
+    for item in items:
+        key = picture_key(item)
+        shard = 0 if key is None or per_shard == 0 else order[key] // per_shard
+        if shard == index:
+            out.append(item)
+    return out
+
+
+def _merge(into: dict[str, Any], other: dict[str, Any]) -> None:
+    """Add ``other``'s counts into ``into``.
+
+    Numbers are summed, dicts of numbers summed key by key, anything else kept from the first
+    part that had it.
+    """
+    for key, value in other.items():
+        if key not in into:
+            into[key] = value.copy() if isinstance(value, dict) else value
+        elif isinstance(value, bool) or not isinstance(value, int | float | dict):
+            continue
+        elif isinstance(value, dict):
+            if all(isinstance(v, int | float) and not isinstance(v, bool)
+                   for v in (*value.values(), *into[key].values())):
+                for k, v in value.items():
+                    into[key][k] = into[key].get(k, 0) + v
+        elif isinstance(into[key], int | float):
+            into[key] += value
+
+
+def combine_part_dirs(part_dirs: Sequence[str | Path], out_dir: str | Path,
+                      seconds: float | None = None) -> dict[str, Any]:
+    """Join the folders written by the shards of a stage into ``out_dir``.
+
+    Every ``*.parquet`` file is concatenated across the parts in shard order (parts without
+    it are skipped); the parts' ``summary.json`` are merged (:func:`_merge`) and written.
+
+    Args:
+        part_dirs: the shards' folders, in shard order.
+        out_dir: the stage's output folder.
+        seconds: the stage's wall time, recorded as ``seconds`` (the parts' own times
+            overlapped, so their sum means nothing).
+
+    Returns:
+        The merged summary.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    names = sorted({p.name for d in part_dirs for p in Path(d).glob("*.parquet")})
+    for name in names:
+        files = [Path(d) / name for d in part_dirs if (Path(d) / name).is_file()]
+        schema = pq.read_schema(files[0])
+        tmp = out / f".{name}.tmp"
+        with pq.ParquetWriter(tmp, schema) as writer:
+            for file in files:
+                writer.write_table(pq.read_table(file, schema=schema))
+        tmp.replace(out / name)
+    summary: dict[str, Any] = {}
+    for d in part_dirs:
+        file = Path(d) / "summary.json"
+        if file.is_file():
+            _merge(summary, json.loads(file.read_text()))
+    if seconds is not None:
+        summary["seconds"] = round(seconds, 2)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+__all__ = ["combine_part_dirs", "picture_key", "shard_by_picture"]
