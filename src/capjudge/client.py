@@ -48,14 +48,17 @@ MAX_FOLLOW_UP_ROUNDS = 4
 
 
 class Limiter(Protocol):
-    """What the client asks before every send: :class:`RateLimiter` for the threads of one
-    process, :class:`capjudge.limits.FileRateLimiter` for workers in several processes or on
-    several hosts.
+    """What the client asks before every send.
+
+    :class:`RateLimiter` for the threads of one process,
+    :class:`capjudge.limits.FileRateLimiter` for workers in several processes or on several
+    hosts.
     """
 
     def acquire(self, tokens: int = 0, requests: int = 1) -> float:
-        """Block until ``requests`` requests carrying ``tokens`` tokens fit; returns the
-        seconds waited.
+        """Block until ``requests`` requests carrying ``tokens`` tokens fit.
+
+        Returns the seconds waited.
         """
 
 
@@ -84,8 +87,10 @@ class RateLimiter:
         self._clock, self._sleep = clock, sleep
 
     def acquire(self, tokens: int = 0, requests: int = 1) -> float:
-        """Block until ``requests`` requests of ``tokens`` tokens in all fit; returns the time
-        waited. A batch larger than the whole budget still goes, alone in its window.
+        """Block until ``requests`` requests of ``tokens`` tokens in all fit.
+
+        Returns the time waited. A batch larger than the whole budget still goes, alone in its
+        window.
         """
         if self.rpm is None and self.tpm is None:
             return 0.0
@@ -132,10 +137,12 @@ class SharedPause:
         self._clock = clock
 
     def pause_for(self, seconds: float) -> None:
+        """Ask every thread to send nothing for ``seconds`` from now (windows only extend)."""
         with self._lock:
             self._until = max(self._until, self._clock() + max(0.0, seconds))
 
     def remaining(self) -> float:
+        """Seconds until the current window ends (0 when no pause is in force)."""
         with self._lock:
             return max(0.0, self._until - self._clock())
 
@@ -162,6 +169,11 @@ class RetryPolicy:
     max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
 
     def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait after failed attempt ``attempt`` (1: the first) before the next try.
+
+        A uniform draw from ``rng`` up to the attempt's backoff, raised to ``retry_after``
+        when that is longer.
+        """
         backoff = min(self.max_s, self.base_s * 2 ** (attempt - 1))
         jittered = rng.uniform(0, backoff)
         return max(jittered, retry_after or 0.0)
@@ -250,6 +262,10 @@ class JudgeClient:
         self.pause: Pause = pause or SharedPause()
         self._sleep = sleep
         self.concurrency = max(1, concurrency or backend.capabilities.concurrency)
+        # Bounds the backend calls in flight across *every* run of this client: a flow runs
+        # several chunk tasks on one shared client, each with its own thread pool, and without
+        # this they would make up to concurrency x tasks calls at once.
+        self._slots = threading.BoundedSemaphore(self.concurrency)
         self.progress = progress
         self.stats = ClientStats()
         self._rng = random.Random(seed)
@@ -269,8 +285,9 @@ class JudgeClient:
 
     def run_with_stats(self, requests: Sequence[JudgeRequest]
                        ) -> tuple[list[JudgeResponse], ClientStats]:
-        """:meth:`run`, also returning the statistics of this call alone (the client's
-        cumulative :attr:`stats` are updated too).
+        """:meth:`run`, also returning the statistics of this call alone.
+
+        The client's cumulative :attr:`stats` are updated too.
         """
         stats = ClientStats()
         results: list[JudgeResponse | None] = [None] * len(requests)
@@ -343,7 +360,9 @@ class JudgeClient:
             self.limiter.acquire(sum(self._tokens(batch[i]) for i in todo), len(todo))
             started = time.perf_counter()
             try:
-                answers = self.backend.generate([batch[i] for i in todo])
+                with self._slots:
+                    started = time.perf_counter()  # latency, not the wait for a slot
+                    answers = self.backend.generate([batch[i] for i in todo])
             except BackendError as exc:
                 # Raised rather than returned (e.g. a picture that changed since ingest, found
                 # while building the request): an expected failure, recorded with its reason.
@@ -401,9 +420,10 @@ class JudgeClient:
 
     def _follow_up(self, request: JudgeRequest, answer: JudgeResponse, stats: ClientStats
                    ) -> JudgeResponse:
-        """Finish an answer with the follow-up requests its backend asks for
-        (:meth:`~capjudge.backends.base.Backend.follow_ups`: e.g. the other leading digits of
-        a score a digit-split tokenizer wrote one digit at a time), before it is cached.
+        """Finish an answer with the follow-up requests its backend asks for, before caching it.
+
+        See :meth:`~capjudge.backends.base.Backend.follow_ups`: e.g. the other leading digits
+        of a score a digit-split tokenizer wrote one digit at a time.
 
         Follow-ups go through the cache, the limiter and the retries like any request and are
         counted in ``stats`` (requests, calls, cache hits, retries); their tokens are in the
@@ -432,8 +452,10 @@ class JudgeClient:
         return answer
 
     def _wait_for_pause(self) -> str | None:
-        """Wait until the shared ``Retry-After`` window ends; returns None, or the reason to
-        give up when what is left of the window is longer than the cap.
+        """Wait until the shared ``Retry-After`` window ends.
+
+        Returns None, or the reason to give up when what is left of the window is longer than
+        the cap.
         """
         while (left := self.pause.remaining()) > 0:
             if left > self.retry.max_retry_after_s:
@@ -444,8 +466,10 @@ class JudgeClient:
         return None
 
     def _tokens(self, request: JudgeRequest) -> int:
-        """The request's estimated tokens for the limiter; never fails the batch (a picture
-        that cannot be read is the backend's to report, with the item's reason).
+        """The request's estimated tokens for the limiter.
+
+        Never fails the batch: a picture that cannot be read is the backend's to report, with
+        the item's reason.
         """
         try:
             return sum(request_tokens(request))
@@ -456,8 +480,10 @@ class JudgeClient:
 
     def _store(self, key: str, answer: JudgeResponse, request: JudgeRequest,
                stats: ClientStats) -> None:
-        """Cache an answer; a failed write is counted and logged, never fatal (the answer is
-        still returned and written to the stage's output).
+        """Cache an answer.
+
+        A failed write is counted and logged, never fatal (the answer is still returned and
+        written to the stage's output).
         """
         assert self.cache is not None
         meta = {"backend": self.backend.backend_id, "template": request.template,

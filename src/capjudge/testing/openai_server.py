@@ -242,8 +242,10 @@ def render_answer(s: Scripted, top_n: int) -> tuple[str, list[dict[str, Any]]]:
 
 
 def is_continuation(body: dict[str, Any]) -> bool:
-    """A request that asks the server to continue the assistant's last message (vLLM's chat
-    parameters ``continue_final_message: true``, ``add_generation_prompt: false``).
+    """A request that asks the server to continue the assistant's last message.
+
+    Such a request sets vLLM's chat parameters ``continue_final_message: true`` and
+    ``add_generation_prompt: false``.
     """
     messages = body.get("messages") or []
     return bool(body.get("continue_final_message")) and bool(messages) \
@@ -251,8 +253,10 @@ def is_continuation(body: dict[str, Any]) -> bool:
 
 
 def original_request(body: dict[str, Any]) -> dict[str, Any]:
-    """A continuation's body as the request whose answer it continues: same messages less the
-    assistant's partial one, so a script answers it as it answered the original.
+    """A continuation's body as the request whose answer it continues.
+
+    Same messages less the assistant's partial one, so a script answers it as it answered the
+    original.
     """
     out = {k: v for k, v in body.items()
            if k not in ("continue_final_message", "add_generation_prompt")}
@@ -282,10 +286,12 @@ def _continuation_tokens(s: Scripted, partial: str, top_n: int) -> list[dict[str
 
 
 def render_continuation(s: Scripted, partial: str, top_n: int) -> tuple[str, list[dict[str, Any]]]:
-    """What the scripted model writes after the assistant's ``partial`` text, when that text
-    ends inside a score ("... The final score is $9"): the number's next digit or its end, with
-    the distribution's conditional probabilities as top logprobs, then the rest of the greedy
-    path. Text that does not end in digits continues with nothing (an immediate stop).
+    """What the scripted model writes after the assistant's ``partial`` text.
+
+    When that text ends inside a score ("... The final score is $9"): the number's next digit
+    or its end, with the distribution's conditional probabilities as top logprobs, then the
+    rest of the greedy path. Text that does not end in digits continues with nothing (an
+    immediate stop).
     """
     digits = partial[len(partial.rstrip("0123456789")):]
     head = partial[: len(partial) - len(digits)]
@@ -401,24 +407,29 @@ class MockOpenAIServer:
 
     @property
     def url(self) -> str:
+        """The server's base URL, ``http://127.0.0.1:<port>/v1`` (the client's ``base_url``)."""
         host, port = self._httpd.server_address[:2]
         return f"http://{host!s}:{port}/v1"
 
     def inject(self, *faults: str, retry_after: float = 0.05) -> None:
-        """Queue faults for the next requests: ``"429"``, ``"500"``, ``"503"``, ``"400"``,
-        ``"403"``, ``"malformed"``, ``"slow"`` (sleeps ``retry_after`` seconds first), and the
-        :class:`FaultPlan` kinds ``"stall"`` (holds ``retry_after`` seconds, then closes),
-        ``"drop"``, ``"error200"``, ``"nologprobs"``.
+        """Queue faults for the next requests, one fault per request.
+
+        The faults: ``"429"``, ``"500"``, ``"503"``, ``"400"``, ``"403"``, ``"malformed"``,
+        ``"slow"`` (sleeps ``retry_after`` seconds first), and the :class:`FaultPlan` kinds
+        ``"stall"`` (holds ``retry_after`` seconds, then closes), ``"drop"``, ``"error200"``,
+        ``"nologprobs"``.
         """
         with self._lock:
             self._faults.extend((f, retry_after) for f in faults)
 
     @property
     def total_received(self) -> int:
+        """Requests received, over every prompt."""
         return sum(self.received.values())
 
     @property
     def total_answered(self) -> int:
+        """Requests answered, over every prompt."""
         return sum(self.answered.values())
 
     def __enter__(self) -> MockOpenAIServer:
