@@ -187,3 +187,15 @@ def test_the_cli_offers_registered_components(registered: None, ingested: Path,
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["by_status"] == {"ok": 10}  # 5 items x 2 criteria
+
+
+def test_likelihood_answers_are_cached(tmp_path: Path) -> None:
+    """A likelihood answer has no text, only log-likelihoods: it is still a real answer."""
+    from capjudge.cache import RequestCache
+
+    cache = RequestCache(tmp_path)
+    answer = JudgeResponse("ok", logliks=[-3.5, -7.0], lengths=[2, 3])
+    assert cache.put("ab" * 32, answer)
+    hit = cache.get("ab" * 32)
+    assert hit is not None and hit.logliks == [-3.5, -7.0] and hit.lengths == [2, 3]
+    assert not cache.put("cd" * 32, JudgeResponse("ok"))  # empty: never stored

@@ -62,7 +62,6 @@ def test_request_carries_logprobs_settings_and_images_as_data_urls(tmp_path: Pat
     from PIL import Image
 
     from capjudge.backends.base import ImagePart
-
     from capjudge.media import sha256_file
 
     Image.new("RGB", (8, 8)).save(tmp_path / "x.png")

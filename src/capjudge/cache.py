@@ -88,6 +88,16 @@ log = logging.getLogger(__name__)
 # would cost the same and get the same.
 CACHEABLE = frozenset({"ok", "low_mass", "text_only"})
 
+
+def is_cacheable(response: JudgeResponse) -> bool:
+    """Whether an answer may be stored: a real answer with content.
+
+    Real means a ``CACHEABLE`` status; content means generated text, or the log-likelihoods a
+    likelihood request asked for. Failed and empty answers are never stored, so a rerun asks
+    them again.
+    """
+    return response.status in CACHEABLE and bool(response.text.strip() or response.logliks)
+
 # Fixed framing of an entry file: the checksum sits at a known offset so the reader can verify
 # the entry's bytes before paying for a JSON parse, and detect truncation without one.
 _HEAD = b'{"sha256":"'
@@ -287,7 +297,7 @@ class RequestCache:
         Raises:
             ValueError: ``key`` is not a key (a caller's bug, not a write failure).
         """
-        if response.status not in CACHEABLE or not response.text.strip():
+        if not is_cacheable(response):
             return False
         try:
             data = encode_entry(key, response, meta)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from capjudge.backends.base import Backend, BackendError, JudgeRequest, JudgeResponse
-from capjudge.cache import CACHEABLE, RequestCache
+from capjudge.cache import RequestCache, is_cacheable
 from capjudge.cost import request_tokens
 
 log = logging.getLogger(__name__)
@@ -494,8 +494,7 @@ class JudgeClient:
             log.warning("request cache write failed (%s); the answer is kept in this run's "
                         "output but will be asked again next time", exc)
             stored = None
-        if stored is None or (stored is False and answer.status in CACHEABLE
-                              and answer.text.strip()):
+        if stored is None or (stored is False and is_cacheable(answer)):
             with self._lock:
                 stats.cache_write_failures += 1
 
