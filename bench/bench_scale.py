@@ -1,7 +1,11 @@
 """Scale benchmark: N items (fake judge) through ingest -> judge -> aggregate -> validate -> report.
 
     python bench/bench_scale.py [--n 10000] [--judge-n 100000] [--videos 8] [--workers 2]
+                                [--stages ingest,judge,aggregate,validate,report]
                                 [--dir DIR] [--skip-dask]
+
+(On 2 cores the whole run takes ~15 minutes; ``--stages``, ``--judge-n 0`` and ``--videos 0``
+run parts of it, and ``--dir`` lets a later part reuse an earlier one's outputs.)
 
 Every stage runs as its own process, as ``dvc repro`` runs it: the *library* path calls the
 function the ``capjudge`` CLI calls; the *flow* path runs ``python -m flows.<stage>`` against
@@ -15,7 +19,9 @@ model. Measured side by side in one run:
    (empty request cache) and warm (rerun: every answer from the cache).
 2. Ingest of ``--videos`` distinct clips: library (serial) vs the flow's parallel frame
    sampling on threads and on Dask.
-3. The judge stage alone at ``--judge-n`` items (0 skips it): library vs flow.
+3. The judge stage alone at ``--judge-n`` items (0 skips it): library vs flow, cold. Its
+   items are the N-item ingest's rows repeated with new ids and candidates (an ingest of
+   100,000 rows would take minutes and is not what is measured here).
 
 Per run: wall seconds (process start to exit, imports included), items/s, and peak RSS of the
 stage's whole process tree (psutil, sampled every 50 ms: the sum over the stage's processes,
@@ -259,6 +265,37 @@ def summary_of(path: Path) -> dict[str, Any]:
     return json.loads((path / "summary.json").read_text())
 
 
+def expand_items(source: Path, n: int, out: Path) -> None:
+    """``n`` items made from an ingest's items by repeating its rows with new ids and
+    candidates (the media and tiles stay those of the source, referenced by path)."""
+    import pyarrow as pa
+
+    from capjudge.ingest import ITEMS_ROW_GROUP
+
+    table = pq.read_table(source / "items.parquet")
+    rows = table.to_pylist()
+    out.mkdir(parents=True, exist_ok=True)
+    # Tiles and normalised images must lie in the items' own folder (the judge-time media
+    # check refuses pictures elsewhere): copy them and point the rows at the copies.
+    for folder in ("tiles", "judge_images"):
+        if (source / folder).is_dir():
+            shutil.copytree(source / folder, out / folder, dirs_exist_ok=True)
+    old, new = str(source.absolute()), str(out.absolute())
+    for row in rows:
+        for key in ("tile_path", "judge_path"):
+            if row[key] and row[key].startswith(old):
+                row[key] = new + row[key][len(old):]
+    with pq.ParquetWriter(out / "items.parquet", table.schema) as writer:
+        for lo in range(0, n, ITEMS_ROW_GROUP):
+            batch = []
+            for k in range(lo, min(n, lo + ITEMS_ROW_GROUP)):
+                row = dict(rows[k % len(rows)])
+                row["id"] = f"x{k}-{row['id']}"
+                row["candidate"] = f"{row['candidate']} (copy {k})"
+                batch.append(row)
+            writer.write_table(pa.Table.from_pylist(batch, schema=table.schema))
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -294,14 +331,19 @@ def ratio(a: Run, b: Run) -> str:
     return f"{a.seconds / b.seconds:.2f}"
 
 
+STAGES = ("ingest", "judge", "aggregate", "validate", "report")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--n", type=int, default=10_000, help="items through every stage")
     parser.add_argument("--judge-n", type=int, default=100_000,
                         help="items for the judge-only comparison (0: skip)")
     parser.add_argument("--videos", type=int, default=8, help="distinct clips (0: skip)")
     parser.add_argument("--workers", type=int, default=2, help="Dask worker processes")
+    parser.add_argument("--stages", default=",".join(STAGES),
+                        help="stages of part 1 to run (later ones reuse --dir's outputs)")
     parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one)")
     parser.add_argument("--skip-dask", action="store_true")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -310,82 +352,100 @@ def main() -> None:
     if args.child:
         child(args.child, args.params)
         return
+    stages = [s for s in args.stages.split(",") if s]
+    unknown = sorted(set(stages) - set(STAGES))
+    if unknown:
+        parser.error(f"unknown stages: {', '.join(unknown)}")
 
     work = (args.dir or Path(tempfile.mkdtemp(prefix="capjudge-scale-"))).absolute()
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "PREFECT_HOME": str(work / "prefect-home"), "DO_NOT_TRACK": "1",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DVC_NO_ANALYTICS": "1",
-           "TQDM_DISABLE": "1", "HF_HUB_OFFLINE": "1"}
+           "TQDM_DISABLE": "1", "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("PREFECT_API_URL", None)
     server, url, server_s = start_server(env, work / "prefect-server.log")
     env["PREFECT_API_URL"] = url
     variants = ["library", "threads"] + ([] if args.skip_dask else ["dask"])
     print(f"work folder {work}; {os.cpu_count()} cores; Prefect server up in {server_s:.1f} s "
-          "(once per run, as scripts/repro.sh)")
+          "(once per run, as scripts/repro.sh)", flush=True)
     checks: list[str] = []
+    bench = Bench(work, env)
     try:
         from capjudge.sample import generate_sample
 
-        generate_sample(work / "sample", seed=0)
-        bench = Bench(work, env)
-
-        # 1. N items through every stage.
+        if not (work / "sample" / "manifest.jsonl").is_file():
+            generate_sample(work / "sample", seed=0)
         n = args.n
         manifest = work / f"manifest-{n}.jsonl"
-        make_manifest(work / "sample", n, manifest)
-        print(f"[1] {n} items, every stage")
-        params = {}
-        for v in variants:
-            ingest_params = params_for(work, v, manifest, work / "sample", f"ingest-{n}-{v}",
-                                       args.workers, f"{n}i")
-            bench.stage("ingest", n, v, ingest_params)
-            params[v] = params_for(work, v, manifest, work / "sample", f"ingest-{n}-library",
-                                   args.workers, str(n))
-        for v in variants[1:]:
-            checks.append(f"ingest {v}: items identical to the library's: "
-                          f"{same_items(work / f'ingest-{n}-library', work / f'ingest-{n}-{v}')}")
-        for temp in ("cold", "warm"):
+        if n and not manifest.is_file():
+            make_manifest(work / "sample", n, manifest)
+        params = {v: params_for(work, v, manifest, work / "sample", f"ingest-{n}-library",
+                                args.workers, str(n)) for v in variants}
+
+        # 1. N items through every stage.
+        if n and stages:
+            print(f"[1] {n} items: {', '.join(stages)}", flush=True)
+        if n and "ingest" in stages:
             for v in variants:
-                bench.stage("judge", n, v, params[v], temp)
-                s = summary_of(work / f"judge-{n}-{v}" / JUDGE)
-                checks.append(f"judge {v} {temp}: {s['requests']} requests, {s['model_calls']} "
-                              f"model calls, {s['cache_hits']} cache hits")
-        for v in variants[1:]:
-            same = same_table(work / f"judge-{n}-library/{JUDGE}/judgements.parquet",
-                              work / f"judge-{n}-{v}/{JUDGE}/judgements.parquet", VOLATILE)
-            checks.append(f"judge {v}: judgements identical to the library's: {same}")
+                ingest_params = params_for(work, v, manifest, work / "sample",
+                                           f"ingest-{n}-{v}", args.workers, f"{n}i")
+                bench.stage("ingest", n, v, ingest_params)
+            for v in variants[1:]:
+                same = same_items(work / f"ingest-{n}-library", work / f"ingest-{n}-{v}")
+                checks.append(f"ingest {v}: items identical to the library's: {same}")
+        if n and "judge" in stages:
+            for temp in ("cold", "warm"):
+                for v in variants:
+                    if temp == "cold":
+                        shutil.rmtree(work / f"cache-{n}-{v}", ignore_errors=True)
+                    bench.stage("judge", n, v, params[v], temp)
+                    s = summary_of(work / f"judge-{n}-{v}" / JUDGE)
+                    checks.append(f"judge {v} {temp}: {s['requests']} requests, "
+                                  f"{s['model_calls']} model calls, {s['cache_hits']} cache hits")
+            for v in variants[1:]:
+                same = same_table(work / f"judge-{n}-library/{JUDGE}/judgements.parquet",
+                                  work / f"judge-{n}-{v}/{JUDGE}/judgements.parquet", VOLATILE)
+                checks.append(f"judge {v}: judgements identical to the library's: {same}")
         for stage in ("aggregate", "validate", "report"):
-            for v in variants[:2]:
-                bench.stage(stage, n, v, params[v])
+            if n and stage in stages:
+                for v in variants[:2]:  # these stages have no runner: threads only
+                    bench.stage(stage, n, v, params[v])
 
         # 2. Distinct videos: parallel frame sampling.
         if args.videos:
-            print(f"[2] ingest of {args.videos} distinct 10 s 640x360 clips")
-            clips = make_videos(work / "clips", args.videos)
+            print(f"[2] ingest of {args.videos} distinct 10 s 640x360 clips", flush=True)
+            clips = work / "clips" / "manifest.jsonl"
+            if not clips.is_file():
+                make_videos(work / "clips", args.videos)
             for v in variants:
+                shutil.rmtree(work / f"ingest-clips-{v}", ignore_errors=True)
                 p = params_for(work, v, clips, work / "clips", f"ingest-clips-{v}",
                                args.workers, "clips")
                 bench.stage("ingest", args.videos, v, p, "clips")
             for v in variants[1:]:
-                checks.append(f"clips {v}: items identical to the library's: "
-                              f"{same_items(work / 'ingest-clips-library', work / f'ingest-clips-{v}')}")
+                same = same_items(work / "ingest-clips-library", work / f"ingest-clips-{v}")
+                checks.append(f"clips {v}: items identical to the library's: {same}")
 
-        # 3. The judge alone at a larger N.
+        # 3. The judge alone at a larger N (library vs flow on threads, cold).
         if args.judge_n:
             big = args.judge_n
-            print(f"[3] judge stage alone, {big} items")
-            big_manifest = work / f"manifest-{big}.jsonl"
-            make_manifest(work / "sample", big, big_manifest)
-            from capjudge.ingest import ingest
-
-            t0 = time.perf_counter()
-            ingest(big_manifest, work / "sample", work / f"ingest-{big}-library")
-            print(f"  (ingest of {big} rows for it: {time.perf_counter() - t0:.0f} s, not compared)")
+            print(f"[3] judge stage alone, {big} items", flush=True)
+            source = work / f"ingest-{n}-library"
+            if not (source / "items.parquet").is_file():
+                raise SystemExit(f"part 3 needs {source} (run part 1's ingest first)")
+            expand_items(source, big, work / f"ingest-{big}-library")
             for v in variants[:2]:
-                p = params_for(work, v, big_manifest, work / "sample", f"ingest-{big}-library",
+                shutil.rmtree(work / f"cache-{big}-{v}", ignore_errors=True)
+                p = params_for(work, v, manifest, work / "sample", f"ingest-{big}-library",
                                args.workers, str(big))
                 bench.stage("judge", big, v, p, "cold")
+                s = summary_of(work / f"judge-{big}-{v}" / JUDGE)
+                checks.append(f"judge {big} {v}: {s['requests']} requests, "
+                              f"{s['model_calls']} model calls")
+            same = same_table(work / f"judge-{big}-library/{JUDGE}/judgements.parquet",
+                              work / f"judge-{big}-threads/{JUDGE}/judgements.parquet", VOLATILE)
+            checks.append(f"judge {big} threads: judgements identical to the library's: {same}")
     finally:
         server.terminate()
         server.wait()

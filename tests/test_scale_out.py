@@ -183,6 +183,35 @@ def test_a_file_pause_is_seen_by_every_instance(tmp_path: Path) -> None:
     assert one.remaining() > 4
 
 
+def test_a_retry_after_pauses_every_client_sharing_the_folder(tmp_path: Path) -> None:
+    """Two clients (as on two worker processes) built on one shared folder: while the first
+    waits out a 1 s Retry-After, the second sends nothing."""
+    from capjudge.backends import create_backend
+    from capjudge.client import build_client
+    from capjudge.testing.openai_server import MockOpenAIServer
+
+    with MockOpenAIServer(latency_s=0.02) as server:
+        def client() -> JudgeClient:
+            backend = create_backend("openai/gpt-4o-2024-08-06", base_url=server.url)
+            return build_client(backend, cache_dir=tmp_path / "cache", max_attempts=3,
+                                backoff_base_s=0.01, shared_dir=tmp_path / "limits")
+
+        first, second = client(), client()
+        server.inject("429", retry_after=1.0)
+        worker = threading.Thread(target=first.run, args=(_requests(1, "first"),))
+        worker.start()
+        # The second client learns of the pause from the shared file alone.
+        deadline = time.monotonic() + 10
+        while not second.pause.remaining() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        t429 = server.arrivals[0][0]
+        answers = second.run(_requests(5, "second"))
+        worker.join()
+        later = [t for t, _ in server.arrivals[1:]]
+    assert all(a.status == "ok" for a in answers) and len(later) == 6
+    assert min(later) > t429 + 0.95  # nothing went out inside the window
+
+
 def test_the_client_uses_the_shared_limits_when_given_a_folder(tmp_path: Path) -> None:
     from capjudge.client import build_client
     from capjudge.limits import FilePause as Pause
@@ -260,6 +289,30 @@ def test_ingest_flow_samples_videos_in_parallel_with_the_serial_result(
     assert [b["id"] for b in bad] == ["broken-video"] and bad == serial_bad
 
 
+def test_a_chunk_reads_only_its_row_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    import pyarrow as pa
+
+    from capjudge.item import load_items
+
+    path = tmp_path / "items.parquet"
+    rows = [{"id": f"i{k}", "candidate": f"c{k}"} for k in range(2500)]
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=1024)
+    full = [i.id for i in load_items(path)]
+    read: list[list[int]] = []
+    original = pq.ParquetFile.read_row_groups
+
+    def spy(self: pq.ParquetFile, groups: list[int], *args: object, **kwargs: object
+            ) -> pa.Table:
+        read.append(list(groups))
+        return original(self, groups, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    for start, stop in [(0, 10), (1020, 2050), (2000, None), (2400, 3000), (5, 5), (3000, 4000)]:
+        assert [i.id for i in load_items(path, start, stop)] == full[start:stop]
+    assert read[:3] == [[0], [0, 1, 2], [1, 2]]
+
+
 # --- context: sharded by picture ---------------------------------------------------------------
 
 
@@ -319,7 +372,7 @@ def test_judge_flow_on_two_dask_workers_holds_a_global_rpm(harness: None, ingest
     from flows.judge import judge_flow
     from flows.runner import RunnerConfig, task_runner
 
-    window, per_window, n = 2.0, 4, 12
+    window, per_window, n = 3.0, 4, 12
     with MockOpenAIServer() as server, LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True,
             dashboard_address=None) as cluster, Client(cluster) as client:
@@ -346,10 +399,13 @@ def test_judge_flow_on_two_dask_workers_holds_a_global_rpm(harness: None, ingest
     assert len(built) == 2 and all(v >= 1 for v in built.values())
     dask_summary, arrivals = runs["dask"]
     assert len(arrivals) == n
-    # 12 requests at 4 per 2-s window: never more than 4 in any window (0.2 s of slack for
-    # the time between admission and arrival), so at least two windows' wait in all.
-    assert _max_in_window(arrivals, window - 0.2) <= per_window
-    assert max(arrivals) - min(arrivals) >= 2 * window - 0.2
+    # 12 requests at 4 per 3-s window: never more than 4 in any window, so at least two
+    # windows' wait in all. The server sees arrivals, not admissions: 0.75 s of slack covers
+    # a worker's first request, which is slower to arrive (the HTTP client's lazy set-up).
+    # Two private limiters would let 8 through at once.
+    slack = 0.75
+    assert _max_in_window(arrivals, window - slack) <= per_window
+    assert max(arrivals) - min(arrivals) >= 2 * window - slack
     keys = ("requests", "model_calls", "cache_hits", "prompt_tokens", "completion_tokens",
             "by_status")
     threads_summary = runs["threads"][0]

@@ -83,6 +83,9 @@ ITEMS_SCHEMA = pa.schema([
     ("extra", pa.string()),
 ])
 
+# Rows per row group of items.parquet (about 1 MB of items).
+ITEMS_ROW_GROUP = 1024
+
 QUARANTINE_SCHEMA = pa.schema([
     ("id", pa.string()),
     ("line", pa.int64()),
@@ -476,7 +479,10 @@ def write_tables(out: Path, items: list[dict[str, Any]], quarantine: list[dict[s
 
     items_path = out / "items.parquet"
     quarantine_path = out / "quarantine.parquet"
-    pq.write_table(pa.Table.from_pylist(items, schema=ITEMS_SCHEMA), items_path)
+    # Row groups of ITEMS_ROW_GROUP rows: a judge task reads only the groups of its chunk
+    # (capjudge.item.load_items), not the whole table.
+    pq.write_table(pa.Table.from_pylist(items, schema=ITEMS_SCHEMA), items_path,
+                   row_group_size=ITEMS_ROW_GROUP)
     pq.write_table(pa.Table.from_pylist(quarantine, schema=QUARANTINE_SCHEMA), quarantine_path)
     db_path = out / "capjudge.duckdb"
     tmp = out / ".capjudge.duckdb.tmp"

@@ -105,18 +105,43 @@ def _limited(summary: dict[str, Any]) -> str:
     return ""
 
 
-def _not_run(judges: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One line per judge and mode that could not run at all, with the reason and a hint."""
+def _params_group(params: Path, judge: str) -> str:
+    """Which params.yaml section defines a judge (``judges`` or ``context_judges``)."""
+    try:
+        import yaml
+
+        data = yaml.safe_load(params.read_text()) or {}
+    except (OSError, ValueError):
+        return "judges"
+    for group in ("judges", "context_judges"):
+        if judge in (data.get(group) or {}):
+            return group
+    return "judges"
+
+
+def _not_run(judges: dict[str, dict[str, Any]], params: Path | None = None
+             ) -> list[dict[str, Any]]:
+    """One line per judge whose modes could not run at all: the modes, why, and a hint."""
     lines = []
     for name, s in judges.items():
-        for mode, reasons in sorted((s.get("modes_skipped") or {}).items()):
-            for reason, count in sorted(reasons.items()):
-                hint = None
-                if "vision" in reason:
-                    hint = (f"dvc exp run -S 'judges.{name}.backend=openai/gpt-4o-2024-08-06' "
-                            "(any backend with image input; OPENAI_API_KEY in the environment)")
-                lines.append({"judge": name, "mode": mode, "reason": reason, "count": count,
-                              "hint": hint})
+        skipped = s.get("modes_skipped") or {}
+        if not skipped:
+            continue
+        reasons: dict[str, int] = {}
+        for per_mode in skipped.values():
+            for reason, count in per_mode.items():
+                reasons[reason] = max(reasons.get(reason, 0), count)
+        hint = None
+        if any("vision" in r for r in reasons):
+            group = _params_group(params, name) if params else "judges"
+            hint = (f"dvc exp run -S '{group}.{name}.backend=openai/gpt-4o-2024-08-06' "
+                    "(any backend with image input; OPENAI_API_KEY in the environment"
+                    + ("; its context stage needs a vision backend too)"
+                       if group == "context_judges" else ")"))
+        lines.append({"judge": name, "mode": ", ".join(sorted(skipped)),
+                      "reason": "; ".join(f"{r} ({n} item(s))" for r, n in
+                                          sorted(reasons.items())),
+                      "count": max(reasons.values()), "hint": hint})
     return lines
 
 
@@ -276,7 +301,8 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
     ctx: dict[str, Any] = {
         "title": config.title, "protocol": SAMPLE_PROTOCOL, "gallery": gallery,
         "human_criterion": config.human_criterion, "out_dir": out,
-        "judges": judges, "judge_rows": _judge_rows(judges), "not_run": _not_run(judges),
+        "judges": judges, "judge_rows": _judge_rows(judges),
+        "not_run": _not_run(judges, Path(config.params)),
         "agreement": agree,
         "headline": headline,
         "matrices": {k: {"humans": sorted({h for row in m.values() for h in row}), "rows": m}
