@@ -196,15 +196,16 @@ def make_videos(folder: Path, count: int, seconds: int = 10) -> Path:
 
 
 def params_for(work: Path, variant: str, manifest: Path, media_root: Path, ingest_out: str,
-               workers: int, tag: str) -> Path:
-    """A params file for one variant (own outputs and request cache)."""
+               workers: int, tag: str, cache_root: Path | None = None) -> Path:
+    """A params file for one variant (own outputs and request cache, under ``cache_root``
+    or the work folder)."""
     base = yaml.safe_load((ROOT / "params.yaml").read_text())
     kind = "dask" if variant == "dask" else "threads"
     params = {
         "ingest": {"manifest": str(manifest), "media_root": str(media_root), "out": ingest_out,
                    "frame_policy": "first_middle_last", "decode_timeout_s": 120},
         "judge": {**{k: v for k, v in base["judge"].items() if k != "cache_dir"},
-                  "cache_dir": f"cache-{tag}-{variant}"},
+                  "cache_dir": str((cache_root or work) / f"cache-{tag}-{variant}")},
         "judges": {JUDGE: {"method": "gveval", "backend": "fake/hash+vision",
                            "modes": ["combined"], "out": f"judge-{tag}-{variant}/{JUDGE}"}},
         "runner": {"kind": kind, "workers": workers if kind == "dask" else None},
@@ -345,6 +346,9 @@ def main() -> None:
     parser.add_argument("--stages", default=",".join(STAGES),
                         help="stages of part 1 to run (later ones reuse --dir's outputs)")
     parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one)")
+    parser.add_argument("--big-cache-dir", type=Path,
+                        help="part 3's request caches (e.g. a tmpfs: its cold run then "
+                             "measures the pipeline, not the disk's fsync; default: --dir)")
     parser.add_argument("--skip-dask", action="store_true")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--params", help=argparse.SUPPRESS)
@@ -435,10 +439,11 @@ def main() -> None:
             if not (source / "items.parquet").is_file():
                 raise SystemExit(f"part 3 needs {source} (run part 1's ingest first)")
             expand_items(source, big, work / f"ingest-{big}-library")
+            cache_root = (args.big_cache_dir or work).absolute()
             for v in variants[:2]:
-                shutil.rmtree(work / f"cache-{big}-{v}", ignore_errors=True)
+                shutil.rmtree(cache_root / f"cache-{big}-{v}", ignore_errors=True)
                 p = params_for(work, v, manifest, work / "sample", f"ingest-{big}-library",
-                               args.workers, str(big))
+                               args.workers, str(big), cache_root)
                 bench.stage("judge", big, v, p, "cold")
                 s = summary_of(work / f"judge-{big}-{v}" / JUDGE)
                 checks.append(f"judge {big} {v}: {s['requests']} requests, "
@@ -446,6 +451,9 @@ def main() -> None:
             same = same_table(work / f"judge-{big}-library/{JUDGE}/judgements.parquet",
                               work / f"judge-{big}-threads/{JUDGE}/judgements.parquet", VOLATILE)
             checks.append(f"judge {big} threads: judgements identical to the library's: {same}")
+            if args.big_cache_dir:
+                for v in variants[:2]:
+                    shutil.rmtree(cache_root / f"cache-{big}-{v}", ignore_errors=True)
     finally:
         server.terminate()
         server.wait()
@@ -478,8 +486,9 @@ def print_table(runs: list[Run], server_s: float) -> None:
         print("| " + " | ".join(row) + " |")
     print()
     for v in ("library", "threads", "dask"):
-        cold = next((r for r in runs if r.variant == v and r.note == "cold"), None)
         warm = next((r for r in runs if r.variant == v and r.note == "warm"), None)
+        cold = next((r for r in runs if r.variant == v and r.note == "cold"
+                     and warm is not None and r.n == warm.n), None)
         if cold and warm:
             print(f"judge warm / cold, {v}: {warm.seconds / cold.seconds:.2f}")
 

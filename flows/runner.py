@@ -6,7 +6,8 @@
       kind: threads        # threads | dask | ray
       address: null        # dask: "tcp://scheduler:8786"; ray: "ray://head:10001" or "auto"
       workers: null        # local pool/cluster size (threads, or worker processes); null: the
-                           # stage's own default (a judge: its backend's concurrency)
+                           # stage's own default (a judge: its backend's concurrency), at
+                           # most one process per core for a local cluster
       threads_per_worker: 1
       shared_dir: null     # rpm/tpm window and Retry-After pause of distributed judges
                            # (default: <judge cache_dir>/limits)
@@ -84,9 +85,19 @@ class RunnerConfig:
             Path(cache_dir or default_cache_dir()) / "limits"
         return str(base.absolute())
 
+    def worker_count(self, default: int) -> int:
+        """Threads, or worker processes: ``workers``, else the stage's ``default``; a local
+        cluster is also capped at one process per core (a judge's default is its backend's
+        concurrency, e.g. 8 API requests, which every process multiplies)."""
+        if self.workers:
+            return self.workers
+        if self.distributed:
+            return max(1, min(default, os.cpu_count() or 1))
+        return default
+
     def size(self, default: int) -> int:
-        """How many tasks run at once: ``workers`` x ``threads_per_worker``, or ``default``."""
-        return (self.workers or default) * (self.threads_per_worker if self.distributed else 1)
+        """How many tasks run at once: :meth:`worker_count` x ``threads_per_worker``."""
+        return self.worker_count(default) * (self.threads_per_worker if self.distributed else 1)
 
 
 def task_runner(runner: RunnerConfig, default_workers: int) -> TaskRunner[Any]:
@@ -96,7 +107,7 @@ def task_runner(runner: RunnerConfig, default_workers: int) -> TaskRunner[Any]:
         RuntimeError: the runner's package is not installed (the message says what to
             install).
     """
-    workers = runner.workers or default_workers
+    workers = runner.worker_count(default_workers)
     if runner.kind == "threads":
         return ThreadPoolTaskRunner(max_workers=workers)
     if runner.kind == "dask":

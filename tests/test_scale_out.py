@@ -4,6 +4,7 @@ and context flows, and the judge flow on a local Dask cluster of two worker proc
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -239,6 +241,9 @@ def test_runner_section_is_checked(tmp_path: Path) -> None:
         RunnerConfig(address="tcp://x:8786")
     dask = RunnerConfig(kind="dask", workers=2, shared_dir=str(tmp_path / "s"))
     assert dask.limits_dir("cache") == str(tmp_path / "s") and dask.size(8) == 2
+    # A local cluster's default size: the stage's, at most one process per core.
+    assert RunnerConfig(kind="dask").worker_count(10_000) == (os.cpu_count() or 1)
+    assert RunnerConfig().worker_count(8) == 8
     assert RunnerConfig().limits_dir("cache") is None
     assert type(task_runner(dask, 1)).__name__ == "DaskTaskRunner"
 
@@ -280,7 +285,8 @@ def test_ingest_flow_samples_videos_in_parallel_with_the_serial_result(
     (media / "manifest.jsonl").write_text("\n".join(rows) + "\n")
     assert len(video_jobs(media / "manifest.jsonl", media)) >= 3
     serial = ingest(media / "manifest.jsonl", media, tmp_path / "serial")
-    parallel = ingest_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=2))(
+    threads: Any = ThreadPoolTaskRunner(max_workers=2)  # Prefect's stubs want a future type
+    parallel = ingest_flow.with_options(task_runner=threads)(
         str(media / "manifest.jsonl"), str(media), str(tmp_path / "parallel"), {}, 2)
     assert parallel["n_items"] == serial.n_items and parallel["reasons"] == serial.reasons
     assert _items(tmp_path / "parallel") == _items(tmp_path / "serial")
@@ -305,7 +311,7 @@ def test_a_chunk_reads_only_its_row_groups(tmp_path: Path, monkeypatch: pytest.M
     def spy(self: pq.ParquetFile, groups: list[int], *args: object, **kwargs: object
             ) -> pa.Table:
         read.append(list(groups))
-        return original(self, groups, *args, **kwargs)  # type: ignore[arg-type]
+        return original(self, groups, *args, **kwargs)
 
     monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
     for start, stop in [(0, 10), (1020, 2050), (2000, None), (2400, 3000), (5, 5), (3000, 4000)]:
@@ -342,8 +348,8 @@ def test_context_flow_sharded_writes_what_one_task_writes(harness: None, ingeste
     summaries = {}
     for workers in (1, 2):
         section = {"backend": "fake/hash+vision", "cache_dir": str(tmp_path / f"c{workers}")}
-        summaries[workers] = context_flow.with_options(
-            task_runner=ThreadPoolTaskRunner(max_workers=workers))(
+        threads: Any = ThreadPoolTaskRunner(max_workers=workers)
+        summaries[workers] = context_flow.with_options(task_runner=threads)(
             "t", method, str(ingested / "items.parquet"), str(tmp_path / f"o{workers}"),
             section, workers)
     one = pq.read_table(tmp_path / "o1" / "contexts.parquet")
@@ -386,7 +392,7 @@ def test_judge_flow_on_two_dask_workers_holds_a_global_rpm(harness: None, ingest
             runner = RunnerConfig(kind="dask", address=cluster.scheduler_address) \
                 if name == "dask" else None
             shared = runner.limits_dir(config.cache_dir) if runner else None
-            task_runner_ = task_runner(runner, 2) if runner \
+            task_runner_: Any = task_runner(runner, 2) if runner \
                 else ThreadPoolTaskRunner(max_workers=2)
             start = len(server.arrivals)
             summary = judge_flow.with_options(task_runner=task_runner_)(
