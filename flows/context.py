@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
 import sys
 import time
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     if runner.distributed:
         # Threads gain nothing over the client's own concurrency; other processes do (a local
         # model per worker), and they must share the rate limit and see the same cache.
-        workers = runner.size(1)
+        workers = runner.size(os.cpu_count() or 1)
         section["shared_dir"] = runner.limits_dir(section.get("cache_dir"))
         if section.get("cache_dir"):
             section["cache_dir"] = str(Path(section["cache_dir"]).absolute())
