@@ -293,6 +293,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         for f in files:
             f["relpath"] = Path(f["path"]).relative_to(out).as_posix()
     headline = _headline(agree, judges, systems)
+    (out / "thumbs").mkdir(parents=True, exist_ok=True)  # a declared output, even if empty
     gallery: list[dict[str, Any]] = []
     if headline:  # the series the report leads with
         lead = headline[0]["series"]
