@@ -275,7 +275,7 @@ class HFBackend(Backend):
         scoring = [i for i, r in enumerate(requests) if r.continuations]
         if scoring:
             answered = self._likelihood_requests([requests[i] for i in scoring])
-            rest = [i for i in range(len(requests)) if i not in set(scoring)]
+            rest = [i for i, r in enumerate(requests) if not r.continuations]
             generated = self.generate([requests[i] for i in rest]) if rest else []
             merged: list[JudgeResponse | BackendError] = [
                 BackendError("pending", transient=False)] * len(requests)

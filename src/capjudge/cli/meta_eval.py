@@ -45,18 +45,13 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _dataset_names() -> list[str]:
-    from capjudge.metaeval import datasets
-
-    names = getattr(datasets, "dataset_names", None)
-    return list(names()) if callable(names) else sorted(datasets.LOADERS)
-
-
 def register(sub: Any) -> None:
     """Add the subcommand."""
+    from capjudge.metaeval.datasets import dataset_names
+
     p = sub.add_parser("meta-eval", help="agreement of metrics/judges with a human dataset")
     add_judge_options(p)
-    p.add_argument("--dataset", required=True, choices=_dataset_names())
+    p.add_argument("--dataset", required=True, choices=dataset_names())
     p.add_argument("--path", type=Path, required=True, help="the dataset file")
     p.add_argument("--protocol", help="scoring protocol (default: the dataset's usual one)")
     p.add_argument("--refs", type=int, help="references the baselines see (default: protocol)")

@@ -38,14 +38,14 @@ from capjudge.methods.base import (
     Scale,
     Skip,
 )
-from capjudge.prompts import get_template
+from capjudge.prompts import Template, get_template
 
 SCALE = Scale(0, 100, pass_mark=50)
 MODES = ("pmi", "conditional")
 
 
-def _context(template_id: str, **variables: Any) -> str:
-    template = get_template("likelihood", template_id)
+def _text(template: Template, **variables: Any) -> str:
+    """A template rendered to the plain text a scored continuation follows."""
     return template.render(**variables)[-1].text()
 
 
@@ -75,7 +75,8 @@ class Likelihood(Method):
         """One likelihood request per item: every (context, text) pair the score needs."""
         self.check_mode(mode)
         conditional = get_template("likelihood", "likelihood/conditional")
-        ref = f"{conditional.ref}+likelihood/unconditional@1"
+        unconditional = get_template("likelihood", "likelihood/unconditional")
+        ref = f"{conditional.ref}+{unconditional.ref}"
         refs = [r for r in item.references if r.strip()][: int(
             options.extra.get("max_references", 5))]
         if not refs:
@@ -83,15 +84,15 @@ class Likelihood(Method):
                          ref)]
         medium = "video" if item.media_kind == "video" else "image"
         candidate = " " + item.candidate.strip()
-        uncond = _context("likelihood/unconditional", medium=medium)
-        pairs = [(_context("likelihood/conditional", medium=medium, references=refs),
-                  candidate)]
+        pairs = [(_text(conditional, medium=medium, references=refs), candidate)]
         if mode == "pmi":
+            uncond = _text(unconditional, medium=medium)
+            # The reverse direction: each reference after the candidate (one shared context).
+            after_candidate = _text(conditional, medium=medium,
+                                    references=[item.candidate.strip()])
             pairs.append((uncond, candidate))
             for r in refs:
-                others = [item.candidate.strip()]
-                pairs.append((_context("likelihood/conditional", medium=medium,
-                                       references=others), " " + r.strip()))
+                pairs.append((after_candidate, " " + r.strip()))
                 pairs.append((uncond, " " + r.strip()))
         request = JudgeRequest(messages=(), slots=(), decoding=options.decoding,
                                template=ref, tag=f"{item.id}|{mode}",

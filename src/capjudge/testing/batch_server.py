@@ -342,12 +342,7 @@ class MockBatchServer(MockOpenAIServer):
                     after = query.get("after", [None])[0]
                     self._json(200, server.list_batches(limit, after))
                 elif parts[0] == "batches" and len(parts) == 2:
-                    batch = server.retrieve_batch(parts[1])
-                    if batch is None:
-                        self._json(404, _error_body(f"No such Batch: {parts[1]}",
-                                                    "invalid_request_error"))
-                    else:
-                        self._json(200, batch)
+                    self._batch(parts[1], server.retrieve_batch(parts[1]))
                 else:
                     self._json(404, _error_body(f"no route {self.path}",
                                                 "invalid_request_error"))
@@ -369,15 +364,18 @@ class MockBatchServer(MockOpenAIServer):
                         return
                     self._json(*server.create_batch(request))
                 elif parts[0] == "batches" and parts[2:] == ["cancel"]:
-                    batch = server.cancel_batch(parts[1])
-                    if batch is None:
-                        self._json(404, _error_body(f"No such Batch: {parts[1]}",
-                                                    "invalid_request_error"))
-                    else:
-                        self._json(200, batch)
+                    self._batch(parts[1], server.cancel_batch(parts[1]))
                 else:
                     self._json(404, _error_body(f"no route {self.path}",
                                                 "invalid_request_error"))
+
+            def _batch(self, batch_id: str, batch: dict[str, Any] | None) -> None:
+                """The batch object, or OpenAI's 404 for an unknown id."""
+                if batch is None:
+                    self._json(404, _error_body(f"No such Batch: {batch_id}",
+                                                "invalid_request_error"))
+                else:
+                    self._json(200, batch)
 
             def _upload(self, raw: bytes) -> None:
                 fields = _multipart(self.headers.get("Content-Type", ""), raw)
