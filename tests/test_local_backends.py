@@ -104,3 +104,48 @@ def test_embedded_judge_runs_ref_only_and_skips_vision_modes(ingested: Path,
         assert r["snapshot"].startswith("sha256:") and r["reasoning"] is not None
     again = run_judge(ingested / "items.parquet", tmp_path / "out2", config)
     assert again["model_calls"] == 0 and again["cache_hits"] == 3
+
+
+def test_embedded_likelihoods_batched_equal_one_pair_at_a_time() -> None:
+    """Left-padded batches with logits_to_keep give each pair's own log-likelihood."""
+    import torch
+
+    backend = create_backend("embedded/gemma-3-270m", batch_size=3)
+    assert isinstance(backend, HFBackend)
+    pairs = [("Captions of the same image:\n- A dog runs on grass.\n-", " A dog runs."),
+             ("A caption written for an image:\n-", " A dog runs."),
+             ("A caption written for an image:\n-", " Two children play with a red ball"
+              " in a park on a sunny afternoon."),
+             ("Captions of the same image:\n- A cat.\n-", " A cat sleeps."),
+             ("x", " y")]
+    got = backend.loglikelihoods(pairs)
+    bos = [backend.tokenizer.bos_token_id]
+    for (context, text), (value, n) in zip(pairs, got, strict=True):
+        ctx = bos + backend.tokenizer.encode(context, add_special_tokens=False)
+        full = bos + backend.tokenizer.encode(context + text, add_special_tokens=False)
+        assert full[:len(ctx)] == ctx  # these texts start at a token boundary
+        with torch.inference_mode():
+            logits = backend.model(input_ids=torch.tensor([full])).logits.float()[0]
+        logp = torch.log_softmax(logits[:-1], dim=-1)
+        expected = sum(float(logp[k - 1, full[k]]) for k in range(len(ctx), len(full)))
+        assert n == len(full) - len(ctx)
+        assert value == pytest.approx(expected, rel=1e-3, abs=1e-3)
+    assert backend.loglikelihoods(pairs[::-1]) == got[::-1]  # memoised, order kept
+
+
+@pytest.mark.slow
+def test_embedded_likelihood_judge_scores_the_sample(ingested: Path, tmp_path: Path) -> None:
+    config = JudgeConfig(method="likelihood", backend="embedded/gemma-3-270m",
+                         modes=["npmi", "pmi", "conditional"], limit=3,
+                         cache_dir=str(tmp_path / "cache"), backend_options={"batch_size": 8})
+    summary = run_judge(ingested / "items.parquet", tmp_path / "out", config)
+    rows = pq.read_table(tmp_path / "out" / "judgements.parquet").to_pylist()
+    assert len(rows) == 9 and {r["status"] for r in rows} == {"ok"}
+    for r in rows:
+        assert 0 <= r["score"] <= 100 and r["source"] == "likelihood"
+        assert r["template"] == "likelihood/conditional@1+likelihood/unconditional@1"
+        assert r["snapshot"].startswith("sha256:")
+    shares = [r for r in rows if r["mode"] == "npmi"]
+    assert all("forward_share" in r["reasoning"] for r in shares)
+    again = run_judge(ingested / "items.parquet", tmp_path / "out2", config)
+    assert again["model_calls"] == 0 and again["cache_hits"] == summary["requests"]
