@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from capjudge.backends.base import JudgeRequest, JudgeResponse
@@ -103,6 +103,16 @@ def explained_share(conditional: float, unconditional: float) -> float:
     return 1.0 - conditional / unconditional
 
 
+def _directions(count: int, measure: Callable[[int], float]) -> tuple[float, float]:
+    """``(forward, mean reverse)`` of a per-pair measure, in :meth:`Likelihood.plan`'s order.
+
+    The pairs come as (conditional, neutral) twins: index 0/1 the candidate, then 2/3, 4/5, ...
+    one per reference. ``measure(k)`` reads the twin starting at ``k``.
+    """
+    reverse = [measure(k) for k in range(2, count, 2)]
+    return measure(0), sum(reverse) / len(reverse)
+
+
 class Likelihood(Method):
     """Reference-conditioned likelihood scores (PMI-normalised by default).
 
@@ -160,19 +170,15 @@ class Likelihood(Method):
             value = 100 * math.exp(forward_cond)
             parts: dict[str, float] = {"mean_logp": forward_cond}
         elif planned.mode == "pmi":
-            forward = (ll[0] - ll[1]) / n[0]
-            reverse = [(ll[k] - ll[k + 1]) / n[k] for k in range(2, len(ll), 2)]
-            pmi = (forward + sum(reverse) / len(reverse)) / 2
+            forward, reverse = _directions(len(ll), lambda k: (ll[k] - ll[k + 1]) / n[k])
+            pmi = (forward + reverse) / 2
             value = 100 * sigmoid(pmi)
-            parts = {"pmi": pmi, "forward_pmi": forward,
-                     "reverse_pmi": sum(reverse) / len(reverse)}
+            parts = {"pmi": pmi, "forward_pmi": forward, "reverse_pmi": reverse}
         else:
-            forward_share = explained_share(ll[0], ll[1])
-            shares = [explained_share(ll[k], ll[k + 1]) for k in range(2, len(ll), 2)]
-            share = (forward_share + sum(shares) / len(shares)) / 2
+            forward, reverse = _directions(len(ll), lambda k: explained_share(ll[k], ll[k + 1]))
+            share = (forward + reverse) / 2
             value = min(100.0, max(0.0, 50 * (1 + share)))
-            parts = {"share": share, "forward_share": forward_share,
-                     "reverse_share": sum(shares) / len(shares)}
+            parts = {"share": share, "forward_share": forward, "reverse_share": reverse}
         # The components are this judge's "reasoning": shown with the row, like a generative
         # judge's text (a likelihood answer has no text of its own).
         response.text = response.text or json.dumps({k: round(v, 4) for k, v in parts.items()})
