@@ -34,3 +34,19 @@ def panel_level(tile: Image.Image, panel: int) -> float:
     crop = tile.crop((panel * 512 + 236, 236, panel * 512 + 276, 276)).convert("L")
     pixels = list(crop.getdata())
     return sum(pixels) / len(pixels)
+
+
+class FakeClock:
+    """Time that passes only when something sleeps on it (rate limiters without waiting).
+
+    Pass the instance as ``clock`` and :meth:`sleep` as ``sleep``.
+    """
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds

@@ -22,6 +22,7 @@ from capjudge.client import JudgeClient, RateLimiter, RetryPolicy
 from capjudge.methods.gveval import score_slot
 from capjudge.scoring import summarise
 from capjudge.testing.openai_server import MockOpenAIServer, Scripted
+from helpers import FakeClock
 
 FAST = RetryPolicy(max_attempts=4, base_s=0.01, max_s=0.05)
 
@@ -152,17 +153,11 @@ def test_concurrency_reaches_the_server_in_parallel() -> None:
 
 
 def test_rate_limiter_spaces_requests_and_tokens() -> None:
-    now = [0.0]
-    slept: list[float] = []
-
-    def sleep(s: float) -> None:
-        slept.append(s)
-        now[0] += s
-
-    limiter = RateLimiter(rpm=2, tpm=100, clock=lambda: now[0], sleep=sleep)
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=2, tpm=100, clock=clock, sleep=clock.sleep)
     assert limiter.acquire(10) == 0 and limiter.acquire(10) == 0
     assert limiter.acquire(10) == pytest.approx(60.0)  # third request waits for the window
-    limiter2 = RateLimiter(tpm=100, clock=lambda: now[0], sleep=sleep)
+    limiter2 = RateLimiter(tpm=100, clock=clock, sleep=clock.sleep)
     limiter2.acquire(80)
     assert limiter2.acquire(30) > 0  # 110 tokens would exceed the minute's budget
 

@@ -28,6 +28,7 @@ from capjudge.backends.base import (
 from capjudge.backends.fake import FakeBackend
 from capjudge.client import JudgeClient, RateLimiter
 from capjudge.limits import FilePause, FileRateLimiter
+from helpers import FakeClock
 
 # Columns that differ between two runs by nature (timing, where an answer came from).
 VOLATILE = {"latency_s", "cached", "attempts"}
@@ -58,28 +59,18 @@ def _max_in_window(times: Sequence[float], window: float) -> int:
 
 
 def test_the_rate_limiter_counts_requests_not_batches() -> None:
-    now = [0.0]
-    slept: list[float] = []
-
-    def sleep(s: float) -> None:
-        slept.append(s)
-        now[0] += s
-
-    limiter = RateLimiter(rpm=10, clock=lambda: now[0], sleep=sleep)
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=10, clock=clock, sleep=clock.sleep)
     assert limiter.acquire(0, 8) == 0
     # 8 + 8 > 10: the second batch of 8 waits for the first to leave the window.
     assert limiter.acquire(0, 8) == pytest.approx(60.0)
     # A batch larger than the whole budget still goes, alone in its window.
-    assert RateLimiter(rpm=10, clock=lambda: now[0], sleep=sleep).acquire(0, 16) == 0
+    assert RateLimiter(rpm=10, clock=clock, sleep=clock.sleep).acquire(0, 16) == 0
 
 
 def test_a_shorter_window_scales_the_budget() -> None:
-    now = [0.0]
-
-    def sleep(s: float) -> None:
-        now[0] += s
-
-    limiter = RateLimiter(rpm=120, window_s=1.0, clock=lambda: now[0], sleep=sleep)
+    clock = FakeClock()
+    limiter = RateLimiter(rpm=120, window_s=1.0, clock=clock, sleep=clock.sleep)
     waits = [limiter.acquire() for _ in range(4)]  # 2 per 1-s window
     assert waits[:2] == [0, 0] and waits[2] == pytest.approx(1.0) and waits[3] == 0
 
@@ -163,15 +154,11 @@ def test_the_file_limiter_holds_across_processes(tmp_path: Path) -> None:
 
 
 def test_file_limiter_waits_in_its_own_window(tmp_path: Path) -> None:
-    now = [1000.0]
-
-    def sleep(s: float) -> None:
-        now[0] += s
-
-    a = FileRateLimiter(tmp_path / "w.json", rpm=120, window_s=1.0, clock=lambda: now[0],
-                        sleep=sleep)
-    b = FileRateLimiter(tmp_path / "w.json", rpm=120, window_s=1.0, clock=lambda: now[0],
-                        sleep=sleep)
+    clock = FakeClock(1000.0)
+    a = FileRateLimiter(tmp_path / "w.json", rpm=120, window_s=1.0, clock=clock,
+                        sleep=clock.sleep)
+    b = FileRateLimiter(tmp_path / "w.json", rpm=120, window_s=1.0, clock=clock,
+                        sleep=clock.sleep)
     assert a.acquire() == 0 and b.acquire() == 0
     assert a.acquire() > 0.99  # the budget is the file's, not each instance's
 
