@@ -27,7 +27,8 @@ from capjudge.methods import get_method
 from capjudge.reliability import paired_difference
 
 
-def _load(db: Path) -> dict[str, Any]:
+def load_run(db: Path) -> dict[str, Any]:
+    """A run's series (items with score, system, human), costs and lineage from its database."""
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
@@ -118,7 +119,7 @@ def compare_series(a: dict[str, Any], b: dict[str, Any], method: str, n_boot: in
 def compare_runs(db_a: Path, db_b: Path, *, series: tuple[str, str] | None = None,
                  n_boot: int = 500, threshold: float | None = None) -> dict[str, Any]:
     """Compare two runs' report databases; returns the JSON-able comparison."""
-    a, b = _load(db_a), _load(db_b)
+    a, b = load_run(db_a), load_run(db_b)
     pairs = [series] if series else sorted((k, k) for k in a["series"] if k in b["series"])
     if not pairs:
         raise ValueError("the runs share no judge/mode series; pass --series A_KEY B_KEY "

@@ -8,6 +8,8 @@ Exit codes (all subcommands):
   message names the file and, where it applies, the line.
 - 3: ``--strict`` was given and rows were quarantined / judgements failed; ``score`` when the
   item got no score.
+- 4: ``watch --once``: a re-evaluated judge raised an alert (agreement dropped past
+  ``watch.alert_drop``, or its failure / low-mass rate is above its limit).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from capjudge.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_STRICT, EXIT_USAGE, UsageError
 
 SUBCOMMANDS = ("sample", "ingest", "score", "judge", "batch", "estimate_cost", "meta_eval",
-               "compare", "watch", "runs", "prepare_model")
+               "compare", "watch", "runs", "history", "prepare_model")
 """Modules of this package, in help order; each defines ``register(subparsers)``."""
 
 

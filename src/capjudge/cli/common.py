@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
+EXIT_ALERT = 4  # `watch --once`: a re-evaluated judge raised an alert
 
 
 class UsageError(Exception):

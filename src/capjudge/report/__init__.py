@@ -51,7 +51,8 @@ from capjudge.report.judge_reliability import (
     length_bias_table,
     retest_tables,
 )
-from capjudge.report.plots import make_plots
+from capjudge.report.dvc_plots import write_dvc_plots
+from capjudge.report.plots import history_plots, make_plots
 from capjudge.report.render import render_html, render_markdown
 
 SAMPLE_PROTOCOL = ("sample-gold: one row per item, the human label is the annotators' mean "
@@ -236,6 +237,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
                ) -> dict[str, Any]:
     """Build the database, compute agreement, write every report file; returns the context."""
     from capjudge.credentials import redact_value
+    from capjudge.history import load_history, record_run, series_history
     from capjudge.lineage import collect, register
 
     ingest, agg, out = Path(ingest_dir), Path(aggregate_dir), Path(out_dir)
@@ -299,6 +301,17 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         lead = headline[0]["series"]
         gallery = build_gallery(lead, [r for r in rows if r["series"] == lead],
                                 {r["id"]: r for r in items.to_pylist()}, reasoning, ingest, out)
+    history: dict[str, list[dict[str, Any]]] = {}
+    if config.registry:
+        # Filed before rendering: the History section shows this run with its paired
+        # difference to the previous one, read from the two registered databases.
+        register(run, out, Path(config.registry))
+        record_run(Path(config.registry), run, agree, judges, systems, config.bootstrap)
+        history = series_history(load_history(Path(config.registry)))
+    history_figures = history_plots(history, out)
+    for files in history_figures.values():
+        for f in files:
+            f["relpath"] = Path(f["path"]).relative_to(out).as_posix()
     ctx: dict[str, Any] = {
         "title": config.title, "protocol": SAMPLE_PROTOCOL, "gallery": gallery,
         "human_criterion": config.human_criterion, "out_dir": out,
@@ -314,6 +327,8 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         "packages": ", ".join(f"{k} {v}" for k, v in run["packages"].items() if v),
         "validation": _validation(out), "plots": plots,
         "reliability": reliability, "calibration_enabled": config.calibration,
+        "history": history, "history_plots": history_figures,
+        "registry": config.registry,
     }
     view = {**ctx, "judges": ctx["judge_rows"],
             "agreement": [a for a in agree if a["n"] > 0]}
@@ -327,8 +342,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
             if r["score"] is not None and r["human"] is not None:
                 handle.write(f"{r['series']},{r['item_id']},{r['human']},{r['score']:.6f}\n")
     (out / "lineage.json").write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
-    if config.registry:
-        register(run, out, Path(config.registry))
+    write_dvc_plots(out / "dvcplots", ctx, rows)
     return ctx
 
 

@@ -83,3 +83,58 @@ def make_plots(rows: Sequence[dict[str, Any]], out_dir: Path, criterion: str
             {"path": str(scatter), "caption": f"{key}: score against the human {criterion} "
              f"label, n = {len(points)}"}]
     return files
+
+
+def history_plots(history: dict[str, list[dict[str, Any]]], out_dir: Path
+                  ) -> dict[str, list[dict[str, str]]]:
+    """Per series with at least two runs: τ-b with its CI per run, and mean score per system.
+
+    A dashed line marks each run whose model snapshot differs from the run before.
+
+    Returns:
+        ``{series: [{"path": ..., "caption": ...}]}``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files: dict[str, list[dict[str, str]]] = {}
+    plot_dir = out_dir / "plots"
+    for key, points in history.items():
+        if len(points) < 2:
+            continue
+        plot_dir.mkdir(parents=True, exist_ok=True)
+        x = np.arange(len(points))
+        tau = np.array([np.nan if p["kendall_tau_b"] is None else p["kendall_tau_b"]
+                        for p in points])
+        low = np.array([(p.get("ci95") or [np.nan])[0] or np.nan for p in points])
+        high = np.array([(p.get("ci95") or [np.nan, np.nan])[1] or np.nan for p in points])
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), dpi=100)
+        ax.errorbar(x, tau, yerr=[np.nan_to_num(tau - low), np.nan_to_num(high - tau)],
+                    fmt="o-", capsize=3)
+        ax.set_ylabel("Kendall tau-b (95 % CI)")
+        ax.set_title(f"{key}: agreement per run", fontsize=9)
+        systems = sorted({s for p in points for s in p.get("system_means") or {}})
+        for system in systems:
+            ys = [np.nan if (p.get("system_means") or {}).get(system) is None
+                  else p["system_means"][system] for p in points]
+            ax2.plot(x, ys, "o-", label=system, markersize=3)
+        ax2.set_ylabel("mean score")
+        ax2.set_title(f"{key}: mean score per system", fontsize=9)
+        if 0 < len(systems) <= 8:
+            ax2.legend(fontsize=7)
+        labels = [p["time"][5:16].replace("T", " ") for p in points]
+        for axis in (ax, ax2):
+            for i, p in enumerate(points):
+                if p.get("snapshot_changed"):
+                    axis.axvline(i - 0.5, color="#a00", linestyle="--", linewidth=1)
+            axis.set_xticks(x, labels, rotation=30, fontsize=7)
+        fig.tight_layout()
+        path = plot_dir / f"{key.replace('/', '__')}-history.png"
+        fig.savefig(path, metadata={"Software": None})
+        plt.close(fig)
+        files[key] = [{"path": str(path), "caption": f"{key}: Kendall tau-b per run with its "
+                       "95 % CI, and the mean score per system; a dashed red line marks a "
+                       "changed model snapshot"}]
+    return files

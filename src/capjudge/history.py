@@ -1,0 +1,224 @@
+"""Judge history: every run's agreement per judge/mode, kept in the run registry.
+
+The report stage (also when the watch flow re-runs it through DVC) appends one entry per
+scored judge/mode series to ``<registry>/history.jsonl``: what identifies the run (judge,
+method, template id@version, backend id, model snapshot, the models and
+``system_fingerprint`` values its answers reported, data version = sha256 of
+``items.parquet``, code version = git revision, date), its agreement with humans (Kendall
+τ-b with the bootstrap 95 % CI), its failure and low-mass rates, the mean score per system,
+and the paired difference to the series' previous run on the items both scored — computed by
+:func:`capjudge.compare.compare_series`, the same paired bootstrap CI and permutation test
+``capjudge compare`` reports, once, when the entry is written.
+
+:func:`alerts` turns the entries of a new run into the watch flow's alert lines: a paired Δτ
+whose whole 95 % CI lies below ``-alert_drop``, or a failure / low-mass rate above its limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+HISTORY_FILE = "history.jsonl"
+
+
+def history_path(registry: Path) -> Path:
+    """Where the history lives in a registry."""
+    return Path(registry) / HISTORY_FILE
+
+
+def load_history(registry: Path, judge: str | None = None) -> list[dict[str, Any]]:
+    """Every history entry (optionally of one judge), in the order they were appended."""
+    path = history_path(registry)
+    if not path.is_file():
+        return []
+    entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [e for e in entries if judge is None or e["judge"] == judge]
+
+
+def identity(backend: dict[str, Any]) -> str:
+    """A short hash of what says which model answered: backend, snapshot, models, fingerprints."""
+    facts = {k: backend.get(k) for k in ("backend", "snapshot", "models", "fingerprints")}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()
+                          ).hexdigest()[:12]
+
+
+def _finite(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def run_entries(run: dict[str, Any], agreement: Sequence[dict[str, Any]],
+                judges: dict[str, dict[str, Any]], systems: Sequence[dict[str, Any]]
+                ) -> list[dict[str, Any]]:
+    """History entries (without the paired difference) for one run's scored series.
+
+    Args:
+        run: the run's lineage (:func:`capjudge.lineage.collect`).
+        agreement: the report's agreement entries (:func:`capjudge.report.agreement.agreement`).
+        judges: each judge's run summary (``summary.json``), for the failure/low-mass rates.
+        systems: the ``system_scores`` rows (judge, mode, system, mean_score).
+    """
+    backends = {b["judge"]: b for b in run.get("backends") or []}
+    out = []
+    for a in agreement:
+        if "kendall_tau_b" not in a:
+            continue  # not scored: nothing to put on a curve (the report says why)
+        backend = backends.get(a["judge"], {})
+        summary = judges.get(a["judge"], {})
+        ci = (a.get("ci95") or {}).get("kendall_tau_b")
+        means = {str(s["system"]): _finite(s.get("mean_score")) for s in systems
+                 if s["judge"] == a["judge"] and s["mode"] == a["mode"]}
+        revision = run.get("git_revision")
+        out.append({
+            "run_id": run["run_id"], "time": run["time"], "judge": a["judge"],
+            "mode": a["mode"], "series": f"{a['judge']}/{a['mode']}", "method": a["method"],
+            "templates": list(backend.get("templates") or []),
+            "backend": backend.get("backend"), "snapshot": backend.get("snapshot"),
+            "models": list(backend.get("models") or []),
+            "fingerprints": list(backend.get("fingerprints") or []),
+            "identity": identity(backend),
+            "data_version": run.get("dataset_sha256"),
+            "code_version": (f"{revision}{'-dirty' if run.get('git_dirty') else ''}"
+                             if revision else None),
+            "protocol": a.get("protocol"), "n": a["n"],
+            "kendall_tau_b": _finite(a["kendall_tau_b"]),
+            "ci95": [_finite(v) for v in ci] if ci else None,
+            "failure_rate": _finite(summary.get("failure_rate")),
+            "low_mass_rate": _finite(summary.get("low_mass_rate")),
+            "system_means": dict(sorted(means.items())),
+        })
+    return out
+
+
+def paired_to_previous(entry: dict[str, Any], previous: dict[str, Any] | None,
+                       db: Path, previous_db: Path, n_boot: int) -> dict[str, Any]:
+    """``entry`` with its difference to ``previous`` (the series' last run) filled in.
+
+    The difference is :func:`capjudge.compare.compare_series` on the items both runs scored
+    (new minus previous): Δτ-b, its paired bootstrap 95 % CI and the paired permutation p.
+    """
+    from capjudge.compare import compare_series, load_run
+
+    entry = {**entry, "previous_run": previous["run_id"] if previous else None,
+             "snapshot_changed": bool(previous) and previous["identity"] != entry["identity"],
+             "paired": None}
+    if previous is None:
+        return entry
+    if not previous_db.is_file():
+        entry["paired_note"] = f"the previous run's database is gone ({previous_db})"
+        return entry
+    a, b = load_run(previous_db), load_run(db)
+    sa, sb = a["series"].get(entry["series"]), b["series"].get(entry["series"])
+    if sa is None or sb is None:
+        entry["paired_note"] = "the series is missing from one of the two databases"
+        return entry
+    result = compare_series(sa["items"], sb["items"], entry["method"], n_boot, None,
+                            b["human_criterion"])
+    g = result.get("agreement")
+    if g is None:
+        entry["paired_note"] = result.get("note") or "fewer than 3 shared, labelled items"
+        return entry
+    entry["paired"] = {"n": g["n"], "difference": _finite(g["difference_b_minus_a"]),
+                       "ci95": [_finite(v) for v in g["difference_ci95"]],
+                       "p_value": _finite(g["permutation_p_value"])}
+    return entry
+
+
+def record_run(registry: Path, run: dict[str, Any], agreement: Sequence[dict[str, Any]],
+               judges: dict[str, dict[str, Any]], systems: Sequence[dict[str, Any]],
+               n_boot: int = 500) -> list[dict[str, Any]]:
+    """Append the run's entries to the registry's history; returns them.
+
+    The run must already be registered (:func:`capjudge.lineage.register`): the paired
+    difference reads its database and the previous run's from the registry.
+    """
+    registry = Path(registry)
+    last: dict[str, dict[str, Any]] = {}
+    for e in load_history(registry):
+        if e["run_id"] != run["run_id"]:
+            last[e["series"]] = e
+    entries = []
+    for entry in run_entries(run, agreement, judges, systems):
+        previous = last.get(entry["series"])
+        entries.append(paired_to_previous(
+            entry, previous, registry / run["run_id"] / "capjudge.duckdb",
+            registry / previous["run_id"] / "capjudge.duckdb" if previous else Path("-"),
+            n_boot))
+    with history_path(registry).open("a") as handle:
+        for entry in entries:
+            handle.write(json.dumps(entry, sort_keys=True) + "\n")
+    return entries
+
+
+def series_history(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Entries grouped by judge/mode series, oldest first."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for e in sorted(entries, key=lambda e: e["time"]):
+        out.setdefault(e["series"], []).append(e)
+    return dict(sorted(out.items()))
+
+
+def alerts(entries: Sequence[dict[str, Any]], *, alert_drop: float = 0.05,
+           max_failure_rate: float | None = None, max_low_mass_rate: float | None = None
+           ) -> list[str]:
+    """Alert lines for a run's history entries (empty: nothing to alert on).
+
+    A series alerts when its paired Δτ-b to the previous run has a 95 % CI entirely below
+    ``-alert_drop`` (a drop larger than the threshold, not explained by resampling), or when
+    its judge's failure or low-mass rate is above its limit. Each line carries the figures.
+    """
+    lines = []
+    judges_seen: set[str] = set()
+    for e in entries:
+        paired = e.get("paired")
+        if paired and paired["ci95"][1] is not None and paired["ci95"][1] < -alert_drop:
+            lines.append(
+                f"{e['series']}: Kendall tau-b dropped by {-paired['difference']:.3f} "
+                f"({e['kendall_tau_b']:.3f} now, previous run {e['previous_run']}); paired "
+                f"95 % CI of the change [{paired['ci95'][0]:.3f}, {paired['ci95'][1]:.3f}] "
+                f"lies below -{alert_drop:.3f}; permutation p = {paired['p_value']:.3f}; "
+                f"n = {paired['n']} shared items; snapshot {e['snapshot']}"
+                + (" (changed)" if e.get("snapshot_changed") else ""))
+        if e["judge"] in judges_seen:
+            continue  # the rates are per judge: one line, not one per mode
+        judges_seen.add(e["judge"])
+        for name, limit in (("failure rate", max_failure_rate),
+                            ("low-mass rate", max_low_mass_rate)):
+            value = e.get(name.replace(" ", "_").replace("-", "_"))
+            if limit is not None and value is not None and value > limit:
+                lines.append(f"{e['judge']}: {name} {value:.3f} is above the limit "
+                             f"{limit:.3f} (run {e['run_id']})")
+    return lines
+
+
+def format_history(entries: Sequence[dict[str, Any]]) -> str:
+    """The series as plain text: one block per judge/mode, one line per run."""
+    blocks = []
+    for series, points in series_history(entries).items():
+        lines = [f"{series}",
+                 "  run                        date                  n  tau-b [95 % CI]        "
+                 "delta vs previous [95 % CI], p   snapshot"]
+        for e in points:
+            ci = e.get("ci95") or [None, None]
+            paired = e.get("paired")
+            delta = (f"{paired['difference']:+.3f} [{_num(paired['ci95'][0])}, "
+                     f"{_num(paired['ci95'][1])}], p {_num(paired['p_value'])}"
+                     if paired else "-")
+            mark = " *changed*" if e.get("snapshot_changed") else ""
+            lines.append(f"  {e['run_id']:<26} {e['time'][:19]:<20} {e['n']:>4}  "
+                         f"{_num(e['kendall_tau_b'])} [{_num(ci[0])}, {_num(ci[1])}]  "
+                         f"{delta:<32} {e['backend']}@{e['snapshot']}"
+                         f" {','.join(e.get('fingerprints') or []) or ''}{mark}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + ("\n" if blocks else "")
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -1,0 +1,88 @@
+"""Plot data for ``dvc plots``: CSV files the report stage writes and ``dvc.yaml`` declares.
+
+- ``agreement.csv``: per scored judge/mode, Kendall τ-b with its 95 % CI and n;
+- ``history/<judge>__<mode>.csv``: τ-b with its CI per registered run (the run history);
+- ``scores/<judge>__<mode>.csv``: every scored item's score with its system (the score
+  distribution per system);
+- ``calibration/<judge>__<mode>.csv``: the calibration curve — labelled items sorted by score
+  into (up to) ten equal-count bins, each bin's mean score against its mean human label.
+
+``dvc plots show`` renders them; ``dvc plots diff`` between two experiments overlays them.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CALIBRATION_BINS = 10
+
+
+def _name(series: str) -> str:
+    return series.replace("/", "__")
+
+
+def _write(path: Path, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow(["" if v is None else (f"{v:.6f}" if isinstance(v, float) else v)
+                             for v in row])
+
+
+def calibration_curve(scores: Sequence[float], human: Sequence[float],
+                      bins: int = CALIBRATION_BINS) -> list[tuple[float, float, int]]:
+    """(mean score, mean human label, items) per equal-count bin of the scores, low to high."""
+    order = np.argsort(np.asarray(scores, float), kind="stable")
+    s, h = np.asarray(scores, float)[order], np.asarray(human, float)[order]
+    out = []
+    for chunk in np.array_split(np.arange(len(s)), min(bins, len(s))):
+        if len(chunk):
+            out.append((float(s[chunk].mean()), float(h[chunk].mean()), len(chunk)))
+    return out
+
+
+def write_dvc_plots(out_dir: Path, ctx: dict[str, Any], rows: Sequence[dict[str, Any]]
+                    ) -> list[Path]:
+    """Write every plot file under ``out_dir`` (replacing the previous ones); returns them."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+    written = []
+    scored = [a for a in ctx["agreement"] if "kendall_tau_b" in a]
+    path = out_dir / "agreement.csv"
+    _write(path, ["series", "n", "kendall_tau_b", "ci_low", "ci_high"],
+           [(f"{a['judge']}/{a['mode']}", a["n"], a["kendall_tau_b"],
+             *((a.get("ci95") or {}).get("kendall_tau_b") or (None, None))) for a in scored])
+    written.append(path)
+    for series, points in (ctx.get("history") or {}).items():
+        path = out_dir / "history" / f"{_name(series)}.csv"
+        _write(path, ["run", "run_id", "time", "snapshot", "snapshot_changed", "n",
+                      "kendall_tau_b", "ci_low", "ci_high"],
+               [(k, p["run_id"], p["time"], p["snapshot"], int(bool(p.get("snapshot_changed"))),
+                 p["n"], p["kendall_tau_b"], *(p.get("ci95") or (None, None)))
+                for k, p in enumerate(points)])
+        written.append(path)
+    by_series: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("score") is not None:
+            by_series.setdefault(r["series"], []).append(r)
+    for series, items in sorted(by_series.items()):
+        path = out_dir / "scores" / f"{_name(series)}.csv"
+        _write(path, ["system", "item_id", "score"],
+               [(r.get("system") or "(none)", r["item_id"], float(r["score"])) for r in items])
+        written.append(path)
+        labelled = [r for r in items if r.get("human") is not None]
+        if len(labelled) >= 3:
+            path = out_dir / "calibration" / f"{_name(series)}.csv"
+            curve = calibration_curve([float(r["score"]) for r in labelled],
+                                      [float(r["human"]) for r in labelled])
+            _write(path, ["bin", "mean_score", "mean_human", "items"],
+                   [(k, s, h, n) for k, (s, h, n) in enumerate(curve)])
+            written.append(path)
+    return written
