@@ -28,6 +28,7 @@ from capjudge.backends import default_concurrency
 from capjudge.backends.base import BackendError
 from capjudge.client import ClientStats
 from capjudge.judge import JudgeConfig, combine_parts, summarise, write_summary
+from flows.artifacts import Progress
 from flows.params import load_params
 from flows.runner import RunnerConfig, task_runner
 from tasks.judge import judge_chunk
@@ -99,6 +100,7 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
     in_flight: deque[tuple[int, PrefectFuture[dict[str, Any]]]] = deque()
     stats = ClientStats()
     done = 0
+    progress = Progress(name, len(bounds))  # the UI's progress bar for this judge
     # A bounded window of submitted chunks: memory and the task runner's queue stay flat
     # whatever the number of items.
     for k, (lo, hi) in enumerate(bounds):
@@ -109,6 +111,7 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
             results[j] = future.result()
             stats.merge(ClientStats.from_dict(results[j]["stats"]))  # type: ignore[index]
             done += 1
+            progress.update(done)
             logger.info("%s: %d/%d chunks done (%d requests, %d model calls, %d cache hits, "
                         "%.0f s)", name, done, len(bounds), stats.requests, stats.calls,
                         stats.cache_hits, time.perf_counter() - started)

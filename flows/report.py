@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
@@ -15,6 +16,7 @@ from prefect import flow, get_run_logger
 from capjudge.aggregate import AggregateConfig
 from capjudge.report import ReportConfig
 from capjudge.validate import ValidateConfig, ValidationFailed
+from flows.artifacts import publish_report
 from flows.params import load_params
 from tasks.report import aggregate_task, report_task, validate_task
 
@@ -45,9 +47,15 @@ def validate_flow(items_path: str, dirs: list[str], out_dir: str, config: Valida
 
 @flow(name="capjudge-report")
 def report_flow(ingest_dir: str, dirs: list[str], aggregate_dir: str, out_dir: str,
-                config: ReportConfig) -> int:
-    """Agreement with humans, plots, Markdown/HTML report and DVC metrics."""
-    return report_task(ingest_dir, dirs, aggregate_dir, out_dir, config)
+                config: ReportConfig) -> dict[str, Any]:
+    """Agreement with humans, plots, Markdown/HTML report and DVC metrics.
+
+    Publishes the headline as a table artifact and a link to the HTML report
+    (:mod:`flows.artifacts`).
+    """
+    result = report_task(ingest_dir, dirs, aggregate_dir, out_dir, config)
+    result["artifacts"] = publish_report(result["headline"], Path(result["report_html"]))
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,14 @@ run and records the event. When nothing changed it does nothing and says so. An 
 backend is a recorded, reported failure (the flow ends ``Failed`` after recording it), not a
 crash mid-way and not a silent skip.
 
+Alerts: when a re-evaluated judge/mode's paired delta Kendall tau-b against the previous run
+has its whole 95 % CI below ``-watch.alert_drop`` (params.yaml, default 0.05), or its judge's
+failure rate exceeds ``validate.max_failure_rate`` / its low-mass rate
+``watch.max_low_mass_rate``, the flow run ends ``Failed`` with the figures in its message (a
+:class:`~capjudge.watch.WatchAlert`) and ``--once`` exits 4. Every run publishes its verdict
+as a markdown artifact (``watch-verdict``, and ``watch-verdict-<judge>`` per re-evaluated
+judge).
+
 Schedules need a running Prefect server (``prefect server start``, then
 ``PREFECT_API_URL=http://127.0.0.1:4200/api``); with a work pool, deploy ``watch_flow`` with
 ``prefect deploy`` instead of ``--cron``.
@@ -21,6 +29,7 @@ Schedules need a running Prefect server (``prefect server start``, then
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -31,7 +40,10 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from capjudge.watch import WatchState, classify, fingerprint
+from capjudge.cli.common import EXIT_ALERT
+from capjudge.history import alerts, load_history, rate_alerts
+from capjudge.watch import WatchAlert, WatchState, classify, fingerprint
+from flows.artifacts import publish_verdict
 from flows.params import load_params
 
 
@@ -108,26 +120,126 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         logger.info("backend changed for %s: re-running through `dvc exp run %s`",
                     ", ".join(groups["changed"]), " ".join(f"-S {s}" for s in settings))
-        dvc_exp_run(settings, f"watch-{stamp}")
+        limits = watch_limits(params)
+        try:
+            dvc_exp_run(settings, f"watch-{stamp}")
+        except RuntimeError as exc:
+            # The validate stage stops the pipeline when a judge fails too often: that is
+            # an alert with the judge's figures (from its summary), not an opaque DVC error.
+            rates = [line for j in groups["changed"] for line in rate_alerts(
+                j, judge_summary(judges[j][1], j), **{k: v for k, v in limits.items()
+                                                      if k != "alert_drop"})]
+            if not rates:
+                raise
+            state.record({"event": "alert", "judges": groups["changed"], "alerts": rates,
+                          "dvc_error": str(exc)[-2000:]})
+            publish_verdict("# capjudge watch: ALERT\n\n" + "\n".join(f"- {r}" for r in rates)
+                            + "\n\nThe re-evaluation stopped: " + str(exc)[-500:] + "\n", {})
+            # No new baseline: the next check re-runs (and alerts) until the judge recovers.
+            raise WatchAlert("capjudge watch alert: " + "; ".join(rates)) from exc
         comparison = None
         if before is not None:
             comparison = compare_task(registry, before, f"{report_dir}/{stamp}")
             logger.info("comparison against run %s: %s", before, comparison)
         summary.update(comparison=comparison, previous_run=before)
+        after = list_runs(Path(registry))
+        run_id = after[-1]["run_id"] if after and after[-1]["run_id"] != before else None
+        entries = [e for e in load_history(Path(registry)) if e["run_id"] == run_id
+                   and e["judge"] in groups["changed"]] if run_id else []
+        alert_lines = alerts(entries, **limits)
+        summary.update(run=run_id, alerts=alert_lines)
+        markdown, per_judge = verdict_markdown(groups["changed"], previous, current, entries,
+                                               alert_lines, limits, run_id, before)
+        publish_verdict(markdown, per_judge)
         for judge in groups["changed"]:
             state.record({"event": "re-evaluated", "judge": judge, "previous":
                           previous[judge], "current": current[judge],
-                          "comparison": comparison, "previous_run": before})
+                          "comparison": comparison, "previous_run": before, "run": run_id,
+                          "alerts": [a for a in alert_lines
+                                     if a.startswith((f"{judge}/", f"{judge}:"))]})
+        if alert_lines:
+            logger.error("alert: %s", " | ".join(alert_lines))
+            state.record({"event": "alert", "run": run_id, "alerts": alert_lines})
     elif not groups["unreachable"] and not groups["new"]:
         logger.info("no backend changed (%d checked): nothing to do", len(judges))
         state.record({"event": "no_change", "judges": sorted(judges)})
+    if not groups["changed"]:
+        publish_verdict(verdict_markdown([], previous, current, [], [], watch_limits(params),
+                                         None, None)[0], {})
     # Reachable backends' fingerprints become the new baseline; unreachable ones keep theirs.
     state.save({**previous, **{j: current[j] for j in current if "error" not in current[j]}})
-    if groups["unreachable"]:
-        raise RuntimeError(f"unreachable backends (recorded in {state.events}): "
-                           + "; ".join(f"{j}: {current[j]['error']}"
-                                       for j in groups["unreachable"]))
+    unreachable = ("unreachable backends (recorded in " f"{state.events}): "
+                   + "; ".join(f"{j}: {current[j]['error']}" for j in groups["unreachable"])
+                   if groups["unreachable"] else "")
+    if summary.get("alerts"):
+        # A failed flow run whose message carries the figures: what Prefect automations
+        # and notifications match on (README: Alerts).
+        raise WatchAlert("capjudge watch alert: " + "; ".join(summary["alerts"])
+                         + (f"; also {unreachable}" if unreachable else ""))
+    if unreachable:
+        raise RuntimeError(unreachable)
     return summary
+
+
+def judge_summary(section: dict[str, Any], name: str) -> dict[str, Any]:
+    """The judge stage's ``summary.json`` in the workspace (empty when it is missing)."""
+    path = Path(section.get("out", f"data/judge/{name}")) / "summary.json"
+    data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+    return data
+
+
+def watch_limits(params: dict[str, Any]) -> dict[str, float | None]:
+    """The alert thresholds: ``watch.alert_drop``, ``watch.max_low_mass_rate`` and
+    ``validate.max_failure_rate`` (the limit the validate stage enforces)."""
+    watch = params.get("watch") or {}
+    return {"alert_drop": float(watch.get("alert_drop", 0.05)),
+            "max_failure_rate": (params.get("validate") or {}).get("max_failure_rate", 0.2),
+            "max_low_mass_rate": watch.get("max_low_mass_rate", 0.2)}
+
+
+def verdict_markdown(changed: list[str], previous: dict[str, Any],
+                     current: dict[str, dict[str, Any]], entries: list[dict[str, Any]],
+                     alert_lines: list[str], limits: dict[str, float | None],
+                     run_id: str | None, before: str | None) -> tuple[str, dict[str, str]]:
+    """The verdict as Markdown: overall, and per re-evaluated judge."""
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.1f}"
+
+    if not changed:
+        unreachable = sorted(j for j, e in current.items() if "error" in e)
+        text = ("# capjudge watch: no backend changed\n\n"
+                f"{len(current)} judge(s) checked"
+                + (f"; unreachable: {', '.join(unreachable)}" if unreachable else "") + ".\n")
+        return text, {}
+    verdict = "ALERT" if alert_lines else "OK"
+    head = [f"# capjudge watch: {verdict}", "",
+            f"Re-evaluated: {', '.join(changed)} (run `{run_id}`, previous run `{before}`). "
+            f"Alert when the paired 95 % CI of delta tau-b lies below -{limits['alert_drop']}, "
+            f"or a failure rate exceeds {limits['max_failure_rate']} / a low-mass rate "
+            f"exceeds {limits['max_low_mass_rate']}.", ""]
+    if alert_lines:
+        head += ["## Alerts", "", *[f"- {a}" for a in alert_lines], ""]
+    per_judge = {}
+    for judge in changed:
+        old, new = previous.get(judge, {}), current[judge]
+        lines = [f"## {judge}", "",
+                 f"Fingerprint {old.get('fingerprint')} -> {new.get('fingerprint')} "
+                 f"(system_fingerprint {old.get('system_fingerprint', '-')} -> "
+                 f"{new.get('system_fingerprint', '-')}).", "",
+                 "| judge/mode | n | tau-b x100 [95 % CI] | delta vs previous [95 % CI] | p "
+                 "| failure % | low-mass % |", "|---|---|---|---|---|---|---|"]
+        for e in (e for e in entries if e["judge"] == judge):
+            ci, paired = e.get("ci95") or [None, None], e.get("paired")
+            delta = (f"{pct(paired['difference'])} [{pct(paired['ci95'][0])}, "
+                     f"{pct(paired['ci95'][1])}]" if paired else "-")
+            p_value = f"{paired['p_value']:.3f}" if paired else "-"
+            lines.append(f"| {e['series']} | {e['n']} | {pct(e['kendall_tau_b'])} "
+                         f"[{pct(ci[0])}, {pct(ci[1])}] | {delta} | {p_value} | "
+                         f"{pct(e['failure_rate'])} | {pct(e['low_mass_rate'])} |")
+        if len(lines) == 6:
+            lines.append("| (no scored series in the new run) | | | | | | |")
+        per_judge[judge] = "\n".join(lines) + "\n"
+    return "\n".join(head) + "\n" + "\n".join(per_judge.values()), per_judge
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.once:
         try:
             summary = watch_flow(**kwargs)
+        except WatchAlert as exc:
+            print(f"watch: {exc}", file=sys.stderr)
+            return EXIT_ALERT
         except RuntimeError as exc:
             print(f"watch: {exc}", file=sys.stderr)
             return 1

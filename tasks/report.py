@@ -27,5 +27,13 @@ def validate_task(items_path: str, judge_dirs: Sequence[str], out_dir: str,
 
 @task(name="report", cache_policy=NO_CACHE)
 def report_task(ingest_dir: str, judge_dirs: Sequence[str], aggregate_dir: str, out_dir: str,
-                config: ReportConfig) -> int:
-    return len(run_report(ingest_dir, judge_dirs, aggregate_dir, out_dir, config)["agreement"])
+                config: ReportConfig) -> dict[str, Any]:
+    """Write the report; return what the flow publishes (headline rows, the HTML's path)."""
+    ctx = run_report(ingest_dir, judge_dirs, aggregate_dir, out_dir, config)
+    headline = [{k: h[k] for k in ("series", "method", "n", "failure_rate", "low_mass_rate")}
+                | {"entry": {"kendall_tau_b": h["entry"].get("kendall_tau_b"),
+                             "ci95": {"kendall_tau_b": (h["entry"].get("ci95") or {}).get(
+                                 "kendall_tau_b")}}}
+                for h in ctx["headline"]]
+    return {"headline": headline, "series": len(ctx["agreement"]),
+            "report_html": str(ctx["out_dir"] / "report.html")}

@@ -189,12 +189,25 @@ def alerts(entries: Sequence[dict[str, Any]], *, alert_drop: float = 0.05,
         if e["judge"] in judges_seen:
             continue  # the rates are per judge: one line, not one per mode
         judges_seen.add(e["judge"])
-        for name, limit in (("failure rate", max_failure_rate),
-                            ("low-mass rate", max_low_mass_rate)):
-            value = e.get(name.replace(" ", "_").replace("-", "_"))
-            if limit is not None and value is not None and value > limit:
-                lines.append(f"{e['judge']}: {name} {value:.3f} is above the limit "
-                             f"{limit:.3f} (run {e['run_id']})")
+        lines += rate_alerts(e["judge"], e, max_failure_rate=max_failure_rate,
+                             max_low_mass_rate=max_low_mass_rate, run=e["run_id"])
+    return lines
+
+
+def rate_alerts(judge: str, summary: dict[str, Any], *, max_failure_rate: float | None = None,
+                max_low_mass_rate: float | None = None, run: str | None = None) -> list[str]:
+    """Alert lines for a judge whose failure or low-mass rate is above its limit.
+
+    ``summary`` is a history entry or the judge's ``summary.json`` (both carry
+    ``failure_rate`` and ``low_mass_rate``).
+    """
+    lines = []
+    for name, key, limit in (("failure rate", "failure_rate", max_failure_rate),
+                             ("low-mass rate", "low_mass_rate", max_low_mass_rate)):
+        value = summary.get(key)
+        if limit is not None and value is not None and value > limit:
+            lines.append(f"{judge}: {name} {value:.3f} is above the limit {limit:.3f}"
+                         + (f" (run {run})" if run else ""))
     return lines
 
 

@@ -45,6 +45,15 @@ def fingerprint(judge: str, backend_id: str, backend_options: dict[str, Any],
     return entry
 
 
+class WatchAlert(Exception):
+    """A re-evaluated judge got worse past the alert limits; the message carries the figures.
+
+    Raised by the watch flow after recording everything, so the flow run ends ``Failed``
+    with this message (what a Prefect automation matches) and ``capjudge watch --once``
+    exits 4.
+    """
+
+
 class WatchState:
     """Last fingerprint per judge, and the event log."""
 
