@@ -293,6 +293,14 @@ class Method(ABC):
         """The optional explanation turn after an answer (None: the method has none)."""
         return None
 
+    def explain(self, reasoning: str, mode: str) -> str:
+        """The judge's recorded reasoning for one answer, in words for a reader.
+
+        A generative judge's reasoning is already text (the default returns it as it is); a
+        method whose "reasoning" is data (numbers it computed) says here what they mean.
+        """
+        return reasoning
+
     def criterion(self, name: str) -> CriterionSpec | None:
         """The declared criterion ``name`` (None when the method does not declare it)."""
         return next((c for c in self.criteria if c.name == name), None)

@@ -184,6 +184,29 @@ class Likelihood(Method):
         response.text = response.text or json.dumps({k: round(v, 4) for k, v in parts.items()})
         return [Criterion("score", "ok", None, value, source="likelihood")]
 
+    def explain(self, reasoning: str, mode: str) -> str:
+        """The recorded components (JSON) in words: what the references explain."""
+        try:
+            parts = json.loads(reasoning)
+        except ValueError:
+            return reasoning
+        if not isinstance(parts, dict):
+            return reasoning
+        if "share" in parts:
+            return (f"the references explain {100 * parts['share']:.0f} % of the caption's "
+                    f"information (the references predict {100 * parts['forward_share']:.0f} % "
+                    f"of the caption's, the caption {100 * parts['reverse_share']:.0f} % of the "
+                    "references')")
+        if "pmi" in parts:
+            return (f"after the references each caption token is {math.exp(parts['pmi']):.2f} "
+                    f"times as likely as without them (PMI {parts['pmi']:.2f} nats per token, "
+                    f"caption {parts['forward_pmi']:.2f}, references "
+                    f"{parts['reverse_pmi']:.2f})")
+        if "mean_logp" in parts:
+            return (f"after the references the caption's tokens have a geometric-mean "
+                    f"probability of {100 * math.exp(parts['mean_logp']):.1f} %")
+        return reasoning
+
     def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
                 ) -> tuple[float | None, str | None]:
         """The single score."""

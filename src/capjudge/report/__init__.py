@@ -201,6 +201,64 @@ def flat_metrics(ctx: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _ran(systems: Sequence[dict[str, Any]]) -> set[str]:
+    """The judge/mode series that scored at least one item."""
+    return {f"{s['judge']}/{s['mode']}" for s in systems if (s.get("scored") or 0) > 0}
+
+
+def _summaries(view: dict[str, Any]) -> dict[str, str]:
+    """One line per collapsed table: what it holds and its most telling figure."""
+    rel = view["reliability"]
+    out = {}
+    pairs = rel.get("judge_comparisons") or []
+    significant = [c for c in pairs if (c.get("delta_tau_b_low") or 0) > 0
+                   or (c.get("delta_tau_b_high") or 0) < 0]
+    out["judges_compared"] = (f"{len(pairs)} pair(s) of series on shared items; the 95 % CI "
+                              f"of delta tau-b excludes 0 for {len(significant)}")
+    injection = [r for r in rel.get("injection") or [] if r.get("inflation") is not None
+                 and r.get("case") == "all"]
+    if injection:
+        top = max(injection, key=lambda r: r["inflation"])
+        out["injection"] = (f"{len(injection)} series with scored adversarial items; largest "
+                            f"mean inflation {top['inflation']:+.2f} points ({top['series']})")
+    else:
+        out["injection"] = "no series scored adversarial items against clean twins"
+    length = [r for r in rel.get("length_bias") or [] if r.get("partial_spearman") is not None]
+    if length:
+        top = max(length, key=lambda r: abs(r["partial_spearman"]))
+        out["length_bias"] = (f"{len(length)} series; strongest: {top['series']} partial rho "
+                              f"{100 * top['partial_spearman']:.1f}")
+    calibration = [r for r in rel.get("calibration") or [] if r.get("mae_after") is not None]
+    if calibration:
+        top = min(calibration, key=lambda r: r["mae_after"])
+        out["calibration"] = (f"{len(calibration)} series; lowest MAE after the map: "
+                              f"{top['series']} {top['mae_after']:.2f} (before "
+                              f"{top['mae_before']:.2f})")
+    systems = view["systems"]
+    out["systems"] = (f"{len({s['system'] for s in systems})} systems x "
+                      f"{len({(s['judge'], s['mode']) for s in systems})} series that ran "
+                      f"({len(systems)} rows; best and worst per series in the headline)")
+    return out
+
+
+def report_view(ctx: dict[str, Any]) -> dict[str, Any]:
+    """What the report pages show: rows only for the series that ran.
+
+    A series that scored nothing is the one line per judge under the headline ("Modes that
+    could not run", with the reason and the item count); its empty rows stay in the database
+    tables, not on the page.
+    """
+    ran = _ran(ctx["systems"])
+    reliability = {name: [r for r in rows if "series" not in r or r["series"] in ran]
+                   for name, rows in ctx["reliability"].items()}
+    view = {**ctx, "judges": ctx["judge_rows"],
+            "agreement": [a for a in ctx["agreement"] if a["n"] > 0],
+            "systems": [s for s in ctx["systems"] if f"{s['judge']}/{s['mode']}" in ran],
+            "reliability": reliability}
+    view["summaries"] = _summaries(view)
+    return view
+
+
 def _reliability(con: Any, config: ReportConfig) -> dict[str, list[dict[str, Any]]]:
     """The judge-reliability and judges-compared sections, each also a database table."""
     cursor = con.execute("""
@@ -274,9 +332,9 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
             [{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in a.items()}
              for a in agree]))
         raw_matrices = criterion_matrices(human_by_criterion(con))
-        reasoning = {(j, i): t for j, i, t in con.execute(
-            "SELECT judge, item_id, first(reasoning) FROM judgements "
-            "WHERE reasoning IS NOT NULL GROUP BY judge, item_id").fetchall()}
+        reasoning = {(j, m, i): t for j, m, i, t in con.execute(
+            "SELECT judge, mode, item_id, first(reasoning ORDER BY criterion) FROM judgements "
+            "WHERE reasoning IS NOT NULL GROUP BY judge, mode, item_id").fetchall()}
         reliability = _reliability(con, config)
         systems = con.execute("SELECT * FROM system_scores ORDER BY judge, mode, system"
                               ).df().to_dict("records")
@@ -330,8 +388,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         "history": history, "history_plots": history_figures,
         "registry": config.registry,
     }
-    view = {**ctx, "judges": ctx["judge_rows"],
-            "agreement": [a for a in agree if a["n"] > 0]}
+    view = report_view(ctx)
     (out / "report.md").write_text(render_markdown(view))
     (out / "report.html").write_text(render_html(view))
     (out / "metrics.json").write_text(json.dumps(flat_metrics(ctx), indent=2, sort_keys=True)

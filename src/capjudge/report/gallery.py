@@ -14,6 +14,8 @@ from typing import Any
 
 from scipy.stats import rankdata
 
+from capjudge.methods import get_method
+
 THUMB_PX = 240
 
 
@@ -80,7 +82,7 @@ def picture_of(item: dict[str, Any], ingest_dir: Path) -> Path | None:
 
 
 def build_gallery(series: str, rows: Sequence[dict[str, Any]], items: dict[str, dict[str, Any]],
-                  reasoning: dict[tuple[str, str], str], ingest_dir: Path, out_dir: Path,
+                  reasoning: dict[tuple[str, str, str], str], ingest_dir: Path, out_dir: Path,
                   k: int = 6) -> list[dict[str, Any]]:
     """Gallery entries for one series: item, candidate, human, score, reasoning, thumbnail."""
     entries = []
@@ -93,7 +95,9 @@ def build_gallery(series: str, rows: Sequence[dict[str, Any]], items: dict[str, 
             "series": series, "item_id": r["item_id"], "system": r.get("system"),
             "candidate": item.get("candidate", ""), "human": r["human"], "score": r["score"],
             "rank_gap": r["rank_gap"], "direction": r["direction"],
-            "reasoning": (reasoning.get((r["judge"], r["item_id"])) or "")[:600],
+            # The method says what its recorded reasoning means (numbers -> words).
+            "reasoning": get_method(r["method"]).explain(
+                reasoning.get((r["judge"], r["mode"], r["item_id"])) or "", r["mode"])[:600],
             "thumb": str(thumb) if thumb else None,
             "thumb_rel": thumb.relative_to(out_dir).as_posix() if thumb else None,
             "media_kind": item.get("media_kind")})
