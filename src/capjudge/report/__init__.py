@@ -190,8 +190,11 @@ def flat_metrics(ctx: dict[str, Any]) -> dict[str, Any]:
     for a in ctx["agreement"]:
         if "kendall_tau_b" not in a:
             continue  # no empty entries: a series nothing scored is in the report, not here
-        out[f"{a['judge']}/{a['mode']}"] = {k: clean(v) for k, v in a.items()
-                                            if k in ("n", *STATS)}
+        entry = {k: clean(v) for k, v in a.items() if k in ("n", *STATS)}
+        ci = (a.get("ci95") or {}).get("kendall_tau_b")
+        if ci:  # `dvc exp show` lists the headline figure with its CI per judge/mode
+            entry["kendall_tau_b_ci_low"], entry["kendall_tau_b_ci_high"] = map(clean, ci)
+        out[f"{a['judge']}/{a['mode']}"] = entry
     for name, s in ctx["judges"].items():
         out.setdefault("runs", {})[name] = {
             k: v for k, v in (("failure_rate", s.get("failure_rate")),
