@@ -103,3 +103,18 @@ def test_a_response_without_likelihoods_is_an_error_not_a_score() -> None:
     [criterion] = method.interpret(_plan("npmi"), JudgeResponse("ok", text="7"))
     assert criterion.status == "error" and criterion.score is None
     assert "no likelihoods" in (criterion.reason or "")
+
+
+def test_explain_puts_the_recorded_components_in_words() -> None:
+    method = get_method("likelihood")
+    text = method.explain('{"share": 0.6912, "forward_share": 0.72, "reverse_share": 0.6624}',
+                          "npmi")
+    assert text.startswith("the references explain 69 % of the caption's information")
+    assert "72 %" in text and "66 %" in text
+    pmi = method.explain('{"pmi": 0.6931, "forward_pmi": 0.5, "reverse_pmi": 0.8862}', "pmi")
+    assert "2.00 times as likely" in pmi  # e^0.6931
+    cond = method.explain('{"mean_logp": -0.6931}', "conditional")
+    assert "geometric-mean probability of 50.0 %" in cond
+    assert method.explain("not json", "npmi") == "not json"  # text stays text
+    assert get_method("gveval").explain("The caption is fine.", "ref-only") == \
+        "The caption is fine."
