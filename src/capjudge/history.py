@@ -106,11 +106,10 @@ def paired_to_previous(entry: dict[str, Any], previous: dict[str, Any] | None,
     """
     from capjudge.compare import compare_series, load_run
 
-    entry = {**entry, "previous_run": previous["run_id"] if previous else None,
-             "snapshot_changed": bool(previous) and previous["identity"] != entry["identity"],
-             "paired": None}
     if previous is None:
-        return entry
+        return {**entry, "previous_run": None, "snapshot_changed": False, "paired": None}
+    entry = {**entry, "previous_run": previous["run_id"],
+             "snapshot_changed": previous["identity"] != entry["identity"], "paired": None}
     if not previous_db.is_file():
         entry["paired_note"] = f"the previous run's database is gone ({previous_db})"
         return entry

@@ -35,6 +35,7 @@ from capjudge.report.database import (
     label_rows,
     scored_items,
 )
+from capjudge.report.dvc_plots import write_dvc_plots
 from capjudge.report.gallery import build_gallery
 from capjudge.report.judge_reliability import (
     CALIBRATION_COLUMNS,
@@ -51,7 +52,6 @@ from capjudge.report.judge_reliability import (
     length_bias_table,
     retest_tables,
 )
-from capjudge.report.dvc_plots import write_dvc_plots
 from capjudge.report.plots import history_plots, make_plots
 from capjudge.report.render import render_html, render_markdown
 
