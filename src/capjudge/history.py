@@ -215,22 +215,22 @@ def format_history(entries: Sequence[dict[str, Any]]) -> str:
     blocks = []
     for series, points in series_history(entries).items():
         lines = [f"{series}",
-                 "  run                        date                  n  tau-b [95 % CI]        "
-                 "delta vs previous [95 % CI], p   snapshot"]
+                 f"  {'run':<26} {'date':<20} {'n':>4}  {'tau-b [95 % CI]':<24}  "
+                 f"{'delta vs previous [95 % CI], p':<36} backend@snapshot fingerprints"]
         for e in points:
             ci = e.get("ci95") or [None, None]
             paired = e.get("paired")
-            delta = (f"{paired['difference']:+.3f} [{_num(paired['ci95'][0])}, "
+            delta = (f"{_num(paired['difference'])} [{_num(paired['ci95'][0])}, "
                      f"{_num(paired['ci95'][1])}], p {_num(paired['p_value'])}"
                      if paired else "-")
             mark = " *changed*" if e.get("snapshot_changed") else ""
             lines.append(f"  {e['run_id']:<26} {e['time'][:19]:<20} {e['n']:>4}  "
                          f"{_num(e['kendall_tau_b'])} [{_num(ci[0])}, {_num(ci[1])}]  "
-                         f"{delta:<32} {e['backend']}@{e['snapshot']}"
+                         f"{delta:<36} {e['backend']}@{e['snapshot']}"
                          f" {','.join(e.get('fingerprints') or []) or ''}{mark}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 
 def _num(value: Any) -> str:
-    return "-" if value is None else f"{value:.3f}"
+    return "     -" if value is None else f"{value:6.3f}"
