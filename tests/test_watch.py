@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -135,3 +137,99 @@ def test_compare_cli_on_two_runs(ingested: Path, tmp_path: Path,
     assert series["common_scored"] > 100 and series["shift"]["mean_abs"] > 0
     assert "pass_fail" in series and "rank_changes" in series
     assert data["cost"]["tokens_a"] > 0
+
+
+def _labelled_script(items_path: Path, direction: int, salt: str) -> Any:
+    """A scripted judge whose score follows the human label (direction 1) or inverts it (-1).
+
+    The item is found by its candidate text in the prompt (the longest one that appears);
+    ``salt`` moves each score by at most 3 points (a new snapshot's small differences).
+    """
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    from capjudge.testing.openai_server import Scripted, default_script
+
+    human = {}
+    for item in pq.read_table(items_path).to_pylist():
+        overall = json.loads(item["labels"] or "{}").get("overall")
+        if overall is not None:
+            values = overall if isinstance(overall, list) else [overall]
+            human[item["candidate"]] = sum(values) / len(values)
+    by_length = sorted(human, key=len, reverse=True)
+
+    def script(body: dict[str, Any]) -> Scripted:
+        text = "\n".join(m["content"] if isinstance(m["content"], str) else
+                         " ".join(c.get("text", "") for c in m["content"])
+                         for m in body.get("messages", []))
+        candidate = next((c for c in by_length if c and c in text), None)
+        if candidate is None:
+            return default_script(body)
+        noise = int(hashlib.sha256(f"{salt}|{candidate}".encode()).hexdigest(), 16) % 7 - 3
+        centre = int(50 + direction * 40 * (human[candidate] - 3) / 2) + noise
+        return Scripted(distribution={max(0, min(100, centre)): 1.0})
+
+    return script
+
+
+@pytest.mark.slow
+def test_three_watch_runs_give_a_history_and_a_drop_alerts(
+        project: tuple[Path, MockOpenAIServer]) -> None:
+    """Done-when of issue 22: three watch runs on the stand-in server, the last a drop."""
+    import os
+
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    from capjudge.history import load_history, series_history
+
+    root, server = project
+    done = subprocess.run(["dvc", "repro", "ingest"], cwd=root, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    items = root / "data" / "ingest" / "items.parquet"
+    server.script = _labelled_script(items, 1, "a")
+    done = subprocess.run(["dvc", "repro"], cwd=root, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    from flows.watch import watch_flow
+
+    with prefect_test_harness(server_startup_timeout=90):
+        assert watch_flow()["new"] == ["ctx", "main"]  # baseline fingerprints
+        # Watch run 2: a new snapshot that scores about the same (no alert).
+        server.fingerprint = "fp_test_0002"
+        server.script = _labelled_script(items, 1, "b")
+        second = watch_flow()
+        assert second["changed"] == ["main"] and second["alerts"] == []
+        # Watch run 3, through `capjudge watch --once`: a snapshot that inverts the ranking.
+        server.fingerprint = "fp_test_0003"
+        server.script = _labelled_script(items, -1, "c")
+        env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+        third = subprocess.run([sys.executable, "-m", "capjudge.cli", "watch", "--once"],
+                               cwd=root, capture_output=True, text=True, timeout=900, env=env)
+        assert third.returncode == 4, third.stdout[-3000:] + third.stderr[-3000:]
+        assert "main/ref-only: Kendall tau-b dropped by" in third.stderr
+        with get_client(sync_client=True) as client:
+            runs = [r for r in client.read_flow_runs() if r.name and r.state
+                    and r.state.is_failed()]
+            messages = [r.state.message or "" for r in runs if r.state]
+        failed = [m for m in messages if "capjudge watch alert" in m]
+        assert failed and "dropped by" in failed[0] and "95 % CI" in failed[0]
+    history = series_history(load_history(root / ".capjudge-runs"))["main/ref-only"]
+    assert len(history) == 3  # the dvc repro run, then the two re-evaluations
+    assert [p["snapshot_changed"] for p in history] == [False, True, True]
+    assert [p["fingerprints"] for p in history] == [["fp_test_0001"], ["fp_test_0002"],
+                                                    ["fp_test_0003"]]
+    first, second_point, third_point = history
+    assert first["kendall_tau_b"] > 0.5 and third_point["kendall_tau_b"] < -0.5
+    paired = third_point["paired"]
+    assert paired["difference"] == pytest.approx(third_point["kendall_tau_b"]
+                                                 - second_point["kendall_tau_b"])
+    assert paired["ci95"][1] < -0.05 and paired["n"] == third_point["n"]
+    assert second_point["paired"]["ci95"][0] <= second_point["paired"]["difference"]
+    report = (root / "reports" / "report.html").read_text()
+    assert "History" in report and "fp_test_0003" in report and "changed" in report
+    events = [e["event"] for e in WatchState(root / ".capjudge-runs").history()]
+    assert events[-1] == "alert"
