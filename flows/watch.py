@@ -146,6 +146,10 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
         run_id = after[-1]["run_id"] if after and after[-1]["run_id"] != before else None
         entries = [e for e in load_history(Path(registry)) if e["run_id"] == run_id
                    and e["judge"] in groups["changed"]] if run_id else []
+        if not entries:
+            logger.warning("no history entry for %s after the re-evaluation (report.registry "
+                           "off, or a different registry than %s?): no alert check",
+                           ", ".join(groups["changed"]), registry)
         alert_lines = alerts(entries, **limits)
         summary.update(run=run_id, alerts=alert_lines)
         markdown, per_judge = verdict_markdown(groups["changed"], previous, current, entries,
