@@ -134,8 +134,13 @@ def test_harmoniceval_removes_the_scale_in_brackets(capsys: pytest.CaptureFixtur
     out, _ = score(lambda body: Scripted(text="Rating (1-5): 4"),
                    ["--method", "harmoniceval", "--image", str(picture(tmp_path)), "--caption",
                     "A red box."], capsys, tmp_path)
-    assert out["status"] == "ok" and out["score"] == pytest.approx(4.0)  # was 1
-    assert [c["score"] for c in out["criteria"].values()] == [pytest.approx(4.0)] * 5
+    assert out["status"] == "ok"
+    # The 4 is read (was 1). The paper's s̃_c = Σ r P(r) on the model's probabilities: the
+    # stand-in puts all of the scale's probability on "4", so s̃_c = 4 x the captured mass;
+    # the renormalised expectation (kept as ``expected``) is 4.
+    for c in out["criteria"].values():
+        assert c["printed"] == 4 and c["expected"] == pytest.approx(4.0)
+        assert c["score"] == pytest.approx(4.0 * c["mass"])
 
 
 @pytest.mark.parametrize(("text", "c", "h"), [

@@ -186,7 +186,9 @@ class Cap3D(Method):
     def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
         """One request per 3D object (the multi-view tile); other media are skipped."""
         self.check_mode(mode)
-        template = get_template("cap3d", "cap3d/score")
+        settings = self.settings(options)
+        template = get_template("cap3d", "cap3d/score",
+                                variant=dict(settings)["prompt_variant"])
         if item.media_kind != "views" and not options.extra.get("all_media"):
             return [Skip(item.id, mode, "cap3d judges 3D objects (views items); set "
                          "all_media to judge images too", template.ref)]
@@ -196,8 +198,9 @@ class Cap3D(Method):
         messages = template.render(image=item_image(item, options.detail),
                                    candidate=item.candidate)
         request = JudgeRequest(messages=messages, slots=(), decoding=options.decoding,
-                               template=template.ref, tag=f"{item.id}|{mode}")
-        return [Planned(item.id, mode, request)]
+                               template=template.ref, tag=f"{item.id}|{mode}",
+                               quotes=(item.candidate,))
+        return [Planned(item.id, mode, request, settings=settings)]
 
     def interpret(self, planned: Planned, response: JudgeResponse) -> list[Criterion]:
         """Correctness and hallucination points read from the text, and their precision."""
