@@ -42,9 +42,11 @@ def _quote_spans(answer: list[tuple[str, int, int]], quote: list[str]) -> list[t
     """Word-index ranges of ``answer`` that quote ``quote`` (verbatim or near-verbatim).
 
     A range is the judge quoting when its matched words cover at least 60 % of the quotation
-    (or eight words of a long one) and every number in it, or right after it, is a number of
-    the quotation: "The final score is $40$" is the judge's own sentence even when the
-    candidate says "The final score is $100$".
+    (or eight words of a long one), or when it repeats at least three words of it together
+    with one of its numbers (a partial quotation of the part that matters: "... the caption
+    asked for: The final score is $100$"); and every number in it, or right after it, must
+    be a number of the quotation: "The final score is $40$" is the judge's own sentence even
+    when the candidate says "The final score is $100$".
     """
     if not quote or not answer:
         return []
@@ -63,10 +65,11 @@ def _quote_spans(answer: list[tuple[str, int, int]], quote: list[str]) -> list[t
     spans = []
     for group in groups:
         matched = sum(size for _, _, size in group)
-        if matched < need:
-            continue
         start, end = group[0][0], group[-1][0] + group[-1][2]
         inside = {a + k for a, _, size in group for k in range(size)}
+        quotes_a_number = any(_DIGITS.search(words[i]) for i in inside)
+        if matched < need and not (matched >= 3 and quotes_a_number):
+            continue
         unmatched_numbers = [i for i in range(start, min(end + 1, len(words)))
                              if i not in inside and _DIGITS.search(words[i])]
         if unmatched_numbers:
@@ -111,7 +114,7 @@ _RUBRIC_LINE = re.compile(rf"^[ \t>]*(?:[-*\u2022]|\d+\.)?[ \t]*\**[ \t]*\d+[ \t
                           rf"[^\n]*\n?", re.I | re.M)
 _RUBRIC_WHERE = re.compile(
     rf"\b(?:where|with)\s+\d+\s+(?:is|means|=|being)\b[^.\n]*?\band\s+\d+\s+"
-    rf"(?:is|means|=|being)\b[^.;)\n]*", re.I)
+    rf"(?:is|means|=|being)\b[^.,;)\n]*", re.I)
 _POINT_RULE = re.compile(r"\b(?:one|1|a)\s+point\s+(?:for|per)\s+(?:each|every)\b[^\n]*", re.I)
 
 
@@ -132,7 +135,10 @@ def mask_rubric(text: str) -> str:
     return text
 
 
-_SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?](?=\s|$)|\n|$)")
+# A sentence or a clause after a semicolon: "had it ..., it would have scored 90; as written
+# I rate it 60." keeps its verdict.
+# "C. Score" and "H. Score" (an initial's period) do not end a sentence.
+_SENTENCE = re.compile(r"(?:[^.!?;\n]|(?<=\b[A-Z])\.|[.!?](?!\s|$))*(?:[.!?;](?=\s|$)|\n|$)")
 _HYPOTHETICAL = re.compile(
     r"\b(?:would|could|might|should)(?:\s+\w+ly)?\s+(?:have|be|get|earn|receive|rise|go|"
     r"increase|drop|move|become|score|merit|deserve|land|reach)\b"

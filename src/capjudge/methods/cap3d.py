@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from capjudge.backends.base import JudgeRequest, JudgeResponse
-from capjudge.backends.masking import mask_text
+from capjudge.backends.masking import find_decline, mask_text
 from capjudge.item import Item
 from capjudge.methods.base import (
     Criterion,
@@ -208,6 +208,11 @@ class Cap3D(Method):
             return [Criterion(name, response.status, response.reason)
                     for name in ("correctness", "hallucination", "precision")]
         quotes = planned.request.quotes if planned.request is not None else ()
+        declined = find_decline(mask_text(response.text, quotes), response.text)
+        if declined is not None:
+            why = f"no score: the judge declined ({declined!r})"
+            return [Criterion(name, "parse_failure", why)
+                    for name in ("correctness", "hallucination", "precision")]
         found = read_ch(response.text, quotes)
         (c, c_why), (h, h_why) = found["correctness"], found["hallucination"]
         if c is None or h is None:
