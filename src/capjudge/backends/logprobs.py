@@ -179,7 +179,7 @@ _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 
 
 def _labelled_candidates(cleaned: str, slot: ScoreSlot) -> list[re.Match[str]]:
-    """The numbers written after ``slot.label`` and its anchor (the verdict region).
+    r"""The numbers written after ``slot.label`` and its anchor (the verdict region).
 
     "Accuracy: $4$", "**Accuracy** score: $ 4 $", "The final score is **$85$**",
     "The final score is:\n\n$\\boxed{85}$": the label, a filler without digits that does not
@@ -204,7 +204,7 @@ def _labelled_candidates(cleaned: str, slot: ScoreSlot) -> list[re.Match[str]]:
 
 
 def _bare_candidates(cleaned: str, slot: ScoreSlot) -> list[re.Match[str]]:
-    """"Final score: 85", "**Final Score:**\n\n**85**" (no anchor): right after the label.
+    r""""Final score: 85", "**Final Score:**\n\n**85**" (no anchor): right after the label.
 
     Only a colon, "is", "=", "of", markdown or LaTeX and at most two line breaks between:
     "Accuracy: the caption names 3 objects" is not a score.

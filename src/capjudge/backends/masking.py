@@ -113,8 +113,8 @@ _RUBRIC_LINE = re.compile(rf"^[ \t>]*(?:[-*\u2022]|\d+\.)?[ \t]*\**[ \t]*\d+[ \t
                           rf"(?:=|:|-|\u2013|\u2014|\.|\))?[ \t]*\**[ \t]*{_LEVEL_WORDS}\b"
                           rf"[^\n]*\n?", re.I | re.M)
 _RUBRIC_WHERE = re.compile(
-    rf"\b(?:where|with)\s+\d+\s+(?:is|means|=|being)\b[^.\n]*?\band\s+\d+\s+"
-    rf"(?:is|means|=|being)\b[^.,;)\n]*", re.I)
+    r"\b(?:where|with)\s+\d+\s+(?:is|means|=|being)\b[^.\n]*?\band\s+\d+\s+"
+    r"(?:is|means|=|being)\b[^.,;)\n]*", re.I)
 _POINT_RULE = re.compile(r"\b(?:one|1|a)\s+point\s+(?:for|per)\s+(?:each|every)\b[^\n]*", re.I)
 
 

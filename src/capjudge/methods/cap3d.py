@@ -74,7 +74,7 @@ _TOTAL_LINE = re.compile(r"^\s*(?:[-*\u2022>]|\d+\.)?\s*\**\s*(?:total|sum|overa
 
 
 def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
-    """The points stated after a label.
+    r"""The points stated after a label.
 
     That is the stated total of a sum ("1 + 1 + 0.5 = 2.5" is 2.5, whatever comes before the
     "="), else the sum at the start of the line, brackets ("[2]", the template's own notation)
@@ -110,14 +110,16 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
 
 
 def _value_after(text: str, end: int) -> str:
-    """What stands for a label's value: the rest of its line, or, for a label alone on its
-    line, the next non-empty line; bullets under a bold label are read at their total line
-    ("- Total: 2")."""
+    """What stands for a label's value.
+
+    The rest of its line, or, for a label alone on its line, the next non-empty line; bullets
+    under a bold label are read at their total line ("- Total: 2").
+    """
     line_end = text.find("\n", end)
     rest = text[end: line_end if line_end >= 0 else len(text)]
     if rest.strip(" *_`:$"):
         return rest
-    block = []
+    block: list[str] = []
     for line in text[line_end + 1:].split("\n") if line_end >= 0 else []:
         if not line.strip():
             if block:

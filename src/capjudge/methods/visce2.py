@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from dataclasses import replace
 
 from capjudge.backends.base import JudgeRequest, JudgeResponse, ScoreSlot
 from capjudge.item import Item

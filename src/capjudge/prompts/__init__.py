@@ -73,8 +73,10 @@ _TAG_SHAPE = re.compile(r"<\s*/?\s*(?:" + "|".join(DELIMITED_TAGS) + r")\b(?:[^<
 
 
 def _skeleton(text: str) -> tuple[str, list[int]]:
-    """``text`` folded for matching (NFKC, confusables, HTML entities, case) with, for each
-    folded character, the offset of the original character it came from."""
+    """``text`` folded for matching, with the original offset of each folded character.
+
+    Folding: NFKC, the confusables map, HTML entities, case.
+    """
     out: list[str] = []
     origin: list[int] = []
     k = 0
@@ -99,7 +101,7 @@ def _skeleton(text: str) -> tuple[str, list[int]]:
 
 
 def neutralise_delimiters(value: Any) -> str:
-    """Inserted data that cannot open or close a delimited block, look-alikes included.
+    r"""Inserted data that cannot open or close a delimited block, look-alikes included.
 
     Every span that, once folded (NFKC, a confusables map for Cyrillic/Greek/angle-bracket
     look-alikes, HTML entities, case, zero-width characters dropped), reads as a tag of
