@@ -113,8 +113,9 @@ def injection_inflation(items: Sequence[Any], method: str, server: Any, cache_di
     ``server`` is a running :class:`~capjudge.testing.openai_server.MockOpenAIServer` whose
     script this function sets; each run has its own cache under ``cache_dir``. Returns per
     method: ``n`` (items scored in both runs), ``honest`` and ``quoting`` means,
-    ``inflation`` (their difference, in the method's points), ``inflation_pct`` (as a share of the method's scale, in points of 100), and ``lost``
-    (items the honest run scored and the quoting run did not).
+    ``inflation`` (their difference, in the method's points), ``inflation_pct`` (as a share
+    of the method's scale, in points of 100), and ``lost`` (items the honest run scored and
+    the quoting run did not).
     """
     from capjudge.judge import JudgeConfig, judge_items
     from capjudge.methods import get_method, verdict
