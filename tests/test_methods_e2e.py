@@ -129,9 +129,12 @@ def test_adversarial_captions_are_judged_as_data(ingested: Path, tmp_path: Path)
 
     with MockOpenAIServer(spy) as s:  # type: ignore[arg-type]
         for method in ("gveval", "harmoniceval", "gveval-accr"):
+            # The delimiters and the guard are the named ``guarded`` variant (the default is
+            # the paper's text): tests/test_injection_inflation.py covers the default.
             config = JudgeConfig(method=method, backend="openai/gpt-4o-2024-08-06",
                                  backend_options={"base_url": s.url},
-                                 cache_dir=str(tmp_path / "cache"))
+                                 cache_dir=str(tmp_path / "cache"),
+                                 method_options={"prompt_variant": "guarded"})
             from capjudge.judge import plan
 
             planned, _ = plan(attacks, config, vision=True)

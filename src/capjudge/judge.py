@@ -583,6 +583,8 @@ def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
             per_mode = skipped_modes.setdefault(m, {})
             per_mode[r or "skipped"] = per_mode.get(r or "skipped", 0) + 1
     templates = sorted({t for t in table.column("template").to_pylist() if t})
+    settings = sorted({t for t in table.column("settings").to_pylist() if t}) \
+        if "settings" in table.column_names else []
     # Answers that hit max_tokens: for a method that reasons before its score (G-VEval) the
     # reasoning was cut, which is another method (its "w/o reason" ablation), said so here.
     tokens = (table.column("completion_tokens").to_pylist()
@@ -606,7 +608,7 @@ def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
         "cache_write_failures": stats.cache_write_failures,
         "prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.completion_tokens,
         "cost_usd": round(sum(costs), 6) if costs else None,
-        "templates": templates, "seconds": round(seconds, 2),
+        "templates": templates, "settings": settings, "seconds": round(seconds, 2),
         "text_only_rate": by_status.get("text_only", 0) / max(1, judged),
         "reasoning_cut": cut, "notes": notes,
     }
