@@ -159,5 +159,8 @@ def test_embedded_harmoniceval_runs_text_criteria_and_skips_image_ones(
     assert skipped == {"correctness", "completeness"}
     for r in rows:
         if r["status"] in ("ok", "low_mass"):
-            assert 1 <= r["score"] <= 5 and r["sd"] is not None and len(r["probs"]) == 5
+            # The paper's s̃ = Σ r P(r) on the model's own probabilities: the small model puts
+            # little mass on "1".."5", so s̃ = mass x the renormalised expectation.
+            assert 1 <= r["expected"] <= 5 and r["sd"] is not None and len(r["probs"]) == 5
+            assert r["score"] == pytest.approx(r["mass"] * r["expected"])
     assert summary["model_calls"] == 6
