@@ -94,6 +94,7 @@ def test_declines_are_found_anywhere(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", ["I cannot see any dog in the image. The final score is $10$.",
+                                  "I am not able to judge the exact shade, but it is red. 80",
                                   "The final score is $70$."])
 def test_criticism_is_not_a_decline(text: str) -> None:
     assert find_decline(text) is None

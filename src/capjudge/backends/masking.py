@@ -163,8 +163,9 @@ def mask_hypotheticals(text: str) -> str:
 _DECLINE = re.compile(
     r"\b(?:I(?:'|\u2019)?m|I\s+am|I)\s+(?:currently\s+)?(?:unable|not\s+able)\s+to\s+"
     r"(?:view|see|access|open|process|analy[sz]e|display|look\s+at|evaluate|rate|assess|"
-    r"score|judge)\b[^.\n]{0,40}?\b(?:images?|pictures?|photos?|frames?|videos?|views?|"
-    r"visual|this|the\s+caption|it)\b"
+    r"score|judge)\s+(?:(?:the|this|that|these|your|any)\s+)?(?:(?:uploaded|attached|"
+    r"provided|given)\s+)?(?:images?|pictures?|photos?|frames?|videos?|views?|visual|caption|"
+    r"it)\b"
     r"|\bI\s+(?:can(?:no|'|\u2019)?t|cannot|do\s+not|don(?:'|\u2019)t)\s+(?:have\s+the\s+"
     r"ability\s+to\s+)?(?:view|see|access|open|process|display|look\s+at)\s+(?:the\s+|any\s+|"
     r"this\s+|your\s+)?(?:uploaded\s+|attached\s+|provided\s+)?(?:images?|pictures?|photos?|"
