@@ -56,6 +56,8 @@ def test_a_single_level_line_may_be_the_verdict() -> None:
     assert mask_rubric("4: High correctness, minor omissions.").startswith("4")
     listed = "- 1 Very Low\n- 2 Low\n- 3 Moderate\nScore: 3"
     assert mask_rubric(listed).strip() == "Score: 3"
+    after = "- 1 Very Low\n- 5 Extremely High\n\n**4 - High Correctness**"
+    assert mask_rubric(after).strip() == "**4 - High Correctness**"
 
 
 def test_point_rules_are_masked() -> None:
@@ -70,6 +72,7 @@ def test_point_rules_are_masked() -> None:
     ("Had it mentioned the bench it would have scored 90; as written I rate it 60.", "60",
      "90"),
     ("Score 50. With the colour fixed this could be raised to 70.", "50", "70"),
+    ("The final score is $65$. It would otherwise be $80$.", "$65$", "80"),
 ])
 def test_hypotheticals_are_masked(text: str, kept: str, gone: str) -> None:
     out = mask_hypotheticals(text)
@@ -88,6 +91,8 @@ def test_verdicts_phrased_with_would_stay(text: str) -> None:
     "As an AI language model, I cannot view pictures.",
     "I cannot see the image, so I can't rate it.",
     "I'm sorry, but I can't help with that.",
+    "I can't provide an accurate score without seeing the image. 50",
+    "I don't have the ability to view images.",
 ])
 def test_declines_are_found_anywhere(text: str) -> None:
     assert find_decline(text) is not None

@@ -122,16 +122,24 @@ def mask_rubric(text: str) -> str:
     """Restated scales and rules blanked.
 
     "(1 = Very Low ..., 5 = Extremely High ...)", "where 1 is poor and 5 is excellent", two or
-    more lines listing the scale's levels ("- 1 Very Low Correctness: ..."), "one point for
-    each correct attribute ...".
+    more consecutive lines listing the scale's levels ("- 1 Very Low Correctness: ..."), "one
+    point for each correct attribute ...".
     """
     for pattern in (_RUBRIC_GROUP, _RUBRIC_WHERE, _POINT_RULE):
         for m in list(pattern.finditer(text)):
             text = _blank(text, m.start(), m.end())
-    lines = list(_RUBRIC_LINE.finditer(text))
-    if len(lines) >= 2:  # one such line may be the verdict ("4: High correctness ...")
-        for m in lines:
-            text = _blank(text, m.start(), m.end())
+    # Consecutive lines listing levels are a restated scale; one such line on its own (after a
+    # blank line, or alone) may be the verdict ("4: High correctness ...").
+    runs: list[list[re.Match[str]]] = []
+    for m in _RUBRIC_LINE.finditer(text):
+        if runs and runs[-1][-1].end() == m.start():
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    for run in runs:
+        if len(run) >= 2:
+            for m in run:
+                text = _blank(text, m.start(), m.end())
     return text
 
 
@@ -140,7 +148,8 @@ def mask_rubric(text: str) -> str:
 # "C. Score" and "H. Score" (an initial's period) do not end a sentence.
 _SENTENCE = re.compile(r"(?:[^.!?;\n]|(?<=\b[A-Z])\.|[.!?](?!\s|$))*(?:[.!?;](?=\s|$)|\n|$)")
 _HYPOTHETICAL = re.compile(
-    r"\b(?:would|could|might|should)(?:\s+\w+ly)?\s+(?:have|be|get|earn|receive|rise|go|"
+    r"\b(?:would|could|might|should)(?:\s+(?:\w+ly|otherwise|still|then|also|even))?\s+"
+    r"(?:have|be|get|earn|receive|rise|go|"
     r"increase|drop|move|become|score|merit|deserve|land|reach)\b"
     r"|\b(?:would|could|might)\s*(?:'ve|\u2019ve)\b"
     r"|^\s*(?:[-*>]\s*)?\**\s*(?:if|had|were|unless|assuming|suppose|supposing)\b"
@@ -174,7 +183,10 @@ _DECLINE = re.compile(
     r"unable\s+to|won(?:'|\u2019)t)\s+(?:help|assist|evaluate|rate|assess|score|provide|"
     r"comply|do)\b"
     r"|\bas\s+an\s+AI(?:\s+language\s+model)?,?\s+I\s+(?:can(?:no|'|\u2019)?t|cannot|do\s+not|"
-    r"don(?:'|\u2019)t|am\s+unable)\b", re.I)
+    r"don(?:'|\u2019)t|am\s+unable)\b"
+    r"|\b(?:can(?:no|'|\u2019)?t|cannot|unable\s+to)\b[^.\n]{0,60}\bwithout\s+(?:being\s+able\s+"
+    r"to\s+)?(?:seeing|viewing|access(?:ing)?(?:\s+to)?)\s+(?:the\s+|this\s+|any\s+)?(?:actual\s+)?"
+    r"(?:images?|pictures?|photos?|videos?|frames?|views?)\b", re.I)
 
 
 def find_decline(text: str, original: str | None = None) -> str | None:

@@ -133,8 +133,9 @@ def _value_after(text: str, end: int) -> str:
             break  # the value on its own line
     if len(block) > 1 or (block and re.match(r"\s*(?:[-*\u2022]|\d+\.)\s", block[0])):
         totals = [m.group("rest") for m in _TOTAL_LINE.finditer("\n".join(block))]
+        items = [re.sub(r"^\s*(?:[-*\u2022]|\d+\.)\s+", "", b) for b in block]
         return totals[-1] if totals else " + ".join(
-            re.sub(r"^[^:=]*[:=]\s*", "", b).strip() for b in block)
+            re.sub(r"^[^:=]*[:=]\s*", "", b).strip() for b in items)
     return block[0] if block else rest
 
 

@@ -133,7 +133,9 @@ class VisCE2(Method):
                                  "features/relationships sections to ablate", template.ref)]
             variables["context"] = text
         messages = template.render(image=image, **variables)
-        quotes = (item.candidate, *item.references)
+        # What the judge may quote: the candidate, the references, the context it was given.
+        quotes = (item.candidate, *item.references,
+                  *([variables["context"]] if variables.get("context") else []))
         request = JudgeRequest(messages=messages, slots=(replace(rating_slot(), quotes=quotes),),
                                decoding=options.decoding, template=template.ref,
                                tag=f"{item.id}|{mode}", quotes=quotes)
