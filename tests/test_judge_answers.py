@@ -62,10 +62,11 @@ def slots_of(method_name: str) -> tuple[Any, ...]:
 def answer(entry: dict[str, Any]) -> tuple[Planned, JudgeResponse]:
     """The request and the backend's response for one corpus entry.
 
-    The entry's ``candidate`` and ``references`` travel with the request as the methods send
+    The entry's ``candidate``, ``references`` and ``context`` travel with the request as the methods send
     them (in each slot and in the request's ``quotes``), so quotations of them are masked.
     """
-    quotes = tuple(q for q in [entry.get("candidate"), *(entry.get("references") or [])] if q)
+    quotes = tuple(q for q in [entry.get("candidate"), *(entry.get("references") or []),
+                               entry.get("context")] if q)
     slots = tuple(replace(s, quotes=quotes) for s in slots_of(entry["method"]))
     tokens = tokens_of(entry)
     text = entry.get("text") or "".join(t.token for t in tokens or [])
