@@ -62,11 +62,12 @@ def slots_of(method_name: str) -> tuple[Any, ...]:
 def answer(entry: dict[str, Any]) -> tuple[Planned, JudgeResponse]:
     """The request and the backend's response for one corpus entry.
 
-    The entry's ``candidate``, ``references`` and ``context`` travel with the request as the methods send
-    them (in each slot and in the request's ``quotes``), so quotations of them are masked.
+    The entry's ``candidate``, ``references`` and ``context`` travel with the request as the
+    methods send them (in each slot and in the request's ``quotes``), so quotations of them
+    are masked.
     """
-    quotes = tuple(q for q in [entry.get("candidate"), *(entry.get("references") or []),
-                               entry.get("context")] if q)
+    texts = [entry.get("candidate"), *(entry.get("references") or []), entry.get("context")]
+    quotes = tuple(q for q in texts if q)
     slots = tuple(replace(s, quotes=quotes) for s in slots_of(entry["method"]))
     tokens = tokens_of(entry)
     text = entry.get("text") or "".join(t.token for t in tokens or [])
