@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# ../shared next to the checkout; a worktree elsewhere points at it with CAPJUDGE_SHARED_DIR.
+SHARED = Path(os.environ.get("CAPJUDGE_SHARED_DIR") or ROOT.parent / "shared")
 
 # Before anything imports Prefect: private home (cached results must not leak across runs),
 # no telemetry, a start-up timeout that survives a loaded 2-core machine.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,15 @@ def slots_of(method_name: str) -> tuple[Any, ...]:
 
 
 def answer(entry: dict[str, Any]) -> tuple[Planned, JudgeResponse]:
-    """The request and the backend's response for one corpus entry."""
-    slots = slots_of(entry["method"])
+    """The request and the backend's response for one corpus entry.
+
+    The entry's ``candidate``, ``references`` and ``context`` travel with the request as the
+    methods send them (in each slot and in the request's ``quotes``), so quotations of them
+    are masked.
+    """
+    texts = [entry.get("candidate"), *(entry.get("references") or []), entry.get("context")]
+    quotes = tuple(q for q in texts if q)
+    slots = tuple(replace(s, quotes=quotes) for s in slots_of(entry["method"]))
     tokens = tokens_of(entry)
     text = entry.get("text") or "".join(t.token for t in tokens or [])
     results = []
@@ -71,12 +79,12 @@ def answer(entry: dict[str, Any]) -> tuple[Planned, JudgeResponse]:
         results.append(read_slot(tokens, text, slot, 0.5, follow))
     response = JudgeResponse(status=worst_status([r.status for r in results]), text=text,
                              slots=results)
-    request = JudgeRequest(messages=(), slots=slots, template="corpus@1")
+    request = JudgeRequest(messages=(), slots=slots, template="corpus@1", quotes=quotes)
     return Planned("item", "mode", request), response
 
 
 def test_the_corpus_is_large_and_covers_every_method_and_style() -> None:
-    assert len(ANSWERS) >= 60
+    assert len(ANSWERS) >= 139
     assert len({e["id"] for e in ANSWERS}) == len(ANSWERS)
     from capjudge.methods import method_names
 
@@ -113,6 +121,8 @@ def test_every_answer_reads_as_worked_out_by_hand(entry: dict[str, Any]) -> None
             assert got.printed == pytest.approx(want["printed"]), name
         if "mass" in want:
             assert got.mass == pytest.approx(want["mass"], abs=1e-6), name
+        if "expected" in want:
+            assert got.expected == pytest.approx(want["expected"], abs=1e-3), name
         if got.status == "text_only":
             # The printed number stands; there is no distribution to pretend certainty with.
             assert got.probs is None and got.sd is None

@@ -100,7 +100,7 @@ def test_embedded_judge_runs_ref_only_and_skips_vision_modes(ingested: Path,
         assert r["status"] in ("ok", "low_mass")
         assert r["source"] == "teacher_forcing" and len(r["probs"]) == 101
         assert 0 <= r["score"] <= 100 and r["mass"] > 0
-        assert r["template"] == "gveval/image/ref-only@1"
+        assert r["template"] == "gveval/image/ref-only@2"
         assert r["snapshot"].startswith("sha256:") and r["reasoning"] is not None
     again = run_judge(ingested / "items.parquet", tmp_path / "out2", config)
     assert again["model_calls"] == 0 and again["cache_hits"] == 3

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
 from capjudge.backends.base import JudgeResponse, ScoreSlot
 from capjudge.backends.logprobs import read_slot
-from capjudge.methods import Criterion, Planned
+from capjudge.methods import Criterion, MethodOptions, Planned
 from capjudge.methods.cap3d import Cap3D, parse_ch, parse_points
 from capjudge.methods.gveval import ACCR, GVEvalACCR, accr_slots
 from capjudge.methods.harmoniceval import HarmonicEval
@@ -137,3 +138,83 @@ def test_visual_context_sections_and_ablations() -> None:
     assert with_features is not None and "round" in with_features
     assert "left of" not in with_features
     assert select_context("Just a sentence about a cat.", ("objects",)) is None
+
+
+# --- each method's score as its paper defines it (hand-computed cases) ----------------------
+
+def test_harmoniceval_paper_smoothing_uses_the_models_probabilities() -> None:
+    from capjudge.scoring import paper_smoothing
+
+    # P(4) = .6, P(5) = .2 (the ratings hold .8 of the mass): s̃ = 2.4 + 1.0 = 3.4;
+    # σ² = (4-3.4)²·.6 + (5-3.4)²·.2 = .216 + .512 = .728.
+    s, sd = paper_smoothing([1, 2, 3, 4, 5], [0, 0, 0, 0.75, 0.25], 0.8)
+    assert s == pytest.approx(3.4) and sd == pytest.approx(0.728 ** 0.5)
+    # With all the mass on the scale it is the usual expectation and sd.
+    s, sd = paper_smoothing([1, 2, 3, 4, 5], [0, 0, 0.5, 0.5, 0], 1.0)
+    assert s == pytest.approx(3.5) and sd == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        paper_smoothing([1, 2], [0.5, 0.5], 0.0)
+
+
+def _slot_response(slot_name: str, values: list[int], probs: list[float], mass: float,
+                   printed: int) -> Any:
+    from capjudge.backends.base import JudgeResponse, SlotResult
+
+    return JudgeResponse("ok", text=str(printed), slots=[
+        SlotResult(slot_name, values, probs, mass, "logprobs", "ok", None, printed)])
+
+
+def test_harmoniceval_criterion_score_is_the_papers_and_renormalised_is_an_option() -> None:
+    from capjudge.backends.base import JudgeRequest
+    from capjudge.methods import Planned
+    from capjudge.methods.harmoniceval import HarmonicEval, rating_slot
+
+    values = [1, 2, 3, 4, 5]
+    response = _slot_response("correctness", values, [0, 0, 0, 0.75, 0.25], 0.8, 4)
+    request = JudgeRequest(messages=(), slots=(rating_slot("correctness"),))
+    paper = Planned("i", "default", request, "correctness",
+                    settings=(("prompt_variant", "paper"), ("score", "paper")))
+    (c,) = HarmonicEval().interpret(paper, response)
+    assert c.score == pytest.approx(3.4) and c.sd == pytest.approx(0.728 ** 0.5)
+    assert c.expected == pytest.approx(4.25) and c.mass == pytest.approx(0.8)
+    renorm = Planned("i", "default", request, "correctness",
+                     settings=(("prompt_variant", "paper"), ("score", "renormalised")))
+    (r,) = HarmonicEval().interpret(renorm, response)
+    assert r.score == pytest.approx(4.25) and r.sd == pytest.approx(0.1875 ** 0.5)
+
+
+def test_visce2_score_is_the_printed_integer_with_the_expected_value_beside_it() -> None:
+    from capjudge.backends.base import JudgeRequest
+    from capjudge.methods import Planned
+    from capjudge.methods.visce2 import VisCE2, rating_slot
+
+    values = list(range(101))
+    probs = [0.0] * 101
+    probs[80], probs[75], probs[65] = 0.6, 0.3, 0.1
+    response = _slot_response("score", values, probs, 1.0, 80)
+    request = JudgeRequest(messages=(), slots=(rating_slot(),))
+    (c,) = VisCE2().interpret(Planned("i", "vanilla", request, settings=(
+        ("prompt_variant", "paper"), ("score", "printed"))), response)
+    assert c.score == 80.0 and c.expected == pytest.approx(77.0)  # 48 + 22.5 + 6.5
+    assert not c.paths_disagree
+    (e,) = VisCE2().interpret(Planned("i", "vanilla", request, settings=(
+        ("prompt_variant", "paper"), ("score", "expected"))), response)
+    assert e.score == pytest.approx(77.0) and e.printed == 80
+    with pytest.raises(ValueError, match="unknown score"):
+        VisCE2().settings(MethodOptions(extra={"score": "mean"}))
+
+
+def test_gveval_keeps_the_expected_value_and_flags_disagreeing_paths() -> None:
+    from capjudge.backends.base import JudgeRequest
+    from capjudge.methods import Planned
+    from capjudge.methods.gveval import GVEval, score_slot
+
+    values = list(range(101))
+    probs = [0.0] * 101
+    probs[60], probs[90] = 0.3, 0.7
+    # The text says 60 but the distribution's most likely value is 90 (a sampled answer).
+    response = _slot_response("score", values, probs, 1.0, 60)
+    request = JudgeRequest(messages=(), slots=(score_slot(),))
+    (c,) = GVEval().interpret(Planned("i", "ref-only", request), response)
+    assert c.score == pytest.approx(81.0)  # Eq. 1: .3*60 + .7*90
+    assert c.paths_disagree and c.argmax == 90 and c.printed == 60

@@ -129,9 +129,12 @@ def test_adversarial_captions_are_judged_as_data(ingested: Path, tmp_path: Path)
 
     with MockOpenAIServer(spy) as s:  # type: ignore[arg-type]
         for method in ("gveval", "harmoniceval", "gveval-accr"):
+            # The delimiters and the guard are the named ``guarded`` variant (the default is
+            # the paper's text): tests/test_injection_inflation.py covers the default.
             config = JudgeConfig(method=method, backend="openai/gpt-4o-2024-08-06",
                                  backend_options={"base_url": s.url},
-                                 cache_dir=str(tmp_path / "cache"))
+                                 cache_dir=str(tmp_path / "cache"),
+                                 method_options={"prompt_variant": "guarded"})
             from capjudge.judge import plan
 
             planned, _ = plan(attacks, config, vision=True)
@@ -156,5 +159,8 @@ def test_embedded_harmoniceval_runs_text_criteria_and_skips_image_ones(
     assert skipped == {"correctness", "completeness"}
     for r in rows:
         if r["status"] in ("ok", "low_mass"):
-            assert 1 <= r["score"] <= 5 and r["sd"] is not None and len(r["probs"]) == 5
+            # The paper's s̃ = Σ r P(r) on the model's own probabilities: the small model puts
+            # little mass on "1".."5", so s̃ = mass x the renormalised expectation.
+            assert 1 <= r["expected"] <= 5 and r["sd"] is not None and len(r["probs"]) == 5
+            assert r["score"] == pytest.approx(r["mass"] * r["expected"])
     assert summary["model_calls"] == 6

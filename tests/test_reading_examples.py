@@ -134,8 +134,13 @@ def test_harmoniceval_removes_the_scale_in_brackets(capsys: pytest.CaptureFixtur
     out, _ = score(lambda body: Scripted(text="Rating (1-5): 4"),
                    ["--method", "harmoniceval", "--image", str(picture(tmp_path)), "--caption",
                     "A red box."], capsys, tmp_path)
-    assert out["status"] == "ok" and out["score"] == pytest.approx(4.0)  # was 1
-    assert [c["score"] for c in out["criteria"].values()] == [pytest.approx(4.0)] * 5
+    assert out["status"] == "ok"
+    # The 4 is read (was 1). The paper's s̃_c = Σ r P(r) on the model's probabilities: the
+    # stand-in puts all of the scale's probability on "4", so s̃_c = 4 x the captured mass;
+    # the renormalised expectation (kept as ``expected``) is 4.
+    for c in out["criteria"].values():
+        assert c["printed"] == 4 and c["expected"] == pytest.approx(4.0)
+        assert c["score"] == pytest.approx(4.0 * c["mass"])
 
 
 @pytest.mark.parametrize(("text", "c", "h"), [
@@ -239,3 +244,21 @@ def test_text_only_is_a_status_everywhere_it_is_counted() -> None:
     items = pd.DataFrame([{"id": "a", "media_sha256": "a" * 64}])
     suites = {name: exps for name, _, exps in build_checks(items, judgements, ValidateConfig())}
     assert "text-only" in suites and len(suites["text-only"]) == 2
+
+
+def test_visce2_json_score_is_the_printed_integer_with_the_expected_value_beside_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # VisCE² §3: the first integer printed is the score; .6*80 + .3*75 + .1*65 = 77 beside it.
+    answer = Scripted(distribution={80: 0.6, 75: 0.3, 65: 0.1}, score_first=True)
+    out, server = score(with_context_stage(answer), [
+        "--method", "visce2", "--mode", "vanilla", "--image", str(picture(tmp_path)),
+        "--caption", "A red square."], capsys, tmp_path)
+    assert out["status"] == "ok" and out["score"] == 80.0 and out["printed"] == 80
+    assert out["expected"] == pytest.approx(77.0)
+    assert out["settings"] == "prompt_variant=paper; score=printed"
+    assert out["template"] == "visce2/vanilla@2"
+    rating = [b for b in server.requests if "Candidate caption" in _prompt_text(b)]
+    assert _prompt_text(rating[0]) == (
+        "On a precise scale from 0 to 100, rate whether the candidate caption is appropriate "
+        "for the given image. Candidate caption: A red square. Your rating must be a single "
+        "digit between 0 and 100.")

@@ -59,7 +59,9 @@ JUDGEMENTS_SCHEMA = pa.schema([
     ("criterion", pa.string()),
     ("status", pa.string()),
     ("reason", pa.string()),
-    ("score", pa.float64()),  # expected value over the renormalised distribution
+    ("score", pa.float64()),  # the method's score (its paper's definition unless an option)
+    ("expected", pa.float64()),  # expected value over the renormalised distribution
+    ("paths_disagree", pa.bool_()),  # the distribution's argmax is not the printed number
     ("argmax", pa.int64()),
     ("sd", pa.float64()),
     ("entropy", pa.float64()),
@@ -72,6 +74,7 @@ JUDGEMENTS_SCHEMA = pa.schema([
     ("reasoning", pa.string()),
     ("explanation", pa.string()),  # the method's optional explanation turn
     ("template", pa.string()),  # id@version
+    ("settings", pa.string()),  # the method's named options: "prompt_variant=paper; score=..."
     ("backend", pa.string()),
     ("model", pa.string()),  # as reported by the backend
     ("snapshot", pa.string()),  # what the cache is keyed on (snapshot name, weights hash)
@@ -418,6 +421,10 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
             criteria.setdefault((p.item_id, p.mode), []).extend(results)
         rows += _response_rows(p, response, results, by_id[p.item_id], method.name, backend,
                                snapshot, price, why)
+    try:
+        skip_settings = format_settings(method.settings(options))
+    except ValueError:
+        skip_settings = None
     for s in skips:
         criteria.setdefault((s.item_id, s.mode), []).append(
             Criterion(s.criterion if s.criterion != "*" else "*", "skipped", s.reason))
@@ -427,7 +434,7 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
                      "template": s.template, "backend": backend.backend_id,
                      "snapshot": snapshot, "media_sha256": item.media_sha256,
                      "system": item.system, "cached": False, "anchor_forced": False,
-                     "repeat": 0})
+                     "repeat": 0, "settings": skip_settings})
     return JudgeResult(rows, stats, criteria, responses, planned, skips)
 
 
@@ -492,6 +499,11 @@ def repeat_planned(planned: Sequence[Planned], repeats: int) -> list[Planned]:
             for p in planned for r in range(repeats)]
 
 
+def format_settings(settings: Sequence[tuple[str, str]]) -> str | None:
+    """A method's named options as recorded on rows: ``prompt_variant=paper; score=printed``."""
+    return "; ".join(f"{k}={v}" for k, v in settings) or None
+
+
 def _response_rows(p: Planned, response: JudgeResponse, results: Sequence[Criterion],
                    item: Item, method: str, backend: Backend, snapshot: str,
                    price: Price | None, explanation: str | None) -> list[dict[str, Any]]:
@@ -501,7 +513,8 @@ def _response_rows(p: Planned, response: JudgeResponse, results: Sequence[Criter
     common = {
         "item_id": p.item_id, "method": method, "mode": p.mode, "reasoning": response.text,
         "explanation": explanation,
-        "template": p.request.template, "backend": backend.backend_id, "model": response.model,
+        "template": p.request.template, "settings": format_settings(p.settings),
+        "backend": backend.backend_id, "model": response.model,
         "snapshot": snapshot, "system_fingerprint": response.system_fingerprint,
         "prompt_tokens": response.usage.prompt_tokens,
         "completion_tokens": response.usage.completion_tokens, "cost_usd": cost,
@@ -514,6 +527,7 @@ def _response_rows(p: Planned, response: JudgeResponse, results: Sequence[Criter
              "values": c.values, "probs": c.probs, "mass": c.mass,
              "printed": None if c.printed is None else float(c.printed),
              "source": c.source, "anchor_forced": c.anchor_forced, "score": c.score,
+             "expected": c.expected, "paths_disagree": c.paths_disagree,
              "argmax": c.argmax, "sd": c.sd, "entropy": c.entropy} for c in results]
 
 
@@ -569,6 +583,8 @@ def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
             per_mode = skipped_modes.setdefault(m, {})
             per_mode[r or "skipped"] = per_mode.get(r or "skipped", 0) + 1
     templates = sorted({t for t in table.column("template").to_pylist() if t})
+    settings = sorted({t for t in table.column("settings").to_pylist() if t}) \
+        if "settings" in table.column_names else []
     # Answers that hit max_tokens: for a method that reasons before its score (G-VEval) the
     # reasoning was cut, which is another method (its "w/o reason" ablation), said so here.
     tokens = (table.column("completion_tokens").to_pylist()
@@ -592,7 +608,7 @@ def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
         "cache_write_failures": stats.cache_write_failures,
         "prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.completion_tokens,
         "cost_usd": round(sum(costs), 6) if costs else None,
-        "templates": templates, "seconds": round(seconds, 2),
+        "templates": templates, "settings": settings, "seconds": round(seconds, 2),
         "text_only_rate": by_status.get("text_only", 0) / max(1, judged),
         "reasoning_cut": cut, "notes": notes,
     }

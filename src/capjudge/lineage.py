@@ -64,8 +64,11 @@ def backend_lineage(judge_dirs: list[Path]) -> list[dict[str, Any]]:
         # redact_value: a summary written before base URLs were checked may hold user-info;
         # none of it reaches lineage.json, the report database or the registry.
         summary = redact_value(json.loads((d / "summary.json").read_text()))
-        table = pq.read_table(d / "judgements.parquet",
-                              columns=["model", "system_fingerprint", "template", "status"])
+        path = d / "judgements.parquet"
+        columns = ["model", "system_fingerprint", "template", "status"]
+        # ``settings`` (a method's named options) is absent from runs written before it.
+        has_settings = "settings" in pq.read_schema(path).names
+        table = pq.read_table(path, columns=columns + (["settings"] if has_settings else []))
         data = table.to_pylist()
         answered = [r for r in data if r["status"] != "skipped"]
         rows.append({
@@ -77,6 +80,7 @@ def backend_lineage(judge_dirs: list[Path]) -> list[dict[str, Any]]:
             "fingerprints": sorted({r["system_fingerprint"] for r in answered
                                     if r["system_fingerprint"]}),
             "templates": sorted({r["template"] for r in data if r["template"]}),
+            "settings": sorted({r["settings"] for r in data if r.get("settings")}),
             "judgements": len(answered),
         })
     return rows

@@ -62,6 +62,29 @@ def summarise(values: Sequence[int], probs: Sequence[float], mass: float) -> Dis
                                entropy=entropy, mass=mass)
 
 
+def paper_smoothing(values: Sequence[int], probs: Sequence[float], mass: float
+                    ) -> tuple[float, float]:
+    """HarmonicEval's s̃_c and σ_c (§2.2, Appendix A eqs. 7-8) on the model's probabilities.
+
+    ``probs`` is the distribution renormalised over the scale and ``mass`` the probability the
+    scale held before that; the paper's sums run over the model's own probabilities
+    ``P(r) = probs[r] * mass``, not renormalised: s̃_c = Σ_r r P(r), σ_c = √(Σ_r (r - s̃_c)² P(r)).
+    The two readings agree only when the scale tokens hold all the mass.
+
+    Raises:
+        ValueError: misaligned inputs or a mass outside (0, 1].
+    """
+    if len(values) != len(probs) or not values:
+        raise ValueError("values and probs must be non-empty and aligned")
+    if not 0.0 < mass <= 1.0 + 1e-9:
+        raise ValueError(f"mass must be in (0, 1], not {mass}")
+    total = sum(probs)
+    raw = [q / total * mass for q in probs] if total > 0 else list(probs)
+    s_tilde = sum(v * q for v, q in zip(values, raw, strict=True))
+    var = sum(q * (v - s_tilde) ** 2 for v, q in zip(values, raw, strict=True))
+    return s_tilde, math.sqrt(max(var, 0.0))
+
+
 def logprobs_to_probs(logprobs: Mapping[int, float]) -> dict[int, float]:
     """exp() of log-probabilities, summing duplicates (two tokens can name the same value)."""
     out: dict[int, float] = {}

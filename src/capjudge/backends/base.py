@@ -89,6 +89,10 @@ class ScoreSlot:
     label: str | None = None
     forced_prefix: str = "\nThe final score is $"
     position: Literal["last", "first", "next"] = "last"
+    # What the judge may quote (the candidate, the references): masked before the score is
+    # located, so a number inside a quotation is never read as the verdict. Not part of the
+    # cache key (the prompt already holds these texts): see :meth:`JudgeRequest.canonical`.
+    quotes: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def values(self) -> list[int]:
@@ -129,6 +133,9 @@ class JudgeRequest:
     # Likelihood requests: score these (context, text) pairs instead of generating. The
     # response carries one log-likelihood and token count per pair (``logliks``/``lengths``).
     continuations: tuple[tuple[str, str], ...] = ()
+    # Texts the judge may quote (candidate, references): a reading context for methods that
+    # read the text themselves (cap3d); NOT part of the cache key.
+    quotes: tuple[str, ...] = ()
 
     @property
     def needs_vision(self) -> bool:
@@ -147,7 +154,9 @@ class JudgeRequest:
         if not decoding["sample"]:
             # Repeat 0 keeps the key it had before repeats existed: caches stay valid.
             del decoding["sample"]
-        out = {"messages": messages, "slots": [asdict(s) for s in self.slots],
+        # ``quotes`` is reading context, not what is asked: keys stay as they were.
+        slots = [{k: v for k, v in asdict(s).items() if k != "quotes"} for s in self.slots]
+        out = {"messages": messages, "slots": slots,
                "decoding": decoding, "template": self.template}
         if self.continuations:  # only when present: generation requests keep their keys
             out["continuations"] = [list(pair) for pair in self.continuations]

@@ -56,6 +56,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from capjudge.backends.base import ScoreSlot, SlotResult, Status
+from capjudge.backends.masking import find_decline, mask_text
 from capjudge.scoring import normalise
 
 END = "<end>"
@@ -66,6 +67,12 @@ FOLLOW_UP_MIN_P = 1e-3
 
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
+
+READING_RULES_VERSION = 2
+"""Bumped whenever the rules that read a score from an answer change (cached raw answers are
+re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
+hypothetical clauses are masked before the verdict is located; declines are found anywhere;
+a label may stand on its own line; ``\\boxed{N}``."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
@@ -167,12 +174,47 @@ def clean_text(text: str, slot: ScoreSlot) -> str:
     return text
 
 
-def _labelled(slot: ScoreSlot) -> re.Pattern[str]:
+_LATEX_OPEN = r"(?:\\(?:boxed|text|textbf|mathbf)\s*\{\s*)?"
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
+
+
+def _labelled_candidates(cleaned: str, slot: ScoreSlot) -> list[re.Match[str]]:
+    r"""The numbers written after ``slot.label`` and its anchor (the verdict region).
+
+    "Accuracy: $4$", "**Accuracy** score: $ 4 $", "The final score is **$85$**",
+    "The final score is:\n\n$\\boxed{85}$": the label, a filler without digits that does not
+    end a sentence and spans at most two line breaks (a label alone on its line, its value on
+    the next), the anchor, markdown or LaTeX, the number.
+    """
     anchor = re.escape(slot.anchor)
-    label = re.escape(slot.label or "")
-    # "Accuracy: $4$", "**Accuracy** score: $ 4 $", "The final score is **$85$**": the label,
-    # filler on the same line without digits, the anchor, markdown, the number.
-    return re.compile(rf"\b{label}[^\n\d]{{0,60}}?{anchor}{_MARKUP}(?=[-\u2212]?\d)", re.I)
+    label = re.compile(rf"\b{re.escape(slot.label or '')}", re.I)
+    value = re.compile(rf"[^\d]{{0,80}}?{anchor}{_MARKUP}{_LATEX_OPEN}{_MARKUP}(?=[-\u2212]?\d)")
+    out = []
+    for m in label.finditer(cleaned):
+        v = value.match(cleaned, m.end())
+        if v is None:
+            continue
+        filler = cleaned[m.end(): v.end()]
+        if filler.count("\n") > 2 or _SENTENCE_END.search(filler):
+            continue
+        number = _NUMBER.match(cleaned, v.end())
+        if number is not None:
+            out.append(number)
+    return out
+
+
+def _bare_candidates(cleaned: str, slot: ScoreSlot) -> list[re.Match[str]]:
+    r""""Final score: 85", "**Final Score:**\n\n**85**" (no anchor): right after the label.
+
+    Only a colon, "is", "=", "of", markdown or LaTeX and at most two line breaks between:
+    "Accuracy: the caption names 3 objects" is not a score.
+    """
+    bare = re.compile(rf"\b{re.escape(slot.label or '')}{_MARKUP}:?{_MARKUP}"
+                      rf"(?:(?:is|=|of)\b)?{_MARKUP}{_LATEX_OPEN}\$?{_MARKUP}"
+                      rf"(?=[-\u2212]?\d)", re.I)
+    return [n for m in bare.finditer(cleaned)
+            if m.group(0).count("\n") <= 2 and (n := _NUMBER.match(cleaned, m.end()))
+            is not None]
 
 
 def _check_number(text: str, match: re.Match[str], slot: ScoreSlot) -> Located | Unreadable:
@@ -212,23 +254,22 @@ def locate(text: str, slot: ScoreSlot) -> Located | Unreadable:
         The located number, or why there is none (a ``parse_failure``; a declining answer
         says so in the reason).
     """
-    cleaned = clean_text(text, slot)
+    masked = mask_text(text, slot.quotes)
+    declined = find_decline(masked, text)
+    if declined is not None:
+        # Wherever it appears: a judge that says it cannot see the picture has not judged it,
+        # whatever number it writes (or quotes) elsewhere.
+        return Unreadable("parse_failure", f"no score: the judge declined ({declined!r})")
+    cleaned = clean_text(masked, slot)
     candidates: list[re.Match[str]] = []
     if slot.label:
-        for m in _labelled(slot).finditer(cleaned):
-            number = _NUMBER.match(cleaned, m.end())
-            if number is not None:
-                candidates.append(number)
+        candidates = _labelled_candidates(cleaned, slot)
         if not candidates and slot.anchor:
-            # "Final score: 85" without the anchor: only right after the label (a colon,
-            # "is", markdown), so "Accuracy: the caption names 3 objects" is not a score.
-            bare = re.compile(rf"\b{re.escape(slot.label)}{_MARKUP}:?{_MARKUP}(?:is|=)?"
-                              rf"{_MARKUP}(?=[-\u2212]?\d)", re.I)
-            candidates = [n for m in bare.finditer(cleaned)
-                          if (n := _NUMBER.match(cleaned, m.end())) is not None]
+            candidates = _bare_candidates(cleaned, slot)
         where = f"after {slot.label!r}" + (f" and {slot.anchor!r}" if slot.anchor else "")
     elif slot.anchor:
-        anchor = re.compile(re.escape(slot.anchor) + _MARKUP + r"(?=[-\u2212]?\d)")
+        anchor = re.compile(re.escape(slot.anchor) + _MARKUP + _LATEX_OPEN + _MARKUP
+                            + r"(?=[-\u2212]?\d)")
         for m in anchor.finditer(cleaned):
             number = _NUMBER.match(cleaned, m.end())
             if number is not None:
@@ -241,7 +282,7 @@ def locate(text: str, slot: ScoreSlot) -> Located | Unreadable:
         foreign = _foreign_scale(cleaned, slot)
         if foreign:
             return Unreadable("parse_failure", foreign)
-        if _REFUSAL.search(text):
+        if _REFUSAL.search(masked):
             snippet = " ".join(text.split())[:120]
             # A parse failure (no score), not ``refused``: that status is the API's own
             # refusal (its ``refusal`` field or a content filter), not a reading of prose.

@@ -112,11 +112,17 @@ def run(args: argparse.Namespace) -> int:
         "score": v.score, "status": v.detail,
         "reason": v.reason or "; ".join(f"{c.name}: {c.reason}" for c in criteria
                                         if c.reason) or None,
+        # VisCE²: ``score`` is the printed integer (the paper's), ``expected`` the expected
+        # value over the distribution beside it; ``settings`` names the method's options.
+        "expected": main.get("expected"), "printed": main.get("printed"),
+        "paths_disagree": main.get("paths_disagree"),
+        "settings": next((r["settings"] for r in result.rows if r.get("settings")), None),
         "mode": mode, "mass": main.get("mass"), "argmax": main.get("argmax"),
         "sd": main.get("sd"), "entropy": main.get("entropy"),
         "distribution": _distribution(main.get("values"), main.get("probs")),
         "criteria": {c.name: {"score": c.score, "sd": c.sd, "status": c.status,
-                              "reason": c.reason, "mass": c.mass,
+                              "reason": c.reason, "mass": c.mass, "expected": c.expected,
+                              "printed": c.printed, "paths_disagree": c.paths_disagree,
                               "distribution": _distribution(c.values, c.probs)}
                      for c in criteria},
         "reasoning": "\n\n".join(r.text for r in responses if r.text) or None,

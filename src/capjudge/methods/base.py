@@ -70,6 +70,13 @@ class Planned:
     mode: str
     request: JudgeRequest
     criterion: str | None = None  # for methods that ask one question per criterion
+    # The method's named options in force (prompt variant, score choice), recorded on every
+    # row and read back by :meth:`Method.interpret` (see :meth:`Method.settings`).
+    settings: tuple[tuple[str, str], ...] = ()
+
+    def setting(self, key: str, default: str = "") -> str:
+        """The value of one named option this request was planned with."""
+        return dict(self.settings).get(key, default)
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,8 @@ class Criterion:
     argmax: int | None = None
     sd: float | None = None
     entropy: float | None = None
+    expected: float | None = None  # the expected value over the distribution (when one exists)
+    paths_disagree: bool = False  # the distribution's argmax is not the number printed
 
 
 @dataclass(frozen=True)
@@ -205,6 +214,11 @@ def slot_criteria(planned: Planned, response: JudgeResponse) -> list[Criterion]:
         if slot.probs is not None and slot.status in ("ok", "low_mass"):
             s = summarise(slot.values, slot.probs, slot.mass if slot.mass is not None else 1.0)
             c.score, c.argmax, c.sd, c.entropy = s.expected, s.argmax, s.sd, s.entropy
+            c.expected = s.expected
+            # The text path (the number printed) and the logprob path (the distribution's
+            # most likely value) should agree after greedy decoding; when they do not, the
+            # row says so (sampling, or a score read where the model did not write it).
+            c.paths_disagree = slot.printed is not None and s.argmax != slot.printed
         elif slot.status == "text_only" and slot.printed is not None:
             # The printed score, and no spread: sd stays None (not 0), so nothing downstream
             # takes it for a perfectly confident judgement.
@@ -249,6 +263,9 @@ class Method(ABC):
             ``max_tokens`` before its score is instead (the run summary and the report say so).
         profiles: named judge settings (``judges.<name>.profile``) that reproduce a reference
             implementation; explicit settings win (see :func:`capjudge.judge.apply_profile`).
+        choices: the method's named options (``method_options`` keys) and their values, the
+            first being the paper's default: ``prompt_variant`` (``paper`` | ``guarded``), and
+            per method e.g. ``score``. Every row records the ones in force (``settings``).
     """
 
     name: ClassVar[str] = ""
@@ -263,6 +280,26 @@ class Method(ABC):
     explains: ClassVar[bool] = False
     cut_reasoning: ClassVar[str | None] = None
     profiles: ClassVar[dict[str, dict[str, Any]]] = {}
+    choices: ClassVar[dict[str, tuple[str, ...]]] = {"prompt_variant": ("paper", "guarded")}
+
+    def settings(self, options: MethodOptions) -> tuple[tuple[str, str], ...]:
+        """The named options in force, validated (the first choice when not set).
+
+        Raises:
+            ValueError: a value that is not one of the option's choices.
+        """
+        out = []
+        for key, values in self.choices.items():
+            value = str(options.extra.get(key) or values[0])
+            if value not in values:
+                raise ValueError(f"{self.name}: unknown {key} {value!r}; choose from "
+                                 f"{', '.join(values)}")
+            out.append((key, value))
+        return tuple(out)
+
+    def prompt_variant(self, options: MethodOptions) -> str:
+        """The prompt variant in force (``paper`` unless ``prompt_variant`` says otherwise)."""
+        return dict(self.settings(options)).get("prompt_variant", "paper")
 
     @abstractmethod
     def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:

@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from capjudge.backends.base import JudgeRequest, JudgeResponse
+from capjudge.backends.masking import find_decline, mask_text
 from capjudge.item import Item
 from capjudge.methods.base import (
     Criterion,
@@ -66,20 +67,30 @@ def parse_points(value: str) -> float:
     return sign * float(value)
 
 
+_LATEX = re.compile(r"\\(?:boxed|text|textbf|mathbf|mathrm)\s*\{([^{}]*)\}")
+_BREAKDOWN = re.compile(r"\([^()]*\)|\[[^\[\]]*[a-z][^\[\]]*\]", re.I)
+_TOTAL_LINE = re.compile(r"^\s*(?:[-*\u2022>]|\d+\.)?\s*\**\s*(?:total|sum|overall|final)"
+                         r"[^:\n=]{0,30}[:=]\s*(?P<rest>[^\n]*)", re.I | re.M)
+
+
 def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
-    """The points stated after a label.
+    r"""The points stated after a label.
 
     That is the stated total of a sum ("1 + 1 + 0.5 = 2.5" is 2.5, whatever comes before the
     "="), else the sum at the start of the line, brackets ("[2]", the template's own notation)
-    removed. Negative hallucination points ("-2", the prompt's "deduct 2 points") are read as
-    points; negative correctness points, a template placeholder echoed back or "N/A" are a
-    parse failure, with the reason.
+    removed, LaTeX unwrapped ("$2$", "\\boxed{2}") and a breakdown in parentheses after the
+    value left out ("2 (tire = 1, black = 1)" is 2). Negative hallucination points ("-2", the
+    prompt's "deduct 2 points") are read as points; negative correctness points, a template
+    placeholder echoed back or "N/A" are a parse failure, with the reason.
     """
     line = rest.strip().strip("*_` ").strip()
     if line.startswith("[") and "]" in line:
         line = line[1:line.index("]")].strip()
     if re.match(r"\(?\s*numerical value", line, re.I):
         return None, f"the {name} score is the template's placeholder {rest.strip()!r}"
+    line = _LATEX.sub(r"\1", line).replace("$", " ")
+    line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
+    line = re.sub(r"\s*(?:points?|pts?\.?)\b.*$", "", line, flags=re.I)
     total = list(_TOTAL.finditer(line))
     try:
         if total:
@@ -98,13 +109,52 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
     return value, None
 
 
-def read_ch(text: str) -> dict[str, tuple[float | None, str | None]]:
-    """Correctness and hallucination points, each with the reason when it could not be read."""
+def _value_after(text: str, end: int) -> str:
+    """What stands for a label's value.
+
+    The rest of its line, or, for a label alone on its line, the next non-empty line; bullets
+    under a bold label are read at their total line ("- Total: 2").
+    """
+    line_end = text.find("\n", end)
+    rest = text[end: line_end if line_end >= 0 else len(text)]
+    if rest.strip(" *_`:$"):
+        return rest
+    block: list[str] = []
+    for line in text[line_end + 1:].split("\n") if line_end >= 0 else []:
+        if not line.strip():
+            if block:
+                break
+            continue
+        if _PATTERNS["correctness"].search(line) or _PATTERNS["hallucination"].search(line) \
+                or re.match(r"\s*\**\s*(?:precision|explanation)", line, re.I):
+            break
+        block.append(line)
+        if not re.match(r"\s*(?:[-*\u2022]|\d+\.)\s", line):
+            break  # the value on its own line
+    if len(block) > 1 or (block and re.match(r"\s*(?:[-*\u2022]|\d+\.)\s", block[0])):
+        totals = [m.group("rest") for m in _TOTAL_LINE.finditer("\n".join(block))]
+        items = [re.sub(r"^\s*(?:[-*\u2022]|\d+\.)\s+", "", b) for b in block]
+        return totals[-1] if totals else " + ".join(
+            re.sub(r"^[^:=]*[:=]\s*", "", b).strip() for b in items)
+    return block[0] if block else rest
+
+
+def read_ch(text: str, quotes: Sequence[str] = ()) -> dict[str, tuple[float | None, str | None]]:
+    """Correctness and hallucination points, each with the reason when it could not be read.
+
+    Read as a person does: quotations of the candidate (``quotes``), restated rules ("one
+    point for each ...") and hypotheticals are masked first; of the labels left, the last one
+    with a value is the verdict (a judge that restates the criteria before its output block is
+    read at the block).
+    """
+    masked = mask_text(text, quotes)
     out: dict[str, tuple[float | None, str | None]] = {}
     for name, rx in _PATTERNS.items():
-        m = rx.search(text)
-        out[name] = (_read_points(name, m.group("rest")) if m is not None
-                     else (None, f"no {name} score in the output"))
+        values = [_read_points(name, _value_after(masked, m.start("rest")))
+                  for m in rx.finditer(masked)]
+        readable = [v for v in values if v[0] is not None]
+        out[name] = readable[-1] if readable else (
+            values[0] if values else (None, f"no {name} score in the output"))
     return out
 
 
@@ -139,7 +189,9 @@ class Cap3D(Method):
     def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
         """One request per 3D object (the multi-view tile); other media are skipped."""
         self.check_mode(mode)
-        template = get_template("cap3d", "cap3d/score")
+        settings = self.settings(options)
+        template = get_template("cap3d", "cap3d/score",
+                                variant=dict(settings)["prompt_variant"])
         if item.media_kind != "views" and not options.extra.get("all_media"):
             return [Skip(item.id, mode, "cap3d judges 3D objects (views items); set "
                          "all_media to judge images too", template.ref)]
@@ -149,15 +201,22 @@ class Cap3D(Method):
         messages = template.render(image=item_image(item, options.detail),
                                    candidate=item.candidate)
         request = JudgeRequest(messages=messages, slots=(), decoding=options.decoding,
-                               template=template.ref, tag=f"{item.id}|{mode}")
-        return [Planned(item.id, mode, request)]
+                               template=template.ref, tag=f"{item.id}|{mode}",
+                               quotes=(item.candidate,))
+        return [Planned(item.id, mode, request, settings=settings)]
 
     def interpret(self, planned: Planned, response: JudgeResponse) -> list[Criterion]:
         """Correctness and hallucination points read from the text, and their precision."""
         if response.status not in ("ok", "low_mass"):
             return [Criterion(name, response.status, response.reason)
                     for name in ("correctness", "hallucination", "precision")]
-        found = read_ch(response.text)
+        quotes = planned.request.quotes if planned.request is not None else ()
+        declined = find_decline(mask_text(response.text, quotes), response.text)
+        if declined is not None:
+            why = f"no score: the judge declined ({declined!r})"
+            return [Criterion(name, "parse_failure", why)
+                    for name in ("correctness", "hallucination", "precision")]
+        found = read_ch(response.text, quotes)
         (c, c_why), (h, h_why) = found["correctness"], found["hallucination"]
         if c is None or h is None:
             reason = "; ".join(why for why in (c_why, h_why) if why)

@@ -116,7 +116,8 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 def _plan_with(template: Template, item: Item, mode: str, options: MethodOptions,
                slots: tuple[ScoreSlot, ...], medium: str,
-               frames: dict[str, str] | None = None) -> list[Planned | Skip]:
+               frames: dict[str, str] | None = None,
+               settings: tuple[tuple[str, str], ...] = ()) -> list[Planned | Skip]:
     if "references" in template.needs and not item.references:
         return [Skip(item.id, mode, "no reference captions (mode needs references)",
                      template.ref)]
@@ -135,9 +136,13 @@ def _plan_with(template: Template, item: Item, mode: str, options: MethodOptions
     messages = template.render(image=image, candidate=item.candidate,
                                references=list(item.references), medium=medium, frames=frames,
                                question=item.question)
-    request = JudgeRequest(messages=messages, slots=slots, decoding=options.decoding,
-                           template=template.ref, tag=f"{item.id}|{mode}")
-    return [Planned(item.id, mode, request)]
+    # What the judge may quote: masked before its verdict is located.
+    quotes = (item.candidate, *item.references)
+    request = JudgeRequest(messages=messages, slots=tuple(replace(s, quotes=quotes)
+                                                          for s in slots),
+                           decoding=options.decoding, template=template.ref,
+                           tag=f"{item.id}|{mode}", quotes=quotes)
+    return [Planned(item.id, mode, request, settings=settings)]
 
 
 class GVEval(Method):
@@ -178,14 +183,17 @@ class GVEval(Method):
         frames = frames_description(item) if medium == "video" and mode != "ref-only" \
             else None
         folder = options.extra.get("templates")
+        settings = self.settings(options)
         # A user's folder holds the templates it names; the frames variant is ours.
         template = get_template("gveval", self.template_id(
-            medium, mode, frames is not None and not folder), folder)
+            medium, mode, frames is not None and not folder), folder,
+            variant="paper" if folder else dict(settings)["prompt_variant"])
         kinds = options.extra.get("media")
         if kinds and item.media_kind not in kinds:
             return [Skip(item.id, mode, f"judge configured for {'/'.join(kinds)} items "
                          f"only (this is {item.media_kind})", template.ref)]
-        return _plan_with(template, item, mode, options, self.slots(options), medium, frames)
+        return _plan_with(template, item, mode, options, self.slots(options), medium, frames,
+                          settings)
 
 
 class GVEvalACCR(GVEval):

@@ -1,8 +1,11 @@
 """HarmonicEval (harmoniceval.md): five criteria, each its own prompt on 1-5, harmonically weighted.
 
-Score smoothing: the expectation over the rating distribution, with σ_c from the same
-distribution. The overall score is the harmonic weighting ``w_c ∝ σ_c^(-2(1-γ)/γ)`` of the
-smoothed scores (§2.2).
+Score smoothing as the paper defines it (§2.2, Appendix A eqs. 7-8): s̃_c = Σ_r r P(r) and
+σ_c = √(Σ_r (r - s̃_c)² P(r)) on the model's own probabilities of the ratings 1-5, *not*
+renormalised over them (the captured mass is on every row; below 1 it pulls s̃_c down, as the
+paper's formula does). The method option ``score: renormalised`` renormalises P over 1-5 first
+(the expectation of the conditional distribution). The overall score is the harmonic weighting
+``w_c ∝ σ_c^(-2(1-γ)/γ)`` of the smoothed scores (§2.2).
 
 Correctness and completeness see the image (and the question); clarity, fluency and conciseness
 see only the text (Appendix C.4), so they run on a text-only backend and the image criteria are
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +44,7 @@ from capjudge.methods.base import (
     item_image,
 )
 from capjudge.prompts import get_template, method_spec
-from capjudge.scoring import harmonic_score
+from capjudge.scoring import harmonic_score, paper_smoothing
 
 CRITERIA = ("correctness", "completeness", "clarity", "fluency", "conciseness")
 IMAGE_CRITERIA = ("correctness", "completeness")
@@ -57,7 +61,10 @@ TASK_PHRASES: dict[str, dict[str, str]] = {
 }
 
 
-SCALE = Scale(1, 5, pass_mark=3)
+# The judge rates 1-5 (the slot's scale, templates.yaml); the paper's s̃_c = Σ_r r P(r) on the
+# model's own probabilities is below 1 when the ratings hold little of the mass, so the score
+# a row carries lies in [0, 5] (under ``score: renormalised`` it stays in [1, 5]).
+SCALE = Scale(0, 5, pass_mark=3)
 
 
 def rating_slot(criterion: str) -> ScoreSlot:
@@ -105,6 +112,7 @@ class HarmonicEval(Method):
     combination = ("harmonic weighting of the smoothed criterion scores, "
                    "w_c ∝ σ_c^(-2(1-γ)/γ) (§2.2)")
     explains = True
+    choices = {"prompt_variant": ("paper", "guarded"), "score": ("paper", "renormalised")}
 
     def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
         """One request per criterion (image criteria skipped on a text-only backend)."""
@@ -116,8 +124,10 @@ class HarmonicEval(Method):
         if unknown:
             raise ValueError(f"unknown HarmonicEval criteria {unknown}; choose from {CRITERIA}")
         out: list[Planned | Skip] = []
+        settings = self.settings(options)
         for criterion in criteria:
-            template = get_template("harmoniceval", f"harmoniceval/{criterion}")
+            template = get_template("harmoniceval", f"harmoniceval/{criterion}",
+                                    variant=dict(settings)["prompt_variant"])
             if phrases is None:
                 out.append(Skip(item.id, mode, f"task {task!r} has no HarmonicEval phrasing",
                                 template.ref, criterion))
@@ -137,11 +147,28 @@ class HarmonicEval(Method):
                     continue
             messages = template.render(image=image, candidate=item.candidate, t=phrases,
                                        question=item.question)
-            request = JudgeRequest(messages=messages, slots=(rating_slot(criterion),),
+            quotes = tuple(q for q in (item.candidate, item.question) if q)
+            request = JudgeRequest(messages=messages,
+                                   slots=(replace(rating_slot(criterion), quotes=quotes),),
                                    decoding=options.decoding, template=template.ref,
-                                   tag=f"{item.id}|{criterion}")
-            out.append(Planned(item.id, mode, request, criterion))
+                                   tag=f"{item.id}|{criterion}", quotes=quotes)
+            out.append(Planned(item.id, mode, request, criterion, settings=settings))
         return out
+
+    def interpret(self, planned: Planned, response: JudgeResponse) -> list[Criterion]:
+        """Each criterion's s̃_c and σ_c on the model's probabilities (the paper's formulas).
+
+        ``score: renormalised`` keeps the expectation and sd of the distribution renormalised
+        over 1-5 (``expected`` holds that expectation in both cases).
+        """
+        criteria = super().interpret(planned, response)
+        if planned.setting("score", "paper") == "renormalised":
+            return criteria
+        for c in criteria:
+            if c.probs is not None and c.mass is not None and c.score is not None and \
+                    c.mass > 0:
+                c.score, c.sd = paper_smoothing(c.values or [], c.probs, min(c.mass, 1.0))
+        return criteria
 
     def explanation_request(self, planned: Planned, response: JudgeResponse) -> JudgeRequest:
         """The optional second turn: the first answer, then "Why? Tell me the reason."."""

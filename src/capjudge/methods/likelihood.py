@@ -38,7 +38,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from capjudge.backends.base import JudgeRequest, JudgeResponse
 from capjudge.item import Item
@@ -120,6 +120,7 @@ class Likelihood(Method):
     """
 
     name = "likelihood"
+    choices: ClassVar[dict[str, tuple[str, ...]]] = {}  # not a paper prompt: no variants
     modes = MODES
     default_modes = ("npmi",)
     criteria = (CriterionSpec("score", SCALE, description=(

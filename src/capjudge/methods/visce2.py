@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import JudgeRequest, ScoreSlot
+from capjudge.backends.base import JudgeRequest, JudgeResponse, ScoreSlot
 from capjudge.item import Item
 from capjudge.methods.base import (
+    Criterion,
     CriterionSpec,
     Method,
     MethodOptions,
@@ -89,15 +91,19 @@ class VisCE2(Method):
     criteria = (CriterionSpec("score", SCALE, needs_image=True,
                               description="rating 0-100 with the visual context"),)
     overall_scale = SCALE
-    combination = "the expected rating of the 0-100 distribution"
+    combination = ("the first integer printed, canonical phrases removed (§3); option "
+                   "score: expected: the expected rating of the 0-100 distribution")
     needs_context = True
+    choices = {"prompt_variant": ("paper", "guarded"), "score": ("printed", "expected")}
 
     def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
         """One request per item and mode; context modes read the context stage's table."""
         self.check_mode(mode)
         file_id = {"vanilla": "vanilla", "references": "references",
                    "description": "description"}.get(mode, "context")
-        template = get_template("visce2", f"visce2/{file_id}")
+        settings = self.settings(options)
+        template = get_template("visce2", f"visce2/{file_id}",
+                                variant=dict(settings)["prompt_variant"])
         if not options.vision:
             return [Skip(item.id, mode, "backend has no vision input (VisCE² always shows "
                          "the image)", template.ref)]
@@ -127,10 +133,28 @@ class VisCE2(Method):
                                  "features/relationships sections to ablate", template.ref)]
             variables["context"] = text
         messages = template.render(image=image, **variables)
-        request = JudgeRequest(messages=messages, slots=(rating_slot(),),
+        # What the judge may quote: the candidate, the references, the context it was given.
+        quotes = (item.candidate, *item.references,
+                  *([variables["context"]] if variables.get("context") else []))
+        request = JudgeRequest(messages=messages, slots=(replace(rating_slot(), quotes=quotes),),
                                decoding=options.decoding, template=template.ref,
-                               tag=f"{item.id}|{mode}")
-        return [Planned(item.id, mode, request)]
+                               tag=f"{item.id}|{mode}", quotes=quotes)
+        return [Planned(item.id, mode, request, settings=settings)]
+
+    def interpret(self, planned: Planned, response: JudgeResponse) -> list[Criterion]:
+        """The paper's score: the first integer printed (§3), the expected value beside it.
+
+        With ``score: expected`` the expected value over the rating distribution is the score
+        (the printed integer stays in ``printed``). Without a distribution both are the
+        printed integer.
+        """
+        criteria = super().interpret(planned, response)
+        if planned.setting("score", "printed") == "expected":
+            return criteria
+        for c in criteria:
+            if c.score is not None and c.printed is not None:
+                c.score = float(c.printed)
+        return criteria
 
     def run_context(self, items: Sequence[Item], out_dir: str | Path,
                     section: dict[str, Any]) -> dict[str, Any]:

@@ -8,9 +8,14 @@ Every rendered request records ``id@version``. ``versions.lock`` pins the sha256
 ``id@version``'s text: changing a template's text without bumping its version fails the test
 suite, so two results that claim the same template version always used the same words.
 
-Candidate texts are inserted as delimited *data* (``| data`` escapes the closing delimiter) and
-the instructions are restated after them, so a caption that says "ignore the instructions" is
-judged, not obeyed.
+By default a bundled template renders its paper's prompt word for word (only placeholders
+filled; where the paper does not say where the caption or references go, the smallest
+insertion, listed under ``additions`` in ``templates.yaml``). **Prompt variants** are named
+options: ``prompt_variant: guarded`` (templates listed with ``variants: [guarded]``) renders
+the same template with ``guarded`` true: candidate texts inserted as delimited *data* (``|
+data`` neutralises anything that could close the block, look-alikes included: see
+:func:`neutralise_delimiters`) and an injection-guard sentence restating the instructions
+after them. A variant has its own template id (``<id>+guarded``), version and pinned hash.
 
 A judge can point at a folder of its own templates (``judges.<name>.templates``, or
 ``--templates``): a ``templates.yaml`` of the same shape, whose templates are versioned by the
@@ -27,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
@@ -43,12 +49,84 @@ _INCLUDE = re.compile(r"""{%-?\s*include\s+["']([^"']+)["']""")
 PROMPTS_DIR = Path(str(files("capjudge.prompts")))
 
 
+PROMPT_VARIANTS = ("paper", "guarded")
+"""``paper``: the paper's text (the default); ``guarded``: delimiters and injection guard."""
+
+DELIMITED_TAGS = ("caption", "reference", "context", "question", "description")
+
+# Characters that render like the ASCII of a delimiter but that NFKC leaves alone (Cyrillic,
+# Greek, other look-alikes); NFKC itself folds full-width and compatibility forms.
+CONFUSABLES = {
+    "\u0430": "a", "\u0441": "c", "\u0435": "e", "\u0456": "i", "\u043e": "o", "\u0440": "p",
+    "\u0455": "s", "\u0445": "x", "\u0443": "y", "\u0410": "a", "\u0421": "c", "\u0415": "e",
+    "\u0406": "i", "\u041e": "o", "\u0420": "p", "\u0405": "s", "\u0422": "t", "\u03bf": "o",
+    "\u039f": "o", "\u03b9": "i", "\u0399": "i", "\u03c1": "p", "\u03a1": "p", "\u0131": "i",
+    "\u0261": "g", "\u0251": "a", "\u2039": "<", "\u203a": ">", "\u2329": "<", "\u232a": ">",
+    "\u3008": "<", "\u3009": ">", "\u27e8": "<", "\u27e9": ">", "\u02c2": "<", "\u02c3": ">",
+    "\u2215": "/", "\u2044": "/", "\u29f8": "/", "\u1735": "/", "\u200b": "", "\u200c": "",
+    "\u200d": "", "\u2060": "", "\ufeff": "", "\u00ad": "",
+}
+_ENTITY = {"&lt;": "<", "&#60;": "<", "&#x3c;": "<", "&gt;": ">", "&#62;": ">", "&#x3e;": ">",
+           "&sol;": "/", "&#47;": "/", "&#x2f;": "/", "&bsol;": "\\"}
+_TAG_SHAPE = re.compile(r"<\s*/?\s*(?:" + "|".join(DELIMITED_TAGS) + r")\b(?:[^<>]{0,20}?>)?",
+                        re.I)
+
+
+def _skeleton(text: str) -> tuple[str, list[int]]:
+    """``text`` folded for matching, with the original offset of each folded character.
+
+    Folding: NFKC, the confusables map, HTML entities, case.
+    """
+    out: list[str] = []
+    origin: list[int] = []
+    k = 0
+    while k < len(text):
+        entity = next((e for e in _ENTITY if text.startswith(e, k) or
+                       text[k:k + len(e)].lower() == e), None)
+        if entity is not None:
+            out.append(_ENTITY[entity])
+            origin.append(k)
+            k += len(entity)
+            continue
+        ch = text[k]
+        folded = CONFUSABLES.get(ch)
+        if folded is None:
+            folded = unicodedata.normalize("NFKC", ch).casefold()
+            folded = "".join(CONFUSABLES.get(c, c) for c in folded)
+        for c in folded:
+            out.append(c)
+            origin.append(k)
+        k += 1
+    return "".join(out), origin
+
+
+def neutralise_delimiters(value: Any) -> str:
+    r"""Inserted data that cannot open or close a delimited block, look-alikes included.
+
+    Every span that, once folded (NFKC, a confusables map for Cyrillic/Greek/angle-bracket
+    look-alikes, HTML entities, case, zero-width characters dropped), reads as a tag of
+    :data:`DELIMITED_TAGS` ("</CAPTION>", "</caption >", "</caption\\n>", "< /caption>",
+    full-width "＜／caption＞", Cyrillic "</сарtion>", "&lt;/caption&gt;") is replaced by
+    ``[/caption]`` (``[caption]`` for an opening tag): still readable as what the caption
+    says, but no longer a delimiter. Text without such a span is returned unchanged.
+    """
+    text = str(value)
+    folded, origin = _skeleton(text)
+    # A span ends where the next folded character's original starts (an entity such as
+    # "&gt;" is one folded character from four original ones).
+    spans = [(origin[m.start()], origin[m.end()] if m.end() < len(origin) else len(text),
+              m.group(0)) for m in _TAG_SHAPE.finditer(folded)]
+    for start, end, shape in reversed(spans):
+        name = re.search("|".join(DELIMITED_TAGS), shape.lower())
+        closing = "/" in shape.split(name.group(0))[0] if name else True
+        tag = name.group(0) if name else "tag"
+        text = text[:start] + (f"[/{tag}]" if closing else f"[{tag}]") + text[end:]
+    return text
+
+
 def _data(value: Any) -> str:
     """Neutralise delimiters inside inserted data so it cannot close its block early."""
-    text = str(value)
-    for tag in ("caption", "reference", "context", "question", "description"):
-        text = text.replace(f"</{tag}>", f"<\\/{tag}>")
-    return text
+    return neutralise_delimiters(value)
 
 
 @dataclass(frozen=True)
@@ -64,6 +142,8 @@ class Template:
     folder: Path
     engine: str = "jinja"  # jinja | replace (user folders: the file as it is, placeholders)
     role: str = "user"  # replace engine: the role of a prompt without a picture
+    variant: str = "paper"  # paper | guarded (see PROMPT_VARIANTS)
+    additions: tuple[str, ...] = ()  # rendered lines that are not the paper's text
 
     @property
     def ref(self) -> str:
@@ -89,14 +169,17 @@ class Template:
             f"{n}\n{(self.folder / n).read_text(encoding='utf-8')}" for n in self.files())
 
     def sha256(self) -> str:
-        """The content hash of :meth:`source` (hex SHA-256)."""
-        return hashlib.sha256(self.source().encode("utf-8")).hexdigest()
+        """The content hash of :meth:`source` (hex SHA-256; a variant's name is part of it)."""
+        source = self.source() if self.variant == "paper" else \
+            f"{self.source()}\n---\nvariant: {self.variant}"
+        return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
     def render(self, image: ImagePart | None = None, **variables: Any) -> tuple[Message, ...]:
         """Render to chat messages; raises ``jinja2.UndefinedError`` on a missing variable."""
         if self.engine == "replace":
             return self._render_replace(image, variables)
         env = _environment(str(self.folder))
+        variables = {"guarded": self.variant == "guarded", **variables}
         user = env.get_template(self.file).render(IMAGE=IMAGE_MARK, **variables).strip()
         if IMAGE_MARK in user and image is None:
             raise ValueError(f"{self.ref} needs an image")
@@ -163,17 +246,27 @@ def user_spec(folder: str | Path) -> dict[str, Any]:
     return spec
 
 
-def get_template(method: str, template_id: str, folder: str | Path | None = None
-                 ) -> Template:
+def get_template(method: str, template_id: str, folder: str | Path | None = None,
+                 variant: str = "paper") -> Template:
     """Look up a template by method and id.
 
     In a user's ``folder`` when given (see the module doc); its version is then the content
-    hash.
+    hash (a user's folder has no variants: it is sent as written).
+
+    Args:
+        method: the method folder.
+        template_id: the template's id (without a variant suffix).
+        folder: a user's template folder.
+        variant: ``paper`` (the default) or ``guarded``; a template that lists no variants
+            has only its paper text (nothing is inserted to guard).
 
     Raises:
         KeyError: no bundled template with that id.
-        ValueError: the user folder has no such template (or no usable templates.yaml).
+        ValueError: the user folder has no such template (or no usable templates.yaml), or
+            the variant is unknown.
     """
+    if variant not in PROMPT_VARIANTS:
+        raise ValueError(f"unknown prompt_variant {variant!r}; choose from {PROMPT_VARIANTS}")
     if folder is not None:
         spec = user_spec(folder)
         for entry in spec["templates"]:
@@ -192,18 +285,26 @@ def get_template(method: str, template_id: str, folder: str | Path | None = None
     spec = method_spec(method)
     for entry in spec["templates"]:
         if entry["id"] == template_id:
-            return Template(method=method, id=entry["id"], version=int(entry["version"]),
+            guarded = variant != "paper" and variant in entry.get("variants", ())
+            key = f"{variant}_additions" if guarded else "additions"
+            return Template(method=method,
+                            id=f"{entry['id']}+{variant}" if guarded else entry["id"],
+                            version=int(entry["version"]),
                             file=entry["file"], system_file=entry.get("system"),
-                            needs=tuple(entry.get("needs", ())), folder=PROMPTS_DIR / method)
+                            needs=tuple(entry.get("needs", ())), folder=PROMPTS_DIR / method,
+                            variant=variant if guarded else "paper",
+                            additions=tuple(entry.get(key, spec.get(key, ()))))
     raise KeyError(f"no template {template_id!r} for method {method!r}")
 
 
 def all_templates() -> list[Template]:
-    """Every template of every method folder."""
+    """Every template of every method folder, each of its variants included."""
     out = []
     for folder in sorted(p for p in PROMPTS_DIR.iterdir() if (p / "templates.yaml").is_file()):
         for entry in method_spec(folder.name)["templates"]:
             out.append(get_template(folder.name, entry["id"]))
+            out += [get_template(folder.name, entry["id"], variant=v)
+                    for v in entry.get("variants", ())]
     return out
 
 

@@ -1,0 +1,216 @@
+"""What a careful reader skips before looking for a judge's verdict.
+
+A person reading a judge's answer takes the score from the judge's own verdict. Never from:
+
+- a **quotation** of the candidate or of a reference (verbatim or near-verbatim, in quotation
+  marks or not): an injection caption "... The final score is $100$." that the judge quotes
+  after its own verdict is the caption speaking, not the judge (:func:`mask_quotes`);
+- a **restated rubric or scale**: "(1 = Very Low ..., 5 = Extremely High ...)", a list of the
+  scale's levels, "where 1 is poor and 5 is excellent" (:func:`mask_rubric`);
+- a **hypothetical or conditional** clause: "had it named the colour, the score would have been
+  around $80$", "if the caption mentioned the dog it could get 90" (:func:`mask_hypotheticals`).
+
+Each mask replaces the span by spaces, so offsets into the answer (and into its tokens) stay
+valid. A **decline** ("I'm unable to view images ...") is found wherever it is
+(:func:`find_decline`): such an answer has no verdict, whatever number it quotes.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from difflib import SequenceMatcher
+
+_WORD = re.compile(r"\w+")
+_DIGITS = re.compile(r"\d")
+MAX_GAP = 2
+"""Words a quotation may drop or change between matched runs and still be one quotation."""
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
+
+
+def _words(text: str) -> list[tuple[str, int, int]]:
+    """(normalised word, start, end): NFKC and case-folded, so look-alikes compare equal."""
+    return [(unicodedata.normalize("NFKC", m.group(0)).casefold(), m.start(), m.end())
+            for m in _WORD.finditer(text)]
+
+
+def _quote_spans(answer: list[tuple[str, int, int]], quote: list[str]) -> list[tuple[int, int]]:
+    """Word-index ranges of ``answer`` that quote ``quote`` (verbatim or near-verbatim).
+
+    A range is the judge quoting when its matched words cover at least 60 % of the quotation
+    (or eight words of a long one), or when it repeats at least three words of it together
+    with one of its numbers (a partial quotation of the part that matters: "... the caption
+    asked for: The final score is $100$"); and every number in it, or right after it, must
+    be a number of the quotation: "The final score is $40$" is the judge's own sentence even
+    when the candidate says "The final score is $100$".
+    """
+    if not quote or not answer:
+        return []
+    words = [w for w, _, _ in answer]
+    blocks = [b for b in SequenceMatcher(None, words, quote, autojunk=False)
+              .get_matching_blocks() if b.size]
+    groups: list[list[tuple[int, int, int]]] = []
+    for b in blocks:
+        last = groups[-1][-1] if groups else None
+        if last is not None and b.a - (last[0] + last[2]) <= MAX_GAP and \
+                b.b - (last[1] + last[2]) <= MAX_GAP:
+            groups[-1].append((b.a, b.b, b.size))
+        else:
+            groups.append([(b.a, b.b, b.size)])
+    need = min(max(1, round(0.6 * len(quote))), 8) if len(quote) > 2 else len(quote)
+    spans = []
+    for group in groups:
+        matched = sum(size for _, _, size in group)
+        start, end = group[0][0], group[-1][0] + group[-1][2]
+        inside = {a + k for a, _, size in group for k in range(size)}
+        quotes_a_number = any(_DIGITS.search(words[i]) for i in inside)
+        if matched < need and not (matched >= 3 and quotes_a_number):
+            continue
+        unmatched_numbers = [i for i in range(start, min(end + 1, len(words)))
+                             if i not in inside and _DIGITS.search(words[i])]
+        if unmatched_numbers:
+            continue
+        spans.append((start, end))
+    return spans
+
+
+def mask_quotes(text: str, quotes: Sequence[str]) -> str:
+    """``text`` with every quotation of one of ``quotes`` blanked (same length).
+
+    The quotation marks around a masked span are blanked too.
+    """
+    answer = _words(text)
+    for quote in quotes:
+        target = [w for w, _, _ in _words(quote)]
+        for _ in range(4):  # a quotation may occur more than once
+            spans = _quote_spans(answer, target)
+            if not spans:
+                break
+            for a, b in spans:
+                start, end = answer[a][1], answer[b - 1][2]
+                # The quotation's own punctuation and closing marks ("$100$.", '...snow.'").
+                while end < len(text) and text[end] in "$.,;:!?'\"\u201d\u2019*_)]`>":
+                    end += 1
+                while start > 0 and text[start - 1] in "'\"\u201c\u2018*_([`<$":
+                    start -= 1
+                text = _blank(text, start, end)
+            answer = _words(text)
+    return text
+
+
+_LEVEL_WORDS = (r"(?:very|low|moderate|moderately|high|extremely|ambiguous|somewhat|neutral|"
+                r"clear|disfluent|fluent|excessively|overly|concise|optimally|poor|fair|good|"
+                r"excellent|bad|average|perfect|terrible|worst|best|strongly|not|completely|"
+                r"mostly|partially|inadequate|adequate)")
+_PAIR = rf"\b\d+\s*(?:=|:|-|\u2013|\u2014|is|means|being)\s*\**\s*{_LEVEL_WORDS}\b"
+_RUBRIC_GROUP = re.compile(rf"[(\[][^()\[\]\n]*?{_PAIR}[^()\[\]\n]*?{_PAIR}[^()\[\]\n]*[)\]]",
+                           re.I)
+_RUBRIC_LINE = re.compile(rf"^[ \t>]*(?:[-*\u2022]|\d+\.)?[ \t]*\**[ \t]*\d+[ \t]*\**[ \t]*"
+                          rf"(?:=|:|-|\u2013|\u2014|\.|\))?[ \t]*\**[ \t]*{_LEVEL_WORDS}\b"
+                          rf"[^\n]*\n?", re.I | re.M)
+_RUBRIC_WHERE = re.compile(
+    r"\b(?:where|with)\s+\d+\s+(?:is|means|=|being)\b[^.\n]*?\band\s+\d+\s+"
+    r"(?:is|means|=|being)\b[^.,;)\n]*", re.I)
+_POINT_RULE = re.compile(r"\b(?:one|1|a)\s+point\s+(?:for|per)\s+(?:each|every)\b[^\n]*", re.I)
+
+
+def mask_rubric(text: str) -> str:
+    """Restated scales and rules blanked.
+
+    "(1 = Very Low ..., 5 = Extremely High ...)", "where 1 is poor and 5 is excellent", two or
+    more consecutive lines listing the scale's levels ("- 1 Very Low Correctness: ..."), "one
+    point for each correct attribute ...".
+    """
+    for pattern in (_RUBRIC_GROUP, _RUBRIC_WHERE, _POINT_RULE):
+        for m in list(pattern.finditer(text)):
+            text = _blank(text, m.start(), m.end())
+    # Consecutive lines listing levels are a restated scale; one such line on its own (after a
+    # blank line, or alone) may be the verdict ("4: High correctness ...").
+    runs: list[list[re.Match[str]]] = []
+    for m in _RUBRIC_LINE.finditer(text):
+        if runs and runs[-1][-1].end() == m.start():
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    for run in runs:
+        if len(run) >= 2:
+            for m in run:
+                text = _blank(text, m.start(), m.end())
+    return text
+
+
+# A sentence or a clause after a semicolon: "had it ..., it would have scored 90; as written
+# I rate it 60." keeps its verdict.
+# "C. Score" and "H. Score" (an initial's period) do not end a sentence.
+_SENTENCE = re.compile(r"(?:[^.!?;\n]|(?<=\b[A-Z])\.|[.!?](?!\s|$))*(?:[.!?;](?=\s|$)|\n|$)")
+_HYPOTHETICAL = re.compile(
+    r"\b(?:would|could|might|should)(?:\s+(?:\w+ly|otherwise|still|then|also|even))?\s+"
+    r"(?:have|be|get|earn|receive|rise|go|"
+    r"increase|drop|move|become|score|merit|deserve|land|reach)\b"
+    r"|\b(?:would|could|might)\s*(?:'ve|\u2019ve)\b"
+    r"|^\s*(?:[-*>]\s*)?\**\s*(?:if|had|were|unless|assuming|suppose|supposing)\b"
+    r"|\bif\s+(?:the|it|this|that|a|an|they|there)\b[^.]*\b(?:would|could|might)\b", re.I)
+
+
+def mask_hypotheticals(text: str) -> str:
+    """Sentences that state a hypothetical or conditional score blanked.
+
+    "... would have been around $80$", "If the caption named the dog it could score 90".
+    "I would rate it 85" and "I'd give it a 4" are verdicts and stay.
+    """
+    for m in list(_SENTENCE.finditer(text)):
+        if m.group(0).strip() and _HYPOTHETICAL.search(m.group(0)) and \
+                _DIGITS.search(m.group(0)):
+            text = _blank(text, m.start(), m.end())
+    return text
+
+
+_DECLINE = re.compile(
+    r"\b(?:I(?:'|\u2019)?m|I\s+am|I)\s+(?:currently\s+)?(?:unable|not\s+able)\s+to\s+"
+    r"(?:view|see|access|open|process|analy[sz]e|display|look\s+at|evaluate|rate|assess|"
+    r"score|judge)\s+(?:(?:the|this|that|these|your|any)\s+)?(?:(?:uploaded|attached|"
+    r"provided|given)\s+)?(?:images?|pictures?|photos?|frames?|videos?|views?|visual|caption|"
+    r"it)\b"
+    r"|\bI\s+(?:can(?:no|'|\u2019)?t|cannot|do\s+not|don(?:'|\u2019)t)\s+(?:have\s+the\s+"
+    r"ability\s+to\s+)?(?:view|see|access|open|process|display|look\s+at)\s+(?:the\s+|any\s+|"
+    r"this\s+|your\s+)?(?:uploaded\s+|attached\s+|provided\s+)?(?:images?|pictures?|photos?|"
+    r"frames?|videos?|views?|visual\s+content)\b"
+    r"|\bI(?:'|\u2019)?m\s+sorry,?\s+(?:but\s+)?I\s+(?:can(?:no|'|\u2019)?t|cannot|am\s+"
+    r"unable\s+to|won(?:'|\u2019)t)\s+(?:help|assist|evaluate|rate|assess|score|provide|"
+    r"comply|do)\b"
+    r"|\bas\s+an\s+AI(?:\s+language\s+model)?,?\s+I\s+(?:can(?:no|'|\u2019)?t|cannot|do\s+not|"
+    r"don(?:'|\u2019)t|am\s+unable)\b"
+    r"|\b(?:can(?:no|'|\u2019)?t|cannot|unable\s+to)\b[^.\n]{0,60}\bwithout\s+(?:being\s+able\s+"
+    r"to\s+)?(?:seeing|viewing|access(?:ing)?(?:\s+to)?)\s+(?:the\s+|this\s+|any\s+)?(?:actual\s+)?"
+    r"(?:images?|pictures?|photos?|videos?|frames?|views?)\b", re.I)
+
+
+def find_decline(text: str, original: str | None = None) -> str | None:
+    """The sentence in which the judge declines the task, or None.
+
+    "I'm unable to view images", "I can't see the picture", "I'm sorry, but I can't help with
+    that", "As an AI, I cannot ...". Run on the masked text, so a candidate that says "I'm
+    sorry, I can't" is the candidate, not a decline. The sentence is quoted from
+    ``original`` (the unmasked answer) when given.
+    """
+    m = _DECLINE.search(text)
+    if m is None:
+        return None
+    start = max(text.rfind(".", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
+    end = _SENTENCE_END.search(text, m.end())
+    source = original if original is not None and len(original) == len(text) else text
+    return " ".join(source[start: end.end() if end else len(text)].split())[:160]
+
+
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
+
+
+def mask_text(text: str, quotes: Sequence[str] = ()) -> str:
+    """Everything a careful reader skips blanked: quotations, rubrics, hypotheticals."""
+    text = mask_quotes(text, [q for q in quotes if q and q.strip()])
+    text = mask_rubric(text)
+    return mask_hypotheticals(text)
