@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 from capjudge.backends.base import ScoreSlot, SlotResult, Status
 from capjudge.scoring import normalise
 
+READING_RULES_VERSION = "1"
+
 END = "<end>"
 """Key of "the number ends here" in a digit-tree node."""
 

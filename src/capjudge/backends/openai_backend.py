@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import mimetypes
 import os
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -94,6 +95,21 @@ def to_openai_messages(request: JudgeRequest) -> list[dict[str, Any]]:
                 content.append({"type": "text", "text": part})
         out.append({"role": message.role, "content": content})
     return out
+
+
+_AUTH_WORDS = re.compile(r"(?i)api[ _-]?key|auth|credential|unauthori[sz]ed|"
+                         r"invalid[_ ]key|incorrect[_ ]key|permission")
+
+
+def is_auth_failure(code: int, message: str, error_code: Any = None) -> bool:
+    """Whether an HTTP error is an authentication failure (the run must stop).
+
+    401 always is; 403 when the body says it is about the key or permissions (a 403 that a
+    reasoning model returns for a logprobs request is a refusal, not an auth failure).
+    """
+    if code == 401:
+        return True
+    return code == 403 and bool(_AUTH_WORDS.search(f"{message} {error_code or ''}"))
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -262,9 +278,11 @@ class OpenAIBackend(Backend):
         except openai.APIStatusError as exc:
             code = exc.status_code
             transient = code in (408, 409) or code >= 500
-            status: Status = "refused" if code == 403 else "error"
+            auth = is_auth_failure(code, exc.message, getattr(exc, "code", None))
+            status: Status = "refused" if code == 403 and not auth else "error"
             return BackendError(f"HTTP {code}: {exc.message}", transient=transient,
-                                retry_after=_retry_after(exc.response.headers), status=status)
+                                retry_after=_retry_after(exc.response.headers), status=status,
+                                auth=auth)
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
             return BackendError(f"{type(exc).__name__}: {exc}", transient=True)
         except (openai.APIResponseValidationError, ValueError) as exc:

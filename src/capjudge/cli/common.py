@@ -27,6 +27,8 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-retry-after", type=float, default=None, metavar="SECONDS",
                    help="longest Retry-After to wait (default 120); a request asked to wait "
                         "longer fails with the reason")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="client timeout of one call (default 120; judge setting timeout_s)")
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--min-mass", type=float, default=0.5,
                    help="below this captured probability mass a judgement is 'low_mass'")
@@ -50,15 +52,12 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
     options: dict[str, Any] = {}
     if args.base_url:
         options["base_url"] = args.base_url
-    prices: dict[str, Any] = {}
-    params = Path(args.params)
-    if params.is_file():
-        import yaml
-
-        prices = (yaml.safe_load(params.read_text()) or {}).get("judge", {}).get("prices", {})
+    prices = read_prices(Path(args.params))
     extra: dict[str, Any] = {}
     if getattr(args, "max_retry_after", None) is not None:
         extra["max_retry_after_s"] = args.max_retry_after
+    if getattr(args, "timeout", None) is not None:
+        extra["timeout_s"] = args.timeout
     settings: dict[str, Any] = {"method": args.method}
     if getattr(args, "templates", None):
         settings["method_options"] = {"templates": str(args.templates)}
@@ -74,3 +73,28 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
                            **settings, **extra)
     except ValueError as exc:  # refused settings, e.g. credentials in --base-url
         raise UsageError(str(exc)) from exc
+
+
+def read_prices(params: Path) -> dict[str, Any]:
+    """``judge.prices`` of a params file (empty when the file does not exist).
+
+    Raises:
+        UsageError: the file is not YAML, or it or its ``judge``/``prices`` is not a mapping.
+    """
+    if not params.is_file():
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(params.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
+        raise UsageError(f"--params {params}: not readable YAML "
+                         f"({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--params {params}: expected a mapping at the top level, got "
+                         f"{type(data).__name__}")
+    judge = data.get("judge") or {}
+    prices = judge.get("prices") or {} if isinstance(judge, dict) else None
+    if not isinstance(prices, dict):
+        raise UsageError(f"--params {params}: judge.prices must be a mapping")
+    return prices

@@ -15,9 +15,18 @@ def run(args: argparse.Namespace) -> int:
     from capjudge.ingest import IngestConfig, ingest
     from capjudge.manifest import ManifestError
 
-    config = IngestConfig(frame_policy=args.frame_policy, uniform_frames=args.frames,
-                          decode_timeout_s=args.decode_timeout,
-                          max_candidate_chars=args.max_candidate_chars or None)
+    # 0 means no limit (documented), a negative is refused by IngestConfig.
+    chars = None if args.max_candidate_chars == 0 else args.max_candidate_chars
+    try:
+        config = IngestConfig(frame_policy=args.frame_policy, uniform_frames=args.frames,
+                              decode_timeout_s=args.decode_timeout, max_candidate_chars=chars)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    if not args.media_root.is_dir():
+        raise UsageError(f"--media-root {args.media_root}: not a folder")
     from capjudge.progress import Progress
 
     progress = Progress("ingest", "row")

@@ -76,10 +76,17 @@ def _distribution(values: list[int] | None, probs: list[float] | None) -> dict[s
 
 def run(args: argparse.Namespace) -> int:
     """Score the item; print the result (exit 3 when it got no score)."""
+    import math
+
     from capjudge.backends.base import BackendError
     from capjudge.judge import judge_items, make_backend, make_client
+    from capjudge.manifest import is_blank
     from capjudge.methods import get_method, verdict
 
+    if is_blank(args.caption):
+        raise UsageError("--caption is empty")
+    if not (math.isfinite(args.gamma) and 0 < args.gamma <= 1):
+        raise UsageError(f"--gamma must be in (0, 1], got {args.gamma}")
     method = get_method(args.method)
     mode = args.mode or method.score_mode or method.default_modes[0]
     try:
@@ -103,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         method.run_context([item], out, section)
         config.method_options["contexts"] = str(out)
     result = judge_items([item], config, backend=backend, client=client)
+    if result.stats.auth_failure:
+        raise UsageError(f"the server rejected the credentials: {result.stats.auth_failure}")
     criteria = result.criteria.get((item.id, mode), [])
     v = verdict(method, criteria, {"gamma": args.gamma})
     rows = [r for r in result.rows if r["status"] != "skipped"]
@@ -138,7 +147,9 @@ def run(args: argparse.Namespace) -> int:
 def print_result(result: dict[str, Any], as_json: bool) -> None:
     """Print a score result as JSON or as readable lines."""
     if as_json:
-        print(json.dumps(result, indent=2))
+        from capjudge.credentials import redact
+
+        print(redact(json.dumps(result, indent=2)))
         return
     score = result.get("score")
     print(f"status:  {result['status']}" + (f" ({result['reason']})" if result.get("reason")
