@@ -15,6 +15,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
+from capjudge.judge import env_settings
 from capjudge.methods import get_method, method_names
 from capjudge.parts import combine_part_dirs
 from flows.params import load_params
@@ -83,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
               f"({', '.join(_context_methods())})", file=sys.stderr)
         return 2
     out_dir = section.pop("out", f"data/context/{args.name}")
-    section.setdefault("cache_dir", (params.get("judge") or {}).get("cache_dir"))
+    # CAPJUDGE_CACHE_DIR wins over params.yaml (capjudge.judge.env_settings).
+    section["cache_dir"] = (env_settings().get("cache_dir") or section.get("cache_dir")
+                            or (params.get("judge") or {}).get("cache_dir"))
     try:
         runner = RunnerConfig.from_params(params)
     except ValueError as exc:

@@ -175,3 +175,34 @@ def test_orphan_temporaries_and_claims_are_removed_on_open(tmp_path: Path) -> No
     assert not dead.exists() and not stale.exists()
     assert live.exists()  # a live writer's file is never touched
     assert clean_orphans(shard) == 0
+
+
+# --- one precedence, and the client timeout as a setting -----------------------------------
+
+
+def test_cache_dir_precedence_flag_env_params_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from capjudge.cli import build_parser
+    from capjudge.cli.common import judge_config
+    from capjudge.judge import JudgeConfig
+
+    section = {"method": "gveval", "backend": "fake/hash"}
+    monkeypatch.delenv("CAPJUDGE_CACHE_DIR", raising=False)
+    assert JudgeConfig.from_params(section).cache_dir is None  # default: .capjudge-cache
+    assert JudgeConfig.from_params(section, {"cache_dir": "p"}).cache_dir == "p"
+    monkeypatch.setenv("CAPJUDGE_CACHE_DIR", "/from/env")
+    assert JudgeConfig.from_params({**section, "cache_dir": "p"}).cache_dir == "/from/env"
+    args = build_parser().parse_args(["judge", "--out", "x", "--backend", "fake/hash",
+                                      "--cache-dir", "/from/flag"])
+    assert judge_config(args, None).cache_dir == "/from/flag"
+
+
+def test_timeout_s_reaches_the_openai_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    from capjudge.judge import JudgeConfig, make_backend
+
+    monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")
+    config = JudgeConfig(method="gveval", backend="openai/m", timeout_s=7.5,
+                         backend_options={"base_url": "http://127.0.0.1:9/v1"})
+    backend = make_backend(config)
+    assert backend._client.timeout == 7.5  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="timeout_s"):
+        JudgeConfig(method="gveval", backend="openai/m", timeout_s=0)

@@ -31,7 +31,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.atomic import atomic_path, clean_orphans, stage_outputs, write_json, write_text
-from capjudge.manifest import ManifestError, ValidRow, read_rows, safe_text, validate_fields
+from capjudge.manifest import (
+    FieldLimits,
+    ManifestError,
+    ValidRow,
+    read_rows,
+    safe_text,
+    validate_fields,
+)
 from capjudge.media import (
     ImageInfo,
     JudgeImage,
@@ -120,6 +127,9 @@ class IngestConfig:
     # how many references a row may have (None: no limit).
     max_reference_chars: int | None = 20_000
     max_references: int | None = 100
+    # Declared label scales ({"overall": [1, 5]}): a label outside its scale is quarantined;
+    # labels without one must lie within +-1e6 (manifest.MAX_ABS_LABEL).
+    label_scales: dict[str, list[float]] | None = None
 
     def __post_init__(self) -> None:
         """Refuse settings out of range (one-line messages; the CLI exits 2 on them).
@@ -149,6 +159,26 @@ class IngestConfig:
                                       or value < 1):
                 raise ValueError(f"{name} must be an integer >= 1 (or null: no limit), got "
                                  f"{value!r}")
+        self.limits()  # a malformed label_scales fails here
+
+    def limits(self) -> FieldLimits:
+        """The manifest caps of these settings.
+
+        Raises:
+            ValueError: ``label_scales`` is not a mapping of name -> [low, high].
+        """
+        scales: dict[str, tuple[float, float]] = {}
+        for name, scale in (self.label_scales or {}).items():
+            try:
+                low, high = (float(v) for v in scale)
+            except (TypeError, ValueError):
+                raise ValueError(f"label_scales.{name} must be [low, high], got {scale!r}"
+                                 ) from None
+            if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+                raise ValueError(f"label_scales.{name} must be finite with low <= high, got "
+                                 f"{scale!r}")
+            scales[str(name)] = (low, high)
+        return FieldLimits(self.max_reference_chars, self.max_references, scales)
 
 
 @dataclass
@@ -426,6 +456,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
     clean_orphans(out / "judge_images")
     tiles = TileCache(out / "tiles", config, video_failures=video_failures)
     hashes: dict[Path, str] = {}
+    limits = config.limits()
 
     items: list[dict[str, Any]] = []
     quarantine: list[dict[str, Any]] = []
@@ -435,7 +466,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
         n_rows += 1
         if progress is not None:
             progress(n_rows, None)
-        row, reasons = validate_fields(raw, config.max_candidate_chars)
+        row, reasons = validate_fields(raw, config.max_candidate_chars, limits)
         raw_id = raw.data.get("id") if raw.data else None
         # safe_text: an id with a lone surrogate is quarantined for it, and must still be
         # writable to the (UTF-8) quarantine table.
@@ -472,6 +503,9 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
             log.info("ingest: %d rows read, %d items, %d quarantined", n_rows, len(items),
                      len(quarantine))
 
+    if n_rows == 0:
+        # Nothing to judge is a mistake (a wrong file, an empty export), not a success.
+        raise ManifestError(f"{manifest}: the manifest holds no rows")
     by_kind = dict(Counter(i["media_kind"] for i in items))
     reason_counts = dict(Counter(_reason_kind(q["reason"]) for q in quarantine))
     summary = {"manifest": str(manifest), "rows": n_rows, "items": len(items),
@@ -506,7 +540,7 @@ def video_jobs(manifest: str | Path, media_root: str | Path,
     seen: set[Path] = set()
     jobs: list[str] = []
     for raw in read_rows(Path(manifest)):
-        row, _ = validate_fields(raw, config.max_candidate_chars)
+        row, _ = validate_fields(raw, config.max_candidate_chars, config.limits())
         if row is None or row.media_kind != "video":
             continue
         try:

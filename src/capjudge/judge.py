@@ -242,7 +242,7 @@ class JudgeConfig:
         ``gveval_code``; :func:`apply_profile`) and ``templates`` (a user's template folder,
         passed to the method as ``method_options.templates``).
         """
-        merged = {**(common or {}), **section}
+        merged = {**(common or {}), **section, **env_settings()}
         if "templates" in merged:
             merged["method_options"] = {**(merged.get("method_options") or {}),
                                         "templates": merged.pop("templates")}
@@ -266,6 +266,22 @@ class JudgeConfig:
         """
         payload = json.dumps(asdict(self), sort_keys=True, default=str)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+ENV_SETTINGS: dict[str, str] = {"cache_dir": "CAPJUDGE_CACHE_DIR"}
+"""Judge settings an environment variable sets. The one precedence for every setting:
+command-line flag > environment variable > ``params.yaml`` > default."""
+
+
+def env_settings() -> dict[str, Any]:
+    """The judge settings set by environment variables (:data:`ENV_SETTINGS`), non-empty ones.
+
+    They win over ``params.yaml`` (:meth:`JudgeConfig.from_params`); a command-line flag wins
+    over them (the CLI builds its config from its flags).
+    """
+    import os
+
+    return {key: os.environ[var] for key, var in ENV_SETTINGS.items() if os.environ.get(var)}
 
 
 def apply_profile(settings: dict[str, Any], profile: str | None,

@@ -66,16 +66,33 @@ NO_LOGPROBS_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _CONTINUATION_FIELDS = ("continue_final_message", "add_generation_prompt")
 
 
-def image_data_url(part: ImagePart) -> str:
-    """A picture as a ``data:`` URL (PNG/JPEG/WebP/GIF by extension).
+def sniff_image_type(data: bytes) -> str | None:
+    """The MIME type of image bytes from their signature (PNG, JPEG, GIF, WebP), else None.
 
-    It is built from bytes verified against the picture's hash.
+    The content decides, never the file name: WebP bytes named ``.png`` are ``image/webp``.
+    """
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def image_data_url(part: ImagePart) -> str:
+    """A picture as a ``data:`` URL, typed by its content (PNG/JPEG/WebP/GIF).
+
+    It is built from bytes verified against the picture's hash; the extension is a fallback
+    only for bytes of no known signature.
 
     Raises:
         capjudge.media_check.MediaChangedError: the file no longer hashes to ``part.sha256``.
     """
-    mime = mimetypes.guess_type(part.path)[0] or "image/png"
     data = read_verified(part)
+    mime = sniff_image_type(data) or mimetypes.guess_type(part.path)[0] or "image/png"
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
