@@ -206,3 +206,38 @@ def test_timeout_s_reaches_the_openai_client(monkeypatch: pytest.MonkeyPatch) ->
     assert backend._client.timeout == 7.5  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="timeout_s"):
         JudgeConfig(method="gveval", backend="openai/m", timeout_s=0)
+
+
+def test_a_reading_rules_change_rereads_cached_answers_and_never_asks(
+        ingested: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from capjudge.backends import openai_backend
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    name = "openai/gpt-4o-2024-08-06"
+    with MockOpenAIServer() as server:
+        extra = ["--base-url", server.url]
+        first = judge(ingested, tmp_path / "a", tmp_path / "cache", 0.5, name, extra)
+        entry = next((tmp_path / "cache" / "requests").rglob("*.json")).read_text()
+        assert '"raw":{"tokens":' in entry and '"reading_rules":"1"' in entry
+        original = openai_backend.finish
+        reads: list[str] = []
+
+        def finish_v2(reading, min_mass):  # type: ignore[no-untyped-def]
+            result = original(reading, min_mass)
+            reads.append(result.name)
+            result.status, result.reason = "low_mass", "read under rules v2"
+            return result
+
+        same = judge(ingested, tmp_path / "b", tmp_path / "cache", 0.5, name, extra)
+        assert reads == []  # same rules: nothing is read again
+        monkeypatch.setattr(openai_backend, "READING_RULES_VERSION", "2")
+        monkeypatch.setattr(openai_backend, "finish", finish_v2)
+        second = judge(ingested, tmp_path / "c", tmp_path / "cache", 0.5, name, extra)
+    assert first["model_calls"] == 20
+    assert same["model_calls"] == second["model_calls"] == 0 and second["cache_hits"] == 20
+    assert len(reads) == 20
+    rows = pq.read_table(tmp_path / "c" / "judgements.parquet").to_pylist()
+    judged = [r for r in rows if r["status"] != "skipped"]
+    assert len(judged) == 20
+    assert all(r["status"] == "low_mass" and "read under rules v2" in r["reason"]
+               for r in judged)

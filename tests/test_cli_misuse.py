@@ -172,3 +172,36 @@ def test_a_half_written_tile_sidecar_is_rebuilt(sample_dir: Path, tmp_path: Path
     for sidecar in sidecars:
         assert json.loads(sidecar.read_text())["tile_sha256"]  # rebuilt whole
     assert pq.read_table(out / "items.parquet").num_rows == 2
+
+
+ARGPARSE_MISUSE = [
+    ["sample", "--out", "{tmp}/s", "--images", "-3"],
+    ["sample", "--out", "{tmp}/s", "--images", "0"],
+    ["meta-eval", "--dataset", "pascal50s", "--path", "x", "--limit", "-1"],
+    ["meta-eval", "--dataset", "pascal50s", "--path", "x", "--bootstrap", "-5"],
+    ["estimate-cost", "--expected-completion", "-4"],
+    ["compare", "a", "b", "--bootstrap", "-1"],
+    ["compare", "a", "b", "--threshold", "nan"],
+]
+
+
+@pytest.mark.parametrize("args", ARGPARSE_MISUSE, ids=[" ".join(a)[:50] for a in ARGPARSE_MISUSE])
+def test_out_of_range_flags_are_refused_by_the_parser(
+        args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli_main([a.format(tmp=tmp_path) for a in args])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "Traceback" not in err
+    assert len([line for line in err.splitlines() if "error:" in line]) == 1
+    assert not (tmp_path / "s").exists()
+
+
+def test_sample_out_a_file_and_templates_without_yaml(
+        ingested: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "afile").write_text("x")
+    assert cli_main(["sample", "--out", str(tmp_path / "afile")]) == 2
+    assert cli_main(["judge", "--backend", "fake/hash", "--items",
+                     str(ingested / "items.parquet"), "--out", str(tmp_path / "j"),
+                     "--templates", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "not a folder" in err and "no templates.yaml" in err and "Traceback" not in err

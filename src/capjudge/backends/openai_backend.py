@@ -45,6 +45,7 @@ from capjudge.backends.base import (
     worst_status,
 )
 from capjudge.backends.logprobs import (
+    READING_RULES_VERSION,
     TokenLogprob,
     TreeReading,
     add_continuation,
@@ -351,11 +352,30 @@ class OpenAIBackend(Backend):
                     readings[i].notes.append(self._continue_off_reason or "")
                 slots.append(finish(readings[i], self.min_mass))
         response = _response(text, slots, choice.finish_reason, request, base)
+        if tokens:
+            # The raw answer, so a change of reading rules re-reads it (reread), never re-asks.
+            response.raw = {"tokens": [[t.token, t.logprob, [list(a) for a in t.top]]
+                                       for t in tokens],
+                            "finish_reason": choice.finish_reason,
+                            "notes": {str(i): list(r.notes) for i, r in readings.items()
+                                      if r.notes}}
         if self.continue_digits and any(follow_up_prefixes(r) for r in readings.values()):
             joined = "".join(t.token for t in tokens or [])
             with self._pending_lock:
                 self._pending[id(response)] = _Pending(joined, readings, set(), [])
         return response
+
+    def reread(self, request: JudgeRequest, response: JudgeResponse) -> JudgeResponse:
+        """A cached answer under the current settings and reading rules (never asked again).
+
+        An answer stored under other reading rules (:data:`READING_RULES_VERSION`) is read
+        again from its raw tokens and follow-up continuations; otherwise only ``min_mass`` is
+        re-applied (:meth:`Backend.reread`).
+        """
+        stale = response.read_with.get("reading_rules") != READING_RULES_VERSION
+        if stale and response.raw and response.raw.get("tokens") and request.slots:
+            return _reread_raw(self, request, response)
+        return super().reread(request, response)
 
     # -- continuation follow-ups (digit-split tokenizers) -----------------------------------
 
@@ -402,6 +422,9 @@ class OpenAIBackend(Backend):
         if pending is None:
             return response
         usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens)
+        raw = dict(response.raw or {})
+        followed: dict[str, dict[str, Any]] = {
+            k: dict(v) for k, v in (raw.get("after") or {}).items()}
         for (i, prefix), answer in zip(pending.batch, answers, strict=True):
             reading = pending.readings[i]
             if not answer.cached:
@@ -410,6 +433,7 @@ class OpenAIBackend(Backend):
             node = continuation_from_result(answer.slots[0]) if answer.slots else None
             if answer.status == "ok" and node is not None:
                 add_continuation(reading, prefix, node)
+                followed.setdefault(str(i), {})[prefix] = dict(node)  # kept raw (reread)
                 continue
             why = answer.reason or (answer.slots[0].reason if answer.slots else None)
             if answer.status == "error" and why and "HTTP 4" in why:
@@ -429,12 +453,45 @@ class OpenAIBackend(Backend):
                 "system_fingerprint": response.system_fingerprint,
                 "latency_s": response.latency_s}
         done = _response(response.text, slots, None, request, base)
+        if raw:
+            done.raw = {**raw, "after": followed,
+                        "notes": {str(i): list(r.notes) for i, r in pending.readings.items()
+                                  if r.notes}}
         if self.continue_digits and any(
                 set(follow_up_prefixes(r)) - {p for j, p in pending.asked if j == i}
                 for i, r in pending.readings.items()):
             with self._pending_lock:
                 self._pending[id(done)] = pending  # "10" after "1": another round
         return done
+
+
+def _reread_raw(backend: OpenAIBackend, request: JudgeRequest, response: JudgeResponse
+                ) -> JudgeResponse:
+    """``response`` read again from its raw tokens under the current reading rules."""
+    raw = response.raw or {}
+    tokens = [TokenLogprob(str(t), float(lp), tuple((str(a), float(b)) for a, b in top))
+              for t, lp, top in raw["tokens"]]
+    after = raw.get("after") or {}
+    notes = raw.get("notes") or {}
+    slots: list[SlotResult] = []
+    for i, slot in enumerate(request.slots):
+        if slot.position == "next":
+            slots.append(read_next(tokens, slot))
+            continue
+        reading = read_tree(tokens, slot)
+        for prefix, node in (after.get(str(i)) or {}).items():
+            add_continuation(reading, prefix, node)
+        reading.notes.extend(n for n in notes.get(str(i), []) if n not in reading.notes)
+        slots.append(finish(reading, backend.min_mass))
+    base = {"usage": response.usage, "model": response.model,
+            "system_fingerprint": response.system_fingerprint,
+            "latency_s": response.latency_s}
+    done = _response(response.text, slots, raw.get("finish_reason"), request, base)
+    done.raw = raw
+    done.attempts = response.attempts
+    done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
+                      "min_mass": backend.min_mass}
+    return done
 
 
 @dataclass

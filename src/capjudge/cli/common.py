@@ -13,6 +13,35 @@ class UsageError(Exception):
     """Bad arguments or unreadable input: exit code 2 with the message."""
 
 
+def bounded(kind: type, low: float | None = None, high: float | None = None, *,
+            strict_low: bool = False) -> Any:
+    """An argparse ``type=`` that parses ``kind`` and refuses values out of range (or nan).
+
+    argparse turns the refusal into its one-line error and exit 2, before anything runs.
+    """
+    import math
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a{'n integer' if kind is int else ' number'}:"
+                                             f" {text!r}") from None
+        bad = isinstance(value, float) and not math.isfinite(value)
+        if low is not None:
+            bad = bad or (value <= low if strict_low else value < low)
+        if high is not None:
+            bad = bad or value > high
+        if bad:
+            want = f"{'>' if strict_low else '>='} {low:g}" if low is not None else ""
+            if high is not None:
+                want = f"in {low:g}..{high:g}" if low is not None else f"<= {high:g}"
+            raise argparse.ArgumentTypeError(f"must be {want}, got {text}")
+        return value
+
+    return parse
+
+
 def add_judge_options(p: argparse.ArgumentParser) -> None:
     """--method (choices from the method registry), --backend and the client settings."""
     from capjudge.backends import DEFAULT_BACKEND, backend_kinds
@@ -50,6 +79,9 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
     from capjudge.judge import JudgeConfig
 
     options: dict[str, Any] = {}
+    templates = getattr(args, "templates", None)
+    if templates and not (Path(templates) / "templates.yaml").is_file():
+        raise UsageError(f"--templates {templates}: no templates.yaml in that folder")
     if args.base_url:
         options["base_url"] = args.base_url
     prices = read_prices(Path(args.params))
