@@ -15,6 +15,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
+from capjudge.atomic import stage_outputs
 from capjudge.judge import env_settings
 from capjudge.methods import get_method, method_names
 from capjudge.parts import combine_part_dirs
@@ -43,7 +44,8 @@ def context_flow(name: str, method: str, items_path: str, out_dir: str,
                    for k in range(count)]
         for future in futures:
             future.result()
-        summary = combine_part_dirs(dirs, out_dir, time.perf_counter() - started)
+        with stage_outputs(out_dir):  # contexts.parquet + summary.json: one set
+            summary = combine_part_dirs(dirs, out_dir, time.perf_counter() - started)
         shutil.rmtree(parts, ignore_errors=True)
     get_run_logger().info("%s: %s over %d pictures; %d model calls, %d cache hits", name,
                           summary["by_status"], summary["pictures"], summary["model_calls"],

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from capjudge.atomic import atomic_path
+from capjudge.atomic import atomic_path, write_json
 from capjudge.item import Item
 from capjudge.methods.base import item_image
 
@@ -110,7 +110,7 @@ def combine_part_dirs(part_dirs: Sequence[str | Path], out_dir: str | Path,
             _merge(summary, json.loads(file.read_text()))
     if seconds is not None:
         summary["seconds"] = round(seconds, 2)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    write_json(out / "summary.json", summary)
     return summary
 
 

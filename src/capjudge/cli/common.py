@@ -104,7 +104,20 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
                            cache_dir=str(args.cache_dir) if args.cache_dir else None,
                            **settings, **extra)
     except ValueError as exc:  # refused settings, e.g. credentials in --base-url
-        raise UsageError(str(exc)) from exc
+        raise UsageError(flag_message(str(exc))) from exc
+
+
+# Judge settings and the flags that set them, so a refusal names what the user typed.
+_FLAGS = {"max_tokens": "--max-tokens", "min_mass": "--min-mass", "limit": "--limit",
+          "max_retry_after_s": "--max-retry-after", "timeout_s": "--timeout"}
+
+
+def flag_message(message: str) -> str:
+    """``"max_tokens must be ..."`` as ``"--max-tokens (max_tokens) must be ..."``."""
+    setting, sep, rest = message.partition(" must be ")
+    if sep and setting in _FLAGS:
+        return f"{_FLAGS[setting]} ({setting}) must be {rest}"
+    return message
 
 
 def read_prices(params: Path) -> dict[str, Any]:

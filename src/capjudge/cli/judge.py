@@ -7,7 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from capjudge.cli.common import EXIT_OK, EXIT_STRICT, UsageError, add_judge_options, judge_config
+from capjudge.cli.common import (
+    EXIT_OK,
+    EXIT_STRICT,
+    UsageError,
+    add_judge_options,
+    flag_message,
+    judge_config,
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         config = replace(config, limit=args.limit, submit=args.submit,
                          batch_options=batch_options(args.batch_option))
     except ValueError as exc:  # an unknown batch option, a limit below 1
-        raise UsageError(str(exc).replace("limit must", "--limit must")) from exc
+        raise UsageError(flag_message(str(exc))) from exc
     from capjudge.progress import Progress
 
     progress = Progress(f"judge {config.method}", "request")
