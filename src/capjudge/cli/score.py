@@ -68,6 +68,35 @@ def adhoc_item(args: argparse.Namespace, frame_policy: str | None = None) -> Any
     return Item(**fields)
 
 
+def check_texts(args: argparse.Namespace) -> None:
+    """The caption and references pass the checks ingest applies to a manifest row.
+
+    Raises:
+        UsageError: a text with control or bidirectional override characters, or longer
+            than ingest's caps (``max_candidate_chars``, ``max_reference_chars``,
+            ``max_references``).
+    """
+    from capjudge.ingest import IngestConfig
+    from capjudge.manifest import is_blank, text_problem
+
+    caps = IngestConfig()
+    refs = [r for r in (args.ref or []) if not is_blank(r)]
+    for flag, text in [("--caption", args.caption), *(("--ref", r) for r in refs),
+                       ("--question", args.question or "")]:
+        if (problem := text_problem(text)) is not None:
+            raise UsageError(f"{flag} {problem}")
+    if caps.max_candidate_chars is not None and len(args.caption) > caps.max_candidate_chars:
+        raise UsageError(f"--caption is too long ({len(args.caption):,} characters; the limit "
+                         f"is {caps.max_candidate_chars:,})")
+    if caps.max_references is not None and len(refs) > caps.max_references:
+        raise UsageError(f"too many --ref ({len(refs)}; the limit is {caps.max_references})")
+    for r in refs:
+        if caps.max_reference_chars is not None and len(r) > caps.max_reference_chars:
+            raise UsageError(f"--ref is too long ({len(r):,} characters; the limit is "
+                             f"{caps.max_reference_chars:,})")
+    args.ref = refs
+
+
 def _distribution(values: list[int] | None, probs: list[float] | None) -> dict[str, float] | None:
     if not values or not probs:
         return None
@@ -85,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
     if is_blank(args.caption):
         raise UsageError("--caption is empty")
+    check_texts(args)
     if not (math.isfinite(args.gamma) and 0 < args.gamma <= 1):
         raise UsageError(f"--gamma must be in (0, 1], got {args.gamma}")
     method = get_method(args.method)
