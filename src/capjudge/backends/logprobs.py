@@ -59,8 +59,6 @@ from capjudge.backends.base import ScoreSlot, SlotResult, Status
 from capjudge.backends.masking import find_decline, mask_text
 from capjudge.scoring import normalise
 
-READING_RULES_VERSION = "1"
-
 END = "<end>"
 """Key of "the number ends here" in a digit-tree node."""
 
