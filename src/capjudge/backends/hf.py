@@ -387,6 +387,13 @@ class HFBackend(Backend):
                     self._score_padded(todo, encoded)
             return [self._loglik_memo[p] for p in pairs]
 
+    def clear_memo(self) -> None:
+        """Forget memoised likelihoods and cached contexts (benchmarks compare cold runs)."""
+        with self._loglik_lock:
+            self._loglik_memo.clear()
+            self._prefix_lru.clear()
+            self._token_memo.clear()
+
     def _pair_ids(self, context: str, text: str) -> tuple[list[int], int]:
         """The joint encoding of ``context + text`` and where the text's tokens start."""
         bos = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
