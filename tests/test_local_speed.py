@@ -81,3 +81,86 @@ def test_prefix_sharing_gives_the_same_scores_on_the_sample(ingested: Path) -> N
         assert old is not None and scores[True][key] == pytest.approx(old, abs=1e-3), key
     assert lengths[True] == lengths[False]
     assert tokens[True] < 0.6 * tokens[False]
+
+
+class _ForwardCounter:
+    """Counts top-level forward calls of a model (a pre-hook: the calls themselves)."""
+
+    def __init__(self, model: object) -> None:
+        self.calls = 0
+        self._handle = model.register_forward_pre_hook(self._count)  # type: ignore[attr-defined]
+
+    def _count(self, *_: object) -> None:
+        self.calls += 1
+
+    def close(self) -> None:
+        self._handle.remove()
+
+
+def _both_trees(backend: HFBackend, run):  # noqa: ANN001, ANN202 - test helper
+    """``run()`` with the masked tree, then with the level-by-level walk: results and passes."""
+    results, passes = {}, {}
+    for masked in (True, False):
+        backend.tree_mask = masked
+        counter = _ForwardCounter(backend.model)
+        counted = backend.stats.forward_passes
+        try:
+            results[masked] = run()
+        finally:
+            counter.close()
+            backend.tree_mask = True
+        passes[masked] = counter.calls
+        # The backend's own count of distribution passes agrees with the hook's.
+        assert backend.stats.forward_passes - counted <= counter.calls
+    return results, passes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prune", [0.0, 1e-6])
+def test_tree_mask_gives_the_level_walk_distribution_in_two_passes(prune: float) -> None:
+    backend = create_backend("embedded/gemma-3-270m")
+    assert isinstance(backend, HFBackend)
+    backend.prune = prune
+    context = backend.tokenizer.encode("Rate the caption from 0 to 100.\nThe final score is $")
+    try:
+        results, passes = _both_trees(backend,
+                                      lambda: backend.distribution(context, list(range(101))))
+    finally:
+        backend.prune = 1e-6
+    assert passes == {True: 2, False: 4}
+    assert max(abs(results[True][v] - results[False][v]) for v in range(101)) <= 1e-5
+    assert sum(results[True].values()) > 0
+    # 1-5 scales (HarmonicEval) take 2 passes too.
+    small, small_passes = _both_trees(backend,
+                                      lambda: backend.distribution(context, [1, 2, 3, 4, 5]))
+    assert small_passes == {True: 2, False: 2}
+    assert max(abs(small[True][v] - small[False][v]) for v in range(1, 6)) <= 1e-5
+
+
+def test_tree_mask_on_the_vlm_path_with_an_image(tmp_path_factory: pytest.TempPathFactory,
+                                                 ingested: Path) -> None:
+    from tiny_vlm import build_tiny_llava
+
+    from capjudge.judge import plan
+
+    path = build_tiny_llava(tmp_path_factory.mktemp("tiny-llava-tree"))
+    backend = create_backend(f"hf/{path}", tree_mask=True)
+    assert isinstance(backend, HFBackend) and backend.is_vlm
+    backend.prune = 0.0
+    items = pq.read_table(ingested / "items.parquet").to_pylist()[:1]
+    config = JudgeConfig(method="gveval", backend=backend.backend_id, modes=["ref-free"],
+                         max_tokens=4)
+    planned, _ = plan(items, config, True)
+    request = planned[0].request
+    assert request.needs_vision
+    results, passes = _both_trees(backend, lambda: backend.generate([request])[0])
+    masked, walked = results[True], results[False]
+    assert not isinstance(masked, Exception) and not isinstance(walked, Exception)
+    assert masked.text == walked.text
+    # The same greedy generation (one forward call per new token), then the distribution:
+    # 2 passes instead of 4.
+    assert passes[False] - passes[True] == 2 and passes[True] <= request.decoding.max_tokens + 2
+    for a, b in zip(masked.slots, walked.slots, strict=True):
+        assert a.probs is not None and b.probs is not None and len(a.probs) == 101
+        assert max(abs(x - y) for x, y in zip(a.probs, b.probs, strict=True)) <= 1e-5
+        assert a.mass == pytest.approx(b.mass, abs=1e-5)

@@ -99,7 +99,7 @@ class HFBackend(Backend):
 
     options = frozenset({"device", "dtype", "batch_size", "min_mass", "max_tree_rows",
                          "prune", "prefix_sharing", "prefix_cache_size",
-                         "max_scored_positions"})
+                         "max_scored_positions", "quantize", "threads", "tree_mask"})
     shared = True  # loading costs seconds and memory: once per process
 
     @classmethod
@@ -111,7 +111,8 @@ class HFBackend(Backend):
                  device: str | None = None, dtype: str = "auto", batch_size: int = 8,
                  min_mass: float = 0.5, max_tree_rows: int = 128, prune: float = 1e-6,
                  prefix_sharing: bool = True, prefix_cache_size: int = 64,
-                 max_scored_positions: int = 256) -> None:
+                 max_scored_positions: int = 256, quantize: str | None = None,
+                 threads: int | None = None, tree_mask: bool = True) -> None:
         import torch
         from transformers import AutoConfig
 
@@ -126,10 +127,29 @@ class HFBackend(Backend):
         self.prune = prune
         config = AutoConfig.from_pretrained(self.path)
         self.is_vlm = hasattr(config, "vision_config")
+        if quantize not in (None, "int8"):
+            raise BackendError(f"quantize must be 'int8' or unset, not {quantize!r}",
+                               transient=False)
         if dtype == "auto":
             torch_dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
-        else:
+        elif dtype in ("float32", "bfloat16", "float16"):
             torch_dtype = getattr(torch, dtype)
+        else:
+            raise BackendError(f"dtype must be auto, float32, bfloat16 or float16, not {dtype!r}",
+                               transient=False)
+        if quantize and (torch_dtype != torch.float32 or not self.device.startswith("cpu")):
+            raise BackendError("quantize: int8 is dynamic quantisation of float32 weights on "
+                               "the CPU (dtype float32, device cpu)", transient=False)
+        # The stage's share of the cores (torch's default is every core of the machine; a
+        # stage that owns fewer, e.g. under taskset or a CPU quota, would oversubscribe).
+        self.threads = int(threads) if threads else default_threads()
+        if self.device.startswith("cpu") and torch.get_num_threads() != self.threads:
+            torch.set_num_threads(self.threads)
+        # Numerics other than the weights' own float32 change the answers: they are named in
+        # the snapshot (so in every row and in the cache key) and in describe().
+        self.numerics = "int8-dynamic" if quantize else (
+            "" if torch_dtype == torch.float32 or dtype == "auto" else dtype)
+        self.tree_mask = bool(tree_mask)
         if self.is_vlm:
             from transformers import AutoModelForImageTextToText, AutoProcessor
 
@@ -149,6 +169,12 @@ class HFBackend(Backend):
         self.tokenizer.padding_side = "left"
         self._digit_ids = self._single_digit_ids()
         self._digit_start = self._digit_start_mask()
+        if quantize:
+            # Linear layers only (the attention and MLP projections, and the vocabulary head):
+            # int8 weights, activations quantised on the fly per batch.
+            from torch.ao.quantization import quantize_dynamic
+
+            self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
         self._weights = weights_sha256(self.path)
         self.capabilities = Capabilities(vision=self.is_vlm, distribution="exact",
                                          max_batch=batch_size, concurrency=1,
@@ -174,14 +200,19 @@ class HFBackend(Backend):
     # -- identity ---------------------------------------------------------------------------
 
     def snapshot(self) -> str:
-        """The weights' content hash, as ``sha256:<hex>``."""
-        return f"sha256:{self._weights}"
+        """The weights' content hash, as ``sha256:<hex>`` (``+<numerics>`` when not float32).
+
+        bfloat16 or int8 numerics give different answers from the same weights: the suffix
+        keeps their answers apart in the cache and names them on every row.
+        """
+        return f"sha256:{self._weights}" + (f"+{self.numerics}" if self.numerics else "")
 
     def describe(self) -> dict[str, Any]:
-        """Lineage facts: backend id, snapshot, path, architecture, vision support, device."""
+        """Lineage facts: backend id, snapshot, path, architecture, vision, device, numerics."""
         return {"backend": self.backend_id, "snapshot": self.snapshot(), "path": self.path,
                 "architecture": type(self.model).__name__, "vision": self.is_vlm,
-                "device": self.device}
+                "device": self.device, "numerics": self.numerics or "float32",
+                "threads": self.threads}
 
     # -- tokenizer facts -------------------------------------------------------------------
 
@@ -747,6 +778,8 @@ class HFBackend(Backend):
                      extras: dict[str, Any] | None = None) -> dict[int, float]:
         """Exact P(value) for each value at the end of ``context`` (not renormalised)."""
         if self._digit_ids is not None and all(v >= 0 for v in values):
+            if self.tree_mask:
+                return self._digit_tree_masked(context, values, extras or {})
             return self._digit_tree(context, values, extras or {})
         return self._candidates(context, values, extras or {})
 
@@ -851,6 +884,59 @@ class HFBackend(Backend):
                 else 0.0
         return out_probs
 
+    def _digit_tree_masked(self, context: list[int], values: Sequence[int],
+                           extras: dict[str, Any]) -> dict[int, float]:
+        """The digit tree in two passes: the context, then every digit prefix at once.
+
+        The prefixes of the scale's values ("0".."9", "10".."99", "100" for 0-100) are one
+        sequence over the context's cache; a 4D attention mask lets each see the context, its
+        ancestors and itself only, and its position id is its depth after the context, so each
+        node's next-token distribution is the one a separate row would get. Subtrees below
+        ``prune`` are cut exactly as the level-by-level walk cuts them.
+        """
+        import torch
+
+        assert self._digit_ids is not None
+        digit = self._digit_ids
+        strings = [str(v) for v in values]
+        nodes = sorted({s[:k] for s in strings for k in range(1, len(s) + 1)},
+                       key=lambda p: (len(p), p))
+        index = {p: i for i, p in enumerate(nodes)}
+        with torch.inference_mode():
+            root, cache = self._base(context, extras)
+            n_ctx, n = len(context), len(nodes)
+            dtype = self.model.dtype if self.model.dtype.is_floating_point else torch.float32
+            allowed = torch.zeros((n, n_ctx + n), dtype=torch.bool)
+            allowed[:, :n_ctx] = True
+            for i, p in enumerate(nodes):
+                for k in range(1, len(p) + 1):
+                    allowed[i, n_ctx + index[p[:k]]] = True
+            mask = torch.full((1, 1, n, n_ctx + n), torch.finfo(dtype).min, dtype=dtype)
+            mask[0, 0][allowed] = 0.0
+            ids = torch.tensor([[digit[p[-1]] for p in nodes]], device=self.device)
+            positions = torch.tensor([[n_ctx + len(p) - 1 for p in nodes]], device=self.device)
+            out = self.model(input_ids=ids, past_key_values=cache, use_cache=True,
+                             attention_mask=mask.to(self.device), position_ids=positions)
+            self.stats.forward_passes += 1
+            self.stats.rows += 1
+            self.stats.tokens += n
+            logp = torch.log_softmax(out.logits[0].float(), dim=-1)
+        after: dict[str, Any] = {"": root}
+        for p in nodes:
+            after[p] = logp[index[p]]
+
+        def path_logp(prefix: str) -> float:
+            return sum(float(after[prefix[:k]][digit[prefix[k]]]) for k in range(len(prefix)))
+
+        threshold = math.log(self.prune) if self.prune > 0 else -math.inf
+        out_probs: dict[int, float] = {}
+        for s, v in zip(strings, values, strict=True):
+            # As the level walk: a value counts only if no prefix of it fell below the cut.
+            expanded = all(path_logp(s[:k]) >= threshold for k in range(1, len(s) + 1))
+            out_probs[v] = math.exp(path_logp(s)) * self._end_prob(after[s]) if expanded \
+                else 0.0
+        return out_probs
+
     def _candidates(self, context: list[int], values: Sequence[int], extras: dict[str, Any]
                     ) -> dict[int, float]:
         """Fallback for tokenizers with multi-digit tokens: score each value's tokens."""
@@ -920,6 +1006,20 @@ def _buckets(widths: Sequence[int], budget: int, held: Sequence[int],
         out.append((lo, hi))
         lo = hi
     return out
+
+
+def default_threads() -> int:
+    """Threads for a local model: the cores this process may run on.
+
+    ``CAPJUDGE_THREADS`` overrides; else the CPU affinity set (taskset, cgroup cpusets), which
+    is what the stage owns, not every core of the machine.
+    """
+    if os.environ.get("CAPJUDGE_THREADS"):
+        return max(1, int(os.environ["CAPJUDGE_THREADS"]))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def default_device() -> str:
