@@ -433,13 +433,13 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
 
 
 def shared_context_order(indices: Sequence[int], planned: Sequence[Planned]) -> list[int]:
-    """``indices`` reordered so that requests whose first scored pair shares its context
-    are sent together (stable; first appearance decides a group's place).
+    """``indices`` reordered so that requests whose first pair shares a context go together.
 
-    A likelihood request's first pair is the candidate after its references: one picture's
-    candidates share it, so they reach the backend in the same batches and its references are
-    encoded once (the backend's prefix cache). Requests without pairs keep their order.
-    The answers are put back in plan order by the caller.
+    The order is stable; a group's first appearance decides its place. A likelihood request's
+    first pair is the candidate after its references: one picture's candidates share it, so
+    they reach the backend in the same batches and its references are encoded once (the
+    backend's prefix cache). Requests without pairs keep their order. The caller puts the
+    answers back in plan order.
     """
     first: dict[str, int] = {}
 

@@ -984,7 +984,7 @@ class HFBackend(Backend):
 
 
 def _buckets(widths: Sequence[int], budget: int, held: Sequence[int],
-             waste: float = 0.25) -> list[tuple[int, int]]:
+             waste: float = 0.5) -> list[tuple[int, int]]:
     """Consecutive ranges of rows (sorted by ``widths``) to run as one padded pass each.
 
     A range grows while its padded size (rows x widest) stays within ``1 + waste`` of its real
