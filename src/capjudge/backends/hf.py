@@ -915,25 +915,46 @@ class HFBackend(Backend):
             mask[0, 0][allowed] = 0.0
             ids = torch.tensor([[digit[p[-1]] for p in nodes]], device=self.device)
             positions = torch.tensor([[n_ctx + len(p) - 1 for p in nodes]], device=self.device)
-            out = self.model(input_ids=ids, past_key_values=cache, use_cache=True,
-                             attention_mask=mask.to(self.device), position_ids=positions)
+            decoder = self._decoder()
+            if decoder is None:  # no separable head: every node's logits from the model
+                out = self.model(input_ids=ids, past_key_values=cache, use_cache=True,
+                                 attention_mask=mask.to(self.device), position_ids=positions)
+                logp = torch.log_softmax(out.logits[0].float(), dim=-1)
+                hidden = None
+            else:
+                hidden = decoder(input_ids=ids, past_key_values=cache, use_cache=True,
+                                 attention_mask=mask.to(self.device),
+                                 position_ids=positions).last_hidden_state[0]
+                head = self.model.get_output_embeddings()
             self.stats.forward_passes += 1
             self.stats.rows += 1
             self.stats.tokens += n
-            logp = torch.log_softmax(out.logits[0].float(), dim=-1)
-        after: dict[str, Any] = {"": root}
-        for p in nodes:
-            after[p] = logp[index[p]]
+            after: dict[str, Any] = {"": root}
 
-        def path_logp(prefix: str) -> float:
-            return sum(float(after[prefix[:k]][digit[prefix[k]]]) for k in range(len(prefix)))
+            def path_logp(prefix: str) -> float:
+                return sum(float(after[prefix[:k]][digit[prefix[k]]])
+                           for k in range(len(prefix)))
 
-        threshold = math.log(self.prune) if self.prune > 0 else -math.inf
+            threshold = math.log(self.prune) if self.prune > 0 else -math.inf
+            # Level by level over the pass's hidden states: the vocabulary head (the costly
+            # part) is applied only to nodes whose whole path stays above the cut, exactly the
+            # nodes the level walk expands.
+            for length in range(1, max(len(p) for p in nodes) + 1):
+                level = [p for p in nodes if len(p) == length
+                         and (length == 1 or p[:-1] in after)
+                         and path_logp(p) >= threshold]
+                if not level:
+                    break
+                rows = torch.tensor([index[p] for p in level], device=self.device)
+                if hidden is None:
+                    chosen = logp[rows]
+                else:
+                    chosen = self._head_logprobs(head, hidden[rows])
+                for p, row in zip(level, chosen, strict=True):
+                    after[p] = row
         out_probs: dict[int, float] = {}
         for s, v in zip(strings, values, strict=True):
-            # As the level walk: a value counts only if no prefix of it fell below the cut.
-            expanded = all(path_logp(s[:k]) >= threshold for k in range(1, len(s) + 1))
-            out_probs[v] = math.exp(path_logp(s)) * self._end_prob(after[s]) if expanded \
+            out_probs[v] = math.exp(path_logp(s)) * self._end_prob(after[s]) if s in after \
                 else 0.0
         return out_probs
 
