@@ -132,8 +132,7 @@ def numerics_benchmark(items: list[dict[str, Any]], rounds: int, batch: int) -> 
     backends: dict[str, HFBackend] = {}
     for name, options in (("float32", {}), ("bfloat16", {"dtype": "bfloat16"}),
                           ("int8", {"quantize": "int8"})):
-        b = create_backend(config.backend, batch_size=batch, **options)
-        assert isinstance(b, HFBackend)
+        b = _backend(batch, options)
         run_once(b, planned[:3], batch)
         backends[name] = b
     res = compare(backends, planned, n, rounds, batch)
@@ -144,6 +143,18 @@ def numerics_benchmark(items: list[dict[str, Any]], rounds: int, batch: int) -> 
         print(f"  {name:<8} {r['s_per_candidate']:.3f} s/candidate "
               f"({base['s_per_candidate'] / r['s_per_candidate']:.2f}x float32), "
               f"max |delta score| {delta:.3f}, snapshot {backends[name].snapshot()[-20:]}")
+
+
+def _backend(batch: int, options: dict[str, Any]) -> HFBackend:
+    """The embedded backend; int8 is built directly (measured, not a backend option)."""
+    if "quantize" in options:
+        from capjudge.backends.embedded import EmbeddedBackend, prepare_embedded
+
+        return EmbeddedBackend(prepare_embedded(), backend_id="embedded/gemma-3-270m",
+                               batch_size=batch, **options)
+    b = create_backend("embedded/gemma-3-270m", batch_size=batch, **options)
+    assert isinstance(b, HFBackend)
+    return b
 
 
 def tree_benchmark(rounds: int) -> None:
@@ -180,10 +191,19 @@ def flickr_benchmark(path: str, limit: int) -> None:
     base = None
     for name, options in (("float32", {}), ("bfloat16", {"dtype": "bfloat16"}),
                           ("int8", {"quantize": "int8"})):
-        scorer = judge_scorer("likelihood", "npmi", "embedded/gemma-3-270m", options, None)
         started = time.perf_counter()
-        result = run_meta_eval("flickr8k-expert", path, metrics=[], judges={name: scorer},
-                               n_boot=0, limit=limit)
+        if "quantize" in options:  # not a backend option: the scorer gets the instance
+            from unittest import mock
+
+            backend = _backend(16, options)
+            with mock.patch("capjudge.judge.make_backend", lambda config: backend):
+                scorer = judge_scorer("likelihood", "npmi", "embedded/gemma-3-270m", {}, None)
+                result = run_meta_eval("flickr8k-expert", path, metrics=[],
+                                       judges={name: scorer}, n_boot=0, limit=limit)
+        else:
+            scorer = judge_scorer("likelihood", "npmi", "embedded/gemma-3-270m", options, None)
+            result = run_meta_eval("flickr8k-expert", path, metrics=[], judges={name: scorer},
+                                   n_boot=0, limit=limit)
         seconds = time.perf_counter() - started
         m = result["metrics"][name]
         tau = 100 * m["kendall_tau_c"]
