@@ -10,7 +10,9 @@ the top-20 alternatives an API returns:
   one pass over the context gives the first digit; one batched pass over all 1-digit prefixes
   gives the second digit or the end of the number; one batched pass over the 2-digit prefixes
   (and "100") gives the end. The context's key/value cache is computed once and shared, so a
-  0-100 scale costs 3 forward passes per slot, not 101.
+  0-100 scale costs 4 forward passes per slot, not 101. By default (``tree_mask``) the three
+  digit levels are one pass: every digit prefix in one sequence over the context's cache, a
+  4D attention mask letting each see only the context and its own ancestors (2 passes).
 - Otherwise, every value's token sequence is scored in one batched pass over the shared cache.
 
 "The number ends" means the next token does not start with a digit. P(value) is the product of
