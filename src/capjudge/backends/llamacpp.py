@@ -159,6 +159,10 @@ def server_params(gguf: Path, *, alias: str, mmproj: str | None = None,
     params.cpuparams_batch.n_threads = n
     params.cache_prompt = True  # a shared instruction prefix is computed once per slot
     params.prefill_assistant = True  # a final assistant message is continued
+    # Gemma 3 (and other sliding-window models): keep the whole window so a cached prompt can
+    # be cut back to the prefix it shares with the next one; otherwise llama.cpp recomputes
+    # every prompt whole (measured: 1 cached token of ~260 between HarmonicEval requests).
+    params.swa_full = True
     params.verbosity = 0 if log.getEffectiveLevel() > logging.DEBUG else 3
     if host is not None:
         params.hostnames = [host]
