@@ -495,8 +495,9 @@ class OpenAIBackend(Backend):
                 slots.append(read_text(text, slot))  # text_only: no distribution
             else:
                 readings[i] = read_tree(tokens, slot)
-                if readings[i].located is not None:
-                    bases[i] = joined[: readings[i].located.start]
+                located = readings[i].located
+                if located is not None:
+                    bases[i] = joined[: located.start]
                 elif self.force_anchor and find_printed(joined, slot) is None:
                     # No number written: read the slot where its anchor is forced.
                     readings[i], bases[i] = _forced_reading(slot, joined, tokens)
