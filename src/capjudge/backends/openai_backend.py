@@ -33,7 +33,8 @@ wrote a slot's number (a small base model that rambles) is asked again with the 
 the answer's own first token when the prefix is empty), as the local backends teacher-force
 it; the slot records ``anchor_forced``.
 
-llama.cpp specifics read here: its logprobs entries carry token ``id`` and ``bytes`` (the token
+llama.cpp specifics: it is asked for :data:`LLAMACPP_TOP_LOGPROBS` alternatives per token (it
+has no cap of 20); its logprobs entries carry token ``id`` and ``bytes`` (the token
 text is what is read; digits are ASCII), its usage's ``prompt_tokens_details.cached_tokens`` and
 its ``timings`` object are summed in :attr:`OpenAIBackend.server_stats`; its errors are
 statuses: a context overflow (``exceed_context_size_error``) a non-transient error naming it,
@@ -88,6 +89,13 @@ NO_LOGPROBS_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 
 # vLLM's chat parameters of a continuation: body fields, passed through the SDK's extra_body.
 _CONTINUATION_FIELDS = ("continue_final_message", "add_generation_prompt")
+
+LLAMACPP_TOP_LOGPROBS = 200
+"""Alternatives asked of llama.cpp per token (it has no cap of 20; costs ~nothing, measured).
+
+A score read at a forced answer start ("Output the score first" to a base model that starts
+"Your task is ...") has its digits at ~0.1-1 % each: with 20 alternatives only "1" is seen,
+with 200 all of 1-5 are. The request (and its cache key) still says what the method asked."""
 
 CONTINUATIONS = ("auto", "continue_final_message", "prefill")
 """The ``continuation`` option: how a follow-up asks the server to continue the assistant."""
@@ -379,6 +387,8 @@ class OpenAIBackend(Backend):
             "temperature": dec.temperature, "max_tokens": dec.max_tokens,
             "logprobs": True, "top_logprobs": dec.top_logprobs,
         }
+        if self.server == "llama.cpp" and dec.top_logprobs > 0:
+            body["top_logprobs"] = max(dec.top_logprobs, LLAMACPP_TOP_LOGPROBS)
         if dec.seed is not None:
             body["seed"] = dec.sampling_seed()  # a new seed per repeat: a new sample
         if is_continuation(request) and self.continuation != "prefill":
