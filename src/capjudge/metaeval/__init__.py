@@ -19,7 +19,7 @@ import numpy as np
 from capjudge.metaeval.baselines import BASELINES, baseline_scores
 from capjudge.metaeval.datasets import Candidate, DatasetError, MetaDataset, Pair, load
 from capjudge.metaeval.protocols import Protocol, get_protocol
-from capjudge.metaeval.stats import (
+from capjudge.stats import (
     STATS,
     bootstrap_ci,
     correlation_matrix,

@@ -4,7 +4,7 @@ Split by concern: :mod:`~capjudge.report.database` (tables and the one human-lab
 :mod:`~capjudge.report.agreement` (pure agreement maths over the joined rows),
 :mod:`~capjudge.report.plots` (PNG plots on each method's declared scale),
 :mod:`~capjudge.report.judge_reliability` (test-retest, injection, length bias, calibration
-and judge-vs-judge tables over :mod:`capjudge.reliability`) and
+and judge-vs-judge tables over :mod:`capjudge.stats`) and
 :mod:`~capjudge.report.render` (Markdown and HTML from Jinja templates).
 
 Outputs: ``capjudge.duckdb``, ``report.md``, a self-contained ``report.html`` (plots inlined),
@@ -25,7 +25,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.aggregate import REPEAT_SCHEMA
-from capjudge.metaeval.stats import STATS, pearson
 from capjudge.report.agreement import agreement, clean, criterion_matrices
 from capjudge.report.database import (
     LABELS_SCHEMA,
@@ -54,6 +53,7 @@ from capjudge.report.judge_reliability import (
 )
 from capjudge.report.plots import history_plots, make_plots
 from capjudge.report.render import render_html, render_markdown
+from capjudge.stats import STATS, pearson
 
 SAMPLE_PROTOCOL = ("sample-gold: one row per item, the human label is the annotators' mean "
                    "(the bundled sample's labels are derived from its generator)")
