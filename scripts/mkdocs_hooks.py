@@ -215,7 +215,8 @@ def gen_sample_metrics(_: str | None) -> str:
                    f"{pct('kendall_tau_c')} | {pct('pearson')} | {pct('spearman')} |")
     runs = metrics.get("runs", {})
     if runs:
-        out += ["", "| judge | failure rate | low-mass rate | model calls |", "|---|---:|---:|---:|"]
+        out += ["", "| judge | failure rate | low-mass rate | model calls |",
+                "|---|---:|---:|---:|"]
         for judge, values in sorted(runs.items()):
             out.append(f"| `{judge}` | {values.get('failure_rate', '—')} | "
                        f"{values.get('low_mass_rate', '—')} | {values.get('model_calls', '—')} |")
@@ -240,5 +241,5 @@ def render(markdown: str) -> str:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """mkdocs event: fill the markers of one page."""
+    """The mkdocs event: fill the markers of one page."""
     return render(markdown)
