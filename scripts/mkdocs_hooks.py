@@ -5,7 +5,8 @@ with text generated from the registries, the argparse parser, the prompt folders
 and the committed run outputs, so these parts cannot drift from the code. The pages themselves
 stay readable on GitHub (the marker line says what is generated there). Nothing is downloaded.
 
-Kinds: ``cli`` (every subcommand's help), ``method NAME`` (the method's declared metadata and its
+Kinds: ``cli`` (every subcommand's help), ``source FILE:NAME`` (a class or function quoted from
+a test, for the worked examples), ``method NAME`` (the method's declared metadata and its
 templates.yaml: paper mapping, templates, reconstructed parts, additions), ``backends``,
 ``datasets``, ``protocols``, ``sample-metrics`` (the committed ``reports/metrics.json`` and
 ``reports/lineage.json`` of the bundled sample run).
@@ -143,6 +144,25 @@ def gen_method(name: str | None) -> str:
     return "\n".join(out) + "\n"
 
 
+def gen_source(arg: str | None) -> str:
+    """``FILE:NAME``: the source of a top-level class or function, as a python code block.
+
+    Worked examples quote the tests that run them, so an example that stops working fails the
+    test suite, and one that is renamed or removed fails the strict build here.
+    """
+    import ast
+
+    path_text, _, name = (arg or "").partition(":")
+    path = ROOT / path_text
+    source = path.read_text(encoding="utf-8")
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == name:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            lines = source.splitlines()[start - 1:node.end_lineno]
+            return "\n".join([f"```python title=\"{path_text}\"", *lines, "```", ""])
+    raise ValueError(f"gen:source {arg!r}: no top-level class or function {name!r} in {path}")
+
+
 def gen_backends(_: str | None) -> str:
     """The registered backend kinds with their declared options."""
     from capjudge.backends import BACKEND_REGISTRY
@@ -225,7 +245,7 @@ def gen_sample_metrics(_: str | None) -> str:
 
 GENERATORS: dict[str, Callable[[str | None], str]] = {
     "cli": gen_cli, "method": gen_method, "backends": gen_backends, "datasets": gen_datasets,
-    "protocols": gen_protocols, "sample-metrics": gen_sample_metrics,
+    "protocols": gen_protocols, "sample-metrics": gen_sample_metrics, "source": gen_source,
 }
 
 
