@@ -82,7 +82,6 @@ def test_readme_links_every_hand_written_guide() -> None:
             assert f"({relative})" in text, f"README does not link {relative}"
 
 
-@pytest.mark.slow
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[dev]')")
     pytest.importorskip("material", reason="mkdocs-material is not installed")
