@@ -116,14 +116,18 @@ def gen_method(name: str | None) -> str:
         return "\n".join(out) + "\n"
     raw = path.read_text(encoding="utf-8")
     spec = yaml.safe_load(raw)
-    header = []
+    # Every comment block of the file is the method's own account of its paper mapping and
+    # deviations: one paragraph each, in file order.
+    paragraphs: list[list[str]] = [[]]
     for line in raw.splitlines():
-        if not line.startswith("#"):
-            break
-        header.append(line.lstrip("#").strip())
+        if line.strip().startswith("#"):
+            paragraphs[-1].append(line.strip().lstrip("#").strip())
+        elif paragraphs[-1]:
+            paragraphs.append([])
     out += ["", f"### Paper mapping (`prompts/{folder}/templates.yaml`)", ""]
-    if header:
-        out += [" ".join(header), ""]
+    for paragraph in paragraphs:
+        if paragraph:
+            out += [_cell(" ".join(paragraph)).replace("\\|", "|"), ""]
     for key, label in (("additions", "Additions to the paper's text (default `paper` variant)"),
                        ("guarded_additions", "Additions of the `guarded` variant")):
         if spec.get(key):
@@ -134,13 +138,22 @@ def gen_method(name: str | None) -> str:
     for slot in spec.get("slots", []) or []:
         out += [f"- slot `{_cell(json.dumps(slot, ensure_ascii=False))}`"]
     out += ["### Templates", "",
-            "| id | version | file | needs | variants | not the paper's text (`reconstructed`) |",
-            "|---|---|---|---|---|---|"]
+            "| id | version | file | needs | variants | not the paper's text (`reconstructed`) "
+            "| additions |", "|---|---|---|---|---|---|---|"]
     for template in spec.get("templates", []):
-        out.append("| `{}` | {} | `{}` | {} | {} | {} |".format(
-            template["id"], template["version"], template.get("file", ""),
-            ", ".join(template.get("needs", [])), ", ".join(template.get("variants", [])) or "—",
-            _cell(template.get("reconstructed", "")) or "— (the paper's text)"))
+        files = template.get("file", "")
+        if template.get("system"):
+            files = f"{files}` + system `{template['system']}"
+        additions = "; ".join(f"`{_cell(a)}`" for a in template.get("additions", []))
+        guarded = "; ".join(f"`{_cell(a)}`" for a in template.get("guarded_additions", []))
+        if guarded:
+            additions += f" (guarded: {guarded})" if additions else f"guarded: {guarded}"
+        out.append("| `{}` | {} | `{}` | {} | {} | {} | {} |".format(
+            template["id"], template["version"], files,
+            ", ".join(template.get("needs", [])) or "—",
+            ", ".join(template.get("variants", [])) or "—",
+            _cell(template.get("reconstructed", "")) or "— (the paper's text)",
+            additions or "—"))
     return "\n".join(out) + "\n"
 
 
