@@ -109,8 +109,9 @@ def gen_method(name: str | None) -> str:
     for criterion in cls.criteria:
         out.append(f"| `{criterion.name}` | {_scale(criterion.scale)} | "
                    f"{'yes' if criterion.needs_image else 'no'} | {_cell(criterion.description)} |")
-    folder = {"gveval-accr": "gveval"}.get(name, name)
-    # The folder is the method's own prompt directory (prompts/<method>/); ACCR shares G-VEval's.
+    # A method's prompts live in prompts/<its module's name>/ (docs/extending/method.md), so
+    # G-VEval ACCR, defined in methods/gveval.py, shares G-VEval's folder.
+    folder = cls.__module__.rsplit(".", 1)[-1]
     path = ROOT / "src" / "capjudge" / "prompts" / folder / "templates.yaml"
     if not path.is_file():
         return "\n".join(out) + "\n"
