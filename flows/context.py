@@ -15,6 +15,8 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
+from capjudge.atomic import stage_outputs
+from capjudge.judge import env_settings
 from capjudge.methods import get_method, method_names
 from capjudge.parts import combine_part_dirs
 from flows.params import load_params
@@ -42,7 +44,8 @@ def context_flow(name: str, method: str, items_path: str, out_dir: str,
                    for k in range(count)]
         for future in futures:
             future.result()
-        summary = combine_part_dirs(dirs, out_dir, time.perf_counter() - started)
+        with stage_outputs(out_dir):  # contexts.parquet + summary.json: one set
+            summary = combine_part_dirs(dirs, out_dir, time.perf_counter() - started)
         shutil.rmtree(parts, ignore_errors=True)
     get_run_logger().info("%s: %s over %d pictures; %d model calls, %d cache hits", name,
                           summary["by_status"], summary["pictures"], summary["model_calls"],
@@ -83,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
               f"({', '.join(_context_methods())})", file=sys.stderr)
         return 2
     out_dir = section.pop("out", f"data/context/{args.name}")
-    section.setdefault("cache_dir", (params.get("judge") or {}).get("cache_dir"))
+    # CAPJUDGE_CACHE_DIR wins over params.yaml (capjudge.judge.env_settings).
+    section["cache_dir"] = (env_settings().get("cache_dir") or section.get("cache_dir")
+                            or (params.get("judge") or {}).get("cache_dir"))
     try:
         runner = RunnerConfig.from_params(params)
     except ValueError as exc:

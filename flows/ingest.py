@@ -63,7 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     params = load_params(args.params)
     p = params["ingest"]
     config = {k: p[k] for k in ("frame_policy", "uniform_frames", "decode_timeout_s",
-                                "max_candidate_chars") if k in p}
+                                "max_candidate_chars", "max_reference_chars", "max_references",
+                                "label_scales") if k in p}
+    try:
+        IngestConfig(**config)  # every setting checked before Prefect starts
+    except (TypeError, ValueError) as exc:
+        print(f"ingest: error: {exc}", file=sys.stderr)
+        return 2
     try:
         runner = RunnerConfig.from_params(params)
     except ValueError as exc:

@@ -24,9 +24,10 @@ import pyarrow.parquet as pq
 from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 
+from capjudge.atomic import stage_outputs
 from capjudge.backends import default_concurrency
 from capjudge.backends.base import BackendError
-from capjudge.client import ClientStats
+from capjudge.client import AuthError, ClientStats
 from capjudge.judge import JudgeConfig, combine_parts, summarise, write_summary
 from flows.artifacts import Progress
 from flows.params import load_params
@@ -110,17 +111,24 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
             j, future = in_flight.popleft()
             results[j] = future.result()
             stats.merge(ClientStats.from_dict(results[j]["stats"]))  # type: ignore[index]
+            if stats.auth_failure:
+                # Every worker's client stops sending at its first 401; the stage stops here
+                # and writes nothing (answers so far are in the request cache).
+                raise AuthError(f"the server rejected the credentials, the run stopped: "
+                                f"{stats.auth_failure}")
             done += 1
             progress.update(done)
             logger.info("%s: %d/%d chunks done (%d requests, %d model calls, %d cache hits, "
                         "%.0f s)", name, done, len(bounds), stats.requests, stats.calls,
                         stats.cache_hits, time.perf_counter() - started)
-    table = combine_parts(parts, out / "judgements.parquet")
+    # judgements.parquet and summary.json are one set (capjudge.atomic.stage_outputs).
+    with stage_outputs(out):
+        table = combine_parts(parts, out / "judgements.parquet")
+        backend = next((r["backend"] for r in results if r), {"backend": config.backend})
+        summary = summarise(table, stats, config, backend, time.perf_counter() - started)
+        summary["items"] = {"judged": n, "total": total}
+        write_summary(out, summary)
     shutil.rmtree(parts_dir, ignore_errors=True)
-    backend = next((r["backend"] for r in results if r), {"backend": config.backend})
-    summary = summarise(table, stats, config, backend, time.perf_counter() - started)
-    summary["items"] = {"judged": n, "total": total}
-    write_summary(out, summary)
     logger.info("%s: %s; %d requests, %d model calls, %d cache hits", name,
                 summary["by_status"], summary["requests"], summary["model_calls"],
                 summary["cache_hits"])

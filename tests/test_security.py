@@ -145,3 +145,76 @@ def test_the_judge_flow_refuses_credentials_before_prefect_records_them(
     assert "carries credentials" in err and URL_CANARY not in err
     with pytest.raises(ValueError, match="carries credentials"):
         JudgeConfig(**section)  # the library refuses it too (no flow, no CLI)
+
+
+# --- issue 21: authentication failures and messages that repeat the key -------------------
+
+AUTH_CANARY = "canary-Zq8xW3pT-auth-key"  # not sk-shaped: found by its value
+
+
+def test_a_401_stops_the_judge_at_once_and_the_key_is_never_stored(
+        ingested: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", AUTH_CANARY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with MockOpenAIServer() as server:
+        server.reject_key = True
+        code = cli_main(["judge", "--items", str(ingested / "items.parquet"), "--out",
+                         str(tmp_path / "judge"), "--method", "gveval", "--modes", "ref-free",
+                         "--backend", "openai/gpt-4o-2024-08-06", "--limit", "40",
+                         "--base-url", server.url, "--cache-dir", str(tmp_path / "cache")])
+        received = server.total_received
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "rejected the credentials" in err and "HTTP 401" in err
+    assert AUTH_CANARY not in err and "[REDACTED]" in err
+    assert received <= 8  # at most the requests already in flight (concurrency 8), not 40
+    assert not (tmp_path / "judge" / "judgements.parquet").exists()
+    assert files_containing(tmp_path, AUTH_CANARY) == []
+
+
+def test_score_json_never_prints_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", AUTH_CANARY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    from PIL import Image
+
+    Image.new("RGB", (16, 12), (200, 10, 10)).save(tmp_path / "red.png")
+    with MockOpenAIServer() as server:
+        server.reject_key = True
+        code = cli_main(["score", "--caption", "A red square.", "--json",
+                         "--image", str(tmp_path / "red.png"), "--backend",
+                         "openai/gpt-4o-2024-08-06", "--base-url", server.url,
+                         "--cache-dir", str(tmp_path / "cache")])
+        assert server.total_received == 1
+    out = capsys.readouterr()
+    assert code == 2 and AUTH_CANARY not in out.out + out.err
+    assert "rejected the credentials" in out.err
+
+
+@pytest.mark.parametrize(("message", "kept"), [
+    ("HTTP 401: Incorrect API key provided: sk-proj-abcDEF123456789xyz.", "HTTP 401"),
+    ("HTTP 400: header was Bearer abcdefghijklmnop", "HTTP 400"),
+    (f"HTTP 500: upstream said {AUTH_CANARY} is odd", "HTTP 500"),
+])
+def test_backend_errors_are_redacted_when_made(message: str, kept: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from capjudge.backends.base import BackendError
+
+    monkeypatch.setenv("MY_SERVICE_API_KEY", AUTH_CANARY)
+    text = str(BackendError(message, transient=False))
+    assert kept in text and "[REDACTED]" in text
+    assert "sk-proj" not in text and "abcdefghijklmnop" not in text and AUTH_CANARY not in text
+
+
+@pytest.mark.parametrize(("code", "message", "auth"), [
+    (401, "anything", True),
+    (403, "You do not have permission to use this API key", True),
+    (403, "logprobs are not supported with this model", False),
+    (400, "Invalid API key format?", False),
+])
+def test_auth_failures_are_told_from_refusals(code: int, message: str, auth: bool) -> None:
+    from capjudge.backends.openai_backend import is_auth_failure
+
+    assert is_auth_failure(code, message) is auth

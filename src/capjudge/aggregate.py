@@ -24,7 +24,6 @@ from the one rule); every number for a judge run with one repeat is unchanged.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from capjudge.atomic import atomic_path, check_complete, stage_outputs, write_json
 from capjudge.methods import Criterion, Verdict, get_method, verdict
 
 ITEM_SCHEMA = pa.schema([
@@ -191,6 +191,7 @@ def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
         path = Path(d) / "judgements.parquet"
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no judgements (did the judge stage run?)")
+        check_complete(d, "the judge stage")  # not a set a killed run left half-written
         judge = Path(d).name
         rows = pq.read_table(path).to_pylist()
         for r in rows:
@@ -202,21 +203,24 @@ def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
         all_items += items
         all_systems += systems
         all_repeats += repeats
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(all_criteria), out / "criteria.parquet")
-    pq.write_table(pa.Table.from_pylist(all_items, schema=ITEM_SCHEMA), out / "item_scores.parquet")
-    pq.write_table(pa.Table.from_pylist(all_repeats, schema=REPEAT_SCHEMA),
-                   out / "repeat_scores.parquet")
     schema = system_schema(all_systems)
-    pq.write_table(pa.Table.from_pylist([{k: r.get(k) for k in schema.names}
-                                         for r in all_systems], schema=schema),
-                   out / "system_scores.parquet")
+    tables = {
+        "criteria.parquet": pa.Table.from_pylist(all_criteria),
+        "item_scores.parquet": pa.Table.from_pylist(all_items, schema=ITEM_SCHEMA),
+        "repeat_scores.parquet": pa.Table.from_pylist(all_repeats, schema=REPEAT_SCHEMA),
+        "system_scores.parquet": pa.Table.from_pylist(
+            [{k: r.get(k) for k in schema.names} for r in all_systems], schema=schema),
+    }
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for it in all_items:
         counts[f"{it['judge']}/{it['mode']}"][it["status"]] += 1
     summary = {"gamma": config.gamma, "include_low_mass": config.include_low_mass,
                "judges": [Path(d).name for d in judge_dirs],
                "item_status": {k: dict(v) for k, v in sorted(counts.items())}}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    # The five files are one set (capjudge.atomic.stage_outputs).
+    with stage_outputs(out_dir) as out:
+        for name, table in tables.items():
+            with atomic_path(out / name) as tmp:
+                pq.write_table(table, tmp)
+        write_json(out / "summary.json", summary)
     return summary

@@ -57,6 +57,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from capjudge.atomic import atomic_path, write_bytes
 from capjudge.backends.base import Backend, BackendError, JudgeRequest, JudgeResponse
 from capjudge.backends.openai_backend import NO_LOGPROBS_PREFIXES, OpenAIBackend
 from capjudge.cache import RequestCache
@@ -578,10 +579,9 @@ class BatchClient(JudgeClient):
                                     (entry.error_file_id, "errors")):
                 if file_id:
                     path = self.state_dir / f"{entry.name}.{suffix}.jsonl"
-                    tmp = path.with_name(f".{path.name}.tmp")
-                    with api.files.with_streaming_response.content(file_id) as response:
+                    with atomic_path(path) as tmp, \
+                            api.files.with_streaming_response.content(file_id) as response:
                         response.stream_to_file(tmp)
-                    os.replace(tmp, path)
                     outputs.append(path.name)
             entry.outputs = outputs
         answered: set[str] = set()
@@ -728,9 +728,8 @@ def import_results(results: str | Path, state_dir: str | Path) -> BatchEntry:
     with _locked(directory):
         state = BatchState(directory)
         name = state.next_name("import")
-        tmp = directory / f".{name}.output.jsonl.tmp"
-        shutil.copyfile(results, tmp)
-        os.replace(tmp, directory / f"{name}.output.jsonl")
+        with atomic_path(directory / f"{name}.output.jsonl") as tmp:
+            shutil.copyfile(results, tmp)
         _atomic_write(directory / f"{name}.ids", "".join(i + "\n" for i in ids).encode())
         entry = BatchEntry(name=name, requests=len(ids), bytes=results.stat().st_size,
                            first_id=ids[0], last_id=ids[-1], status=IMPORTED, source="file",
@@ -783,12 +782,7 @@ def _locked(directory: Path) -> Iterator[None]:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write a file so that a reader (or a run after a crash) sees the old or the new bytes."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_bytes(path, data, durable=True)
 
 
 def _fsync(path: Path) -> None:

@@ -74,12 +74,12 @@ import hashlib
 import json
 import logging
 import os
-import re
-import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+from capjudge.atomic import HOST, is_orphan
 from capjudge.backends.base import JudgeResponse
 
 log = logging.getLogger(__name__)
@@ -106,9 +106,9 @@ _TAIL = b"}"
 _DIGEST_LEN = 64
 _BODY_AT = len(_HEAD) + _DIGEST_LEN + len(_MID)
 
-# Host names may hold characters that are awkward in file names; the temp name only needs to be
-# unique, not exact.
-_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:32] or "host"
+# The temp name carries the host and pid so capjudge.atomic.clean_orphans can tell a dead
+# writer's leftover from a live writer's file.
+_HOST = HOST
 
 
 def _read(path: str) -> bytes:
@@ -333,6 +333,111 @@ class RequestCache:
             self._fail("write", exc, f"cannot write {path}")
             return False
         return True
+
+    def _lease(self, key: str) -> str:
+        return self._path(key)[: -len(".json")] + ".lease"
+
+    def claim(self, key: str, lease_s: float = 900.0) -> bool:
+        """Claim the right to ask ``key`` now; False while another live asker holds it.
+
+        A claim is a ``<key>.lease`` file created with ``O_EXCL`` next to where the answer
+        will go, holding the claimer's host, pid and thread. Two runs started together on one
+        cache thus ask each question once: the second waits for the first's answer instead of
+        paying for it again. A claim older than ``lease_s`` seconds, or of a dead process of
+        this host (``kill -9``), is taken over. Where no lease can be written (a read-only
+        cache) the claim is granted: asking is always allowed.
+
+        Returns:
+            True: the caller asks (and calls :meth:`release` after storing the answer).
+        """
+        path = self._lease(key)
+        mine = f"{_HOST} {os.getpid()} {threading.get_ident()}".encode()
+        for _ in range(3):
+            try:
+                try:
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                except FileNotFoundError:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                if not self._stale_lease(path, lease_s):
+                    return False
+                try:
+                    os.unlink(path)  # a dead or stuck claimer's: take it over
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    return True
+                continue
+            except OSError:
+                return True
+            with os.fdopen(fd, "wb") as f:
+                f.write(mine)
+            return True
+        return True
+
+    def _stale_lease(self, path: str, lease_s: float) -> bool:
+        try:
+            age = time.time() - os.stat(path).st_mtime
+            owner = _read(path).decode("utf-8", "replace").split()
+        except FileNotFoundError:
+            return True  # released meanwhile
+        except OSError:
+            return False
+        if age > lease_s:
+            return True
+        if len(owner) >= 2 and owner[0] == _HOST and owner[1].isdigit():
+            try:
+                os.kill(int(owner[1]), 0)
+            except ProcessLookupError:
+                return True
+            except OSError:
+                return False
+        return False
+
+    def release(self, key: str) -> None:
+        """Drop this thread's claim on ``key`` (another claimer's is left alone)."""
+        path = self._lease(key)
+        mine = f"{_HOST} {os.getpid()} {threading.get_ident()}".encode()
+        try:
+            if _read(path) == mine:
+                os.unlink(path)
+        except OSError:
+            pass
+
+    def clean(self, lease_s: float = 900.0) -> int:
+        """Remove what dead writers left: orphan temporaries and stale claims; returns how many.
+
+        Walks every shard (O(entries), run once when a process opens the cache); a live
+        writer's temporary and a live claim are never touched.
+        """
+        removed = 0
+        now = time.time()
+        try:
+            shards = [e.path for e in os.scandir(self._root)
+                      if len(e.name) == 2 and e.is_dir(follow_symlinks=False)]
+        except OSError:
+            return 0
+        for shard in shards:
+            try:
+                entries = list(os.scandir(shard))
+            except OSError:
+                continue
+            for e in entries:
+                try:
+                    if e.name.startswith(".") and e.name.endswith(".tmp"):
+                        if is_orphan(e.name, e.stat(follow_symlinks=False).st_mtime, now):
+                            os.unlink(e.path)
+                            removed += 1
+                    elif e.name.endswith(".lease") and self._stale_lease(e.path, lease_s):
+                        os.unlink(e.path)
+                        removed += 1
+                except OSError:
+                    continue
+        if removed:
+            log.info("request cache: removed %d orphan temporary file(s) and stale claim(s) "
+                     "under %s", removed, self.root)
+        return removed
 
     def _fail(self, op: str, exc: BaseException, what: str) -> None:
         with self._lock:

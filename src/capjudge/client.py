@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from capjudge.backends.base import Backend, BackendError, JudgeRequest, JudgeResponse
 from capjudge.cache import RequestCache, is_cacheable
 from capjudge.cost import request_tokens
+from capjudge.credentials import redact
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +150,17 @@ class SharedPause:
 
 DEFAULT_MAX_RETRY_AFTER_S = 120.0
 
+# How long a claim on a request (a cache lease, see RequestCache.claim) may stand before
+# another process asks the question itself: longer than any one call with its retries.
+DEFAULT_LEASE_S = 900.0
+
+
+class AuthError(RuntimeError):
+    """The server rejected the credentials (401, or 403 about the key): the run stopped.
+
+    The message is the server's, redacted of credentials.
+    """
+
 
 @dataclass
 class RetryPolicy:
@@ -196,9 +208,12 @@ class ClientStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_write_failures: int = 0
+    # Why the server rejected our credentials (the first such failure); the run must stop.
+    auth_failure: str | None = None
 
     def merge(self, other: ClientStats) -> ClientStats:
         """Add ``other``'s counts to this one (in place); returns self."""
+        self.auth_failure = self.auth_failure or other.auth_failure
         self.requests += other.requests
         self.cache_hits += other.cache_hits
         self.calls += other.calls
@@ -216,7 +231,8 @@ class ClientStats:
                 "retries": self.retries, "statuses": dict(self.statuses),
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
-                "cache_write_failures": self.cache_write_failures}
+                "cache_write_failures": self.cache_write_failures,
+                "auth_failure": self.auth_failure}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClientStats:
@@ -271,6 +287,30 @@ class JudgeClient:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
+        # Set by the first authentication failure: nothing more is sent by this client.
+        self.auth_failure: str | None = None
+        self.lease_s = DEFAULT_LEASE_S
+        self.poll_s = 0.05
+
+    def lookup(self, request: JudgeRequest, key: str) -> JudgeResponse | None:
+        """The cached answer to ``request``, its statuses derived from the current settings.
+
+        The cache stores the answer (and, where the backend keeps it, its raw form); whether
+        it is ``low_mass`` is decided now by :meth:`Backend.reread`, so changing ``min_mass``
+        or the reading rules re-reads cached answers and never asks again.
+        """
+        if self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        try:
+            hit = self.backend.reread(request, hit)
+        except Exception:  # noqa: BLE001 - a re-read that fails keeps the stored reading
+            log.exception("re-reading a cached answer failed; its stored reading is kept")
+        hit.cached = True
+        hit.cache_key = key
+        return hit
 
     def key(self, request: JudgeRequest) -> str:
         """The request's cache key under this backend and model snapshot."""
@@ -296,8 +336,7 @@ class JudgeClient:
         first_of: dict[str, int] = {}
         duplicates: dict[int, int] = {}
         for i, key in enumerate(keys):
-            # `is not None`: a cache object's truthiness must never cost a directory scan.
-            hit = self.cache.get(key) if self.cache is not None else None
+            hit = self.lookup(requests[i], key)
             stats.requests += 1
             stats.cache_hits += hit is not None
             if hit is not None:
@@ -336,19 +375,73 @@ class JudgeClient:
                  for r in results]
         for r, key in zip(final, keys, strict=True):
             r.cache_key = key
+            if r.reason:
+                # A server may repeat the key in its message: never stored or printed.
+                r.reason = redact(r.reason)
         with self._lock:
             for r in final:
                 stats.statuses[r.status] = stats.statuses.get(r.status, 0) + 1
+            stats.auth_failure = stats.auth_failure or self.auth_failure
             self.stats.merge(stats)
         return final, stats
 
     def _run_batch(self, batch: list[JudgeRequest], keys: list[str], stats: ClientStats
                    ) -> list[JudgeResponse]:
+        """Answer a batch, checking the cache just before sending.
+
+        Another process on the same cache may have answered a request since this run looked
+        (two runs started together), or be asking it right now: each request is looked up
+        again (O(1)) and claimed (:meth:`RequestCache.claim`) before it is sent; one another
+        process has claimed is waited for and read from the cache when its answer lands (or
+        asked here if that process gives up or dies).
+        """
+        if self.cache is None:
+            return self._send(batch, keys, stats)
+        out: list[JudgeResponse | None] = [None] * len(batch)
+        waiting = list(range(len(batch)))
+        poll = self.poll_s
+        while waiting:
+            send: list[int] = []
+            held: list[int] = []
+            for i in waiting:
+                hit = self.lookup(batch[i], keys[i])
+                if hit is not None:
+                    out[i] = hit
+                    with self._lock:
+                        stats.cache_hits += 1
+                elif self.cache.claim(keys[i], self.lease_s):
+                    send.append(i)
+                else:
+                    held.append(i)
+            if send:
+                try:
+                    answers = self._send([batch[i] for i in send], [keys[i] for i in send],
+                                         stats)
+                finally:
+                    for i in send:
+                        self.cache.release(keys[i])
+                for i, answer in zip(send, answers, strict=True):
+                    out[i] = answer
+            waiting = held
+            if waiting:
+                self._sleep(poll)
+                poll = min(1.0, poll * 1.5)
+        return [o if o is not None else JudgeResponse(status="error", reason="not answered")
+                for o in out]
+
+    def _send(self, batch: list[JudgeRequest], keys: list[str], stats: ClientStats
+              ) -> list[JudgeResponse]:
         out: list[JudgeResponse | None] = [None] * len(batch)
         todo = list(range(len(batch)))
         attempt = 0
         while todo:
             attempt += 1
+            if self.auth_failure is not None:
+                for i in todo:
+                    out[i] = JudgeResponse(status="error", attempts=attempt - 1, reason=(
+                        f"not sent: the server rejected the credentials "
+                        f"({self.auth_failure})"))
+                break
             refused = self._wait_for_pause()
             if refused is not None:
                 # The server asked every worker to stay away longer than we may wait: fail
@@ -388,7 +481,15 @@ class JudgeClient:
                         stats.prompt_tokens += answer.usage.prompt_tokens
                         stats.completion_tokens += answer.usage.completion_tokens
                     if self.cache is not None:
+                        answer.read_with = self._read_with()
                         self._store(keys[i], answer, batch[i], stats)
+                elif getattr(answer, "auth", False):
+                    # Stop at once: every further request would be rejected the same way.
+                    with self._lock:
+                        self.auth_failure = self.auth_failure or str(answer)
+                        stats.auth_failure = stats.auth_failure or str(answer)
+                    out[i] = JudgeResponse(status="error", attempts=attempt, reason=(
+                        f"authentication failed: {answer}"))
                 elif (answer.transient and answer.retry_after is not None
                       and answer.retry_after > self.retry.max_retry_after_s):
                     # Everyone else stays away too (see _wait_for_pause).
@@ -437,7 +538,7 @@ class JudgeClient:
             replies: list[JudgeResponse] = []
             for r in follow:
                 key = self.key(r)
-                hit = self.cache.get(key) if self.cache is not None else None
+                hit = self.lookup(r, key)
                 scratch.requests += 1
                 scratch.cache_hits += hit is not None
                 replies.append(hit if hit is not None
@@ -450,6 +551,16 @@ class JudgeClient:
                 stats.cache_write_failures += scratch.cache_write_failures
             answer = self.backend.complete(request, answer, follow, replies)
         return answer
+
+    def _read_with(self) -> dict[str, Any]:
+        """The settings an answer's statuses are derived with (stored with the answer)."""
+        from capjudge.backends.logprobs import READING_RULES_VERSION
+
+        out: dict[str, Any] = {"reading_rules": READING_RULES_VERSION}
+        min_mass = getattr(self.backend, "min_mass", None)
+        if isinstance(min_mass, (int, float)):
+            out["min_mass"] = float(min_mass)
+        return out
 
     def _wait_for_pause(self) -> str | None:
         """Wait until the shared ``Retry-After`` window ends.
@@ -499,6 +610,20 @@ class JudgeClient:
                 stats.cache_write_failures += 1
 
 
+_CLEANED: set[str] = set()
+_CLEANED_LOCK = threading.Lock()
+
+
+def _clean_once(cache: RequestCache) -> None:
+    """Remove a cache's orphan temporaries and stale claims, once per process per cache."""
+    root = str(cache.root.resolve())
+    with _CLEANED_LOCK:
+        if root in _CLEANED:
+            return
+        _CLEANED.add(root)
+    cache.clean()
+
+
 def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
                  max_attempts: int = 5, backoff_base_s: float = 0.5,
                  rpm: float | None = None, tpm: float | None = None,
@@ -524,6 +649,8 @@ def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
     except OSError as exc:
         log.warning("request cache unavailable (%s): answers will not be cached", exc)
         cache = None
+    if cache is not None:
+        _clean_once(cache)
     limiter: Limiter | None = None
     if shared_dir is not None:
         from capjudge.limits import shared_limits

@@ -38,9 +38,38 @@ def strip_userinfo(url: str) -> str:
     return _USERINFO.sub(r"\1", url)
 
 
-def redact(text: str) -> str:
-    """Free text (an error message, a log line) with the user-info of every URL in it removed."""
-    return _USERINFO.sub(r"\1", text)
+# API-key-shaped tokens: OpenAI's "sk-..." (also sk-proj-..., sk-svcacct-...), and bearer
+# headers a server may echo back.
+_KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}|(?i:\bbearer\s+)[A-Za-z0-9._~+/\-]{8,}=*")
+# Environment variables whose values are secrets: every value is removed from messages, so a
+# server that repeats the key it was sent (a 401 body) cannot get it stored or printed.
+_SECRET_ENV = re.compile(r"(?i)(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
+REDACTED = "[REDACTED]"
+
+
+def secret_values() -> list[str]:
+    """The values of secret-named environment variables (8+ characters), longest first."""
+    import os
+
+    values = {v for k, v in os.environ.items()
+              if _SECRET_ENV.search(k) and v and len(v) >= 8 and v != "EMPTY"}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Sequence[str] | None = None) -> str:
+    """Free text (an error message, a log line) with every credential in it removed.
+
+    Removes the user-info of every URL, every value of a secret-named environment variable
+    (``OPENAI_API_KEY``, ``*_TOKEN``, ...; or ``secrets`` when given), and anything shaped like
+    an API key (``sk-...``, ``Bearer ...``).
+    """
+    if not text:
+        return text
+    text = _USERINFO.sub(r"\1", text)
+    for secret in secret_values() if secrets is None else secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return _KEY_SHAPED.sub(REDACTED, text)
 
 
 def redact_value(value: Any) -> Any:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 from collections import Counter
@@ -29,7 +30,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from capjudge.manifest import ManifestError, ValidRow, read_rows, safe_text, validate_fields
+from capjudge.atomic import atomic_path, clean_orphans, stage_outputs, write_json, write_text
+from capjudge.manifest import (
+    FieldLimits,
+    ManifestError,
+    ValidRow,
+    read_rows,
+    safe_text,
+    validate_fields,
+)
 from capjudge.media import (
     ImageInfo,
     JudgeImage,
@@ -99,6 +108,11 @@ _WINDOWS_DRIVE = re.compile(r"^[a-zA-Z]:")
 _WINDOWS_UNC = re.compile(r"^\\\\[^\\]")
 
 
+# The most frames a uniform tile may hold: the tile is one picture sent to a judge, and the
+# decoder holds every sampled frame (100,000 frames asked of a 24-frame clip grew it to 23 GB).
+MAX_FRAMES = 64
+
+
 @dataclass(frozen=True)
 class IngestConfig:
     """Ingest settings (``params.yaml: ingest``)."""
@@ -109,6 +123,62 @@ class IngestConfig:
     # The longest candidate accepted, in characters (None: no limit). A candidate of megabytes
     # would be sent whole in one prompt (cost, context overflow); it is quarantined, never cut.
     max_candidate_chars: int | None = 20_000
+    # The same for references, which are sent in the prompt too: the longest reference, and
+    # how many references a row may have (None: no limit).
+    max_reference_chars: int | None = 20_000
+    max_references: int | None = 100
+    # Declared label scales ({"overall": [1, 5]}): a label outside its scale is quarantined;
+    # labels without one must lie within +-1e6 (manifest.MAX_ABS_LABEL).
+    label_scales: dict[str, list[float]] | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse settings out of range (one-line messages; the CLI exits 2 on them).
+
+        Raises:
+            ValueError: an unknown frame policy, frames outside 1..:data:`MAX_FRAMES`, a
+                decode timeout that is not a positive number, or a limit below 1.
+        """
+        from capjudge.media import FRAME_POLICIES
+
+        if self.frame_policy not in FRAME_POLICIES:
+            raise ValueError(f"frame_policy must be one of {', '.join(FRAME_POLICIES)}, got "
+                             f"{self.frame_policy!r}")
+        frames = self.uniform_frames
+        if isinstance(frames, bool) or not isinstance(frames, int) \
+                or not 1 <= frames <= MAX_FRAMES:
+            raise ValueError(f"uniform_frames (--frames) must be an integer in 1..{MAX_FRAMES}, "
+                             f"got {frames!r}")
+        timeout = self.decode_timeout_s
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+                or not math.isfinite(timeout) or timeout <= 0:
+            raise ValueError("decode_timeout_s (--decode-timeout) must be a number > 0, got "
+                             f"{timeout!r}")
+        for name in ("max_candidate_chars", "max_reference_chars", "max_references"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ValueError(f"{name} must be an integer >= 1 (or null: no limit), got "
+                                 f"{value!r}")
+        self.limits()  # a malformed label_scales fails here
+
+    def limits(self) -> FieldLimits:
+        """The manifest caps of these settings.
+
+        Raises:
+            ValueError: ``label_scales`` is not a mapping of name -> [low, high].
+        """
+        scales: dict[str, tuple[float, float]] = {}
+        for name, scale in (self.label_scales or {}).items():
+            try:
+                low, high = (float(v) for v in scale)
+            except (TypeError, ValueError):
+                raise ValueError(f"label_scales.{name} must be [low, high], got {scale!r}"
+                                 ) from None
+            if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+                raise ValueError(f"label_scales.{name} must be finite with low <= high, got "
+                                 f"{scale!r}")
+            scales[str(name)] = (low, high)
+        return FieldLimits(self.max_reference_chars, self.max_references, scales)
 
 
 @dataclass
@@ -144,7 +214,13 @@ def resolve_media(media_root: Path, value: str) -> Path:
         raise MediaError(f"URLs are not allowed as media paths: {value!r}")
     root = media_root.resolve()
     candidate = Path(value)
-    full = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    try:
+        full = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    except (RuntimeError, OSError) as exc:
+        # Python raises RuntimeError("Symlink loop ...") (OSError ELOOP in newer versions):
+        # that row is quarantined with the reason; the stage goes on.
+        raise MediaError(f"symlink loop or unresolvable path: {value!r} "
+                         f"({type(exc).__name__})") from None
     if full != root and root not in full.parents:
         raise MediaError(f"path escapes the media root: {value!r}")
     if not full.exists():
@@ -215,16 +291,10 @@ class TileCache:
         tile = self.dir / f"{sha}-{policy}.png"
         sidecar = tile.with_suffix(".json")
         if tile.is_file() and sidecar.is_file():
-            # The tile's path as seen now (the sidecar may have been written from another
-            # working directory).
-            meta = {**json.loads(sidecar.read_text()), "tile_path": str(tile)}
-            # A tile made under an earlier index rule (gveval_code was [0, n//3, 2n//3]
-            # before it followed the repository's linspace) is made again, not reused.
-            same_frames = bool(meta.get("n_frames")) and meta.get("indices") == frame_indices(
-                int(meta["n_frames"]), self.config.frame_policy, self.config.uniform_frames)
-            if meta.get("tile_sha256") == sha256_file(tile) and same_frames:
-                self.videos[key] = meta
-                return meta
+            cached = self._reuse(tile, sidecar)
+            if cached is not None:
+                self.videos[key] = cached
+                return cached
         result: SampledTile = sample_video_tile_isolated(
             str(path), str(tile), self.config.frame_policy, self.config.uniform_frames,
             self.config.decode_timeout_s,
@@ -236,9 +306,33 @@ class TileCache:
             "width": info.width, "height": info.height, "n_frames": info.n_frames,
             "fps": info.fps, "duration_s": info.duration_s, "codec": info.codec,
         }
-        sidecar.write_text(json.dumps(meta, indent=1))
+        write_text(sidecar, json.dumps(meta, indent=1))
         self.videos[key] = meta
         return meta
+
+    def _reuse(self, tile: Path, sidecar: Path) -> dict[str, Any] | None:
+        """A made tile's metadata if its sidecar is whole and matches it, else None (remake).
+
+        A sidecar half-written by a killed run of an earlier version (or damaged since) is
+        treated as absent: the tile is made again and the sidecar replaced.
+        """
+        try:
+            data = json.loads(sidecar.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            # The tile's path as seen now (the sidecar may have been written from another
+            # working directory).
+            meta = {**data, "tile_path": str(tile)}
+            # A tile made under an earlier index rule (gveval_code was [0, n//3, 2n//3]
+            # before it followed the repository's linspace) is made again, not reused.
+            same_frames = bool(meta.get("n_frames")) and meta.get("indices") == frame_indices(
+                int(meta["n_frames"]), self.config.frame_policy, self.config.uniform_frames)
+            if meta.get("tile_sha256") == sha256_file(tile) and same_frames:
+                return meta
+        except (ValueError, TypeError, KeyError, OSError) as exc:
+            log.warning("tile sidecar %s is unreadable (%s); making the tile again", sidecar,
+                        exc)
+        return None
 
     def views(self, paths: list[Path], sha: str) -> tuple[str, str]:
         """The tile of an object's views, made or reused: (tile path, tile content hash).
@@ -350,10 +444,19 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
     if not media_root.is_dir():
         raise ManifestError(f"{media_root}: media root is not a directory")
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ManifestError(f"{out}: the output exists and is not a folder")
     relative_paths = not media_root.is_absolute() and not out.is_absolute()
-    (out / "tiles").mkdir(parents=True, exist_ok=True)
+    try:
+        (out / "tiles").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ManifestError(f"{out}: cannot create the output folder ({exc.strerror or exc})"
+                            ) from None
+    clean_orphans(out / "tiles")
+    clean_orphans(out / "judge_images")
     tiles = TileCache(out / "tiles", config, video_failures=video_failures)
     hashes: dict[Path, str] = {}
+    limits = config.limits()
 
     items: list[dict[str, Any]] = []
     quarantine: list[dict[str, Any]] = []
@@ -363,7 +466,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
         n_rows += 1
         if progress is not None:
             progress(n_rows, None)
-        row, reasons = validate_fields(raw, config.max_candidate_chars)
+        row, reasons = validate_fields(raw, config.max_candidate_chars, limits)
         raw_id = raw.data.get("id") if raw.data else None
         # safe_text: an id with a lone surrogate is quarantined for it, and must still be
         # writable to the (UTF-8) quarantine table.
@@ -400,13 +503,19 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
             log.info("ingest: %d rows read, %d items, %d quarantined", n_rows, len(items),
                      len(quarantine))
 
-    write_tables(out, items, quarantine)
+    if n_rows == 0:
+        # Nothing to judge is a mistake (a wrong file, an empty export), not a success.
+        raise ManifestError(f"{manifest}: the manifest holds no rows")
     by_kind = dict(Counter(i["media_kind"] for i in items))
     reason_counts = dict(Counter(_reason_kind(q["reason"]) for q in quarantine))
     summary = {"manifest": str(manifest), "rows": n_rows, "items": len(items),
                "quarantined": len(quarantine), "items_by_kind": by_kind,
                "quarantined_by_reason": reason_counts, "frame_policy": config.frame_policy}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    # The four files are one set: each is renamed into place whole, and the folder is marked
+    # incomplete until the last one is (readers refuse it meanwhile: capjudge.atomic).
+    with stage_outputs(out):
+        write_tables(out, items, quarantine)
+        write_json(out / "summary.json", summary)
     for q in quarantine:
         log.warning("quarantined line %s (id=%s): %s", q["line"], q["id"], q["reason"])
     return IngestResult(n_rows=n_rows, n_items=len(items), n_quarantined=len(quarantine),
@@ -431,7 +540,7 @@ def video_jobs(manifest: str | Path, media_root: str | Path,
     seen: set[Path] = set()
     jobs: list[str] = []
     for raw in read_rows(Path(manifest)):
-        row, _ = validate_fields(raw, config.max_candidate_chars)
+        row, _ = validate_fields(raw, config.max_candidate_chars, config.limits())
         if row is None or row.media_kind != "video":
             continue
         try:
@@ -481,18 +590,19 @@ def write_tables(out: Path, items: list[dict[str, Any]], quarantine: list[dict[s
     quarantine_path = out / "quarantine.parquet"
     # Row groups of ITEMS_ROW_GROUP rows: a judge task reads only the groups of its chunk
     # (capjudge.item.load_items), not the whole table.
-    pq.write_table(pa.Table.from_pylist(items, schema=ITEMS_SCHEMA), items_path,
-                   row_group_size=ITEMS_ROW_GROUP)
-    pq.write_table(pa.Table.from_pylist(quarantine, schema=QUARANTINE_SCHEMA), quarantine_path)
+    with atomic_path(items_path) as tmp:
+        pq.write_table(pa.Table.from_pylist(items, schema=ITEMS_SCHEMA), tmp,
+                       row_group_size=ITEMS_ROW_GROUP)
+    with atomic_path(quarantine_path) as tmp:
+        pq.write_table(pa.Table.from_pylist(quarantine, schema=QUARANTINE_SCHEMA), tmp)
     db_path = out / "capjudge.duckdb"
-    tmp = out / ".capjudge.duckdb.tmp"
-    for stale in (tmp, Path(f"{tmp}.wal")):
-        stale.unlink(missing_ok=True)
-    con = duckdb.connect(str(tmp))
-    try:
-        con.execute("CREATE TABLE items AS SELECT * FROM read_parquet(?)", [str(items_path)])
-        con.execute("CREATE TABLE quarantine AS SELECT * FROM read_parquet(?)",
-                    [str(quarantine_path)])
-    finally:
-        con.close()
-    os.replace(tmp, db_path)
+    with atomic_path(db_path) as tmp:
+        con = duckdb.connect(str(tmp))
+        try:
+            con.execute("CREATE TABLE items AS SELECT * FROM read_parquet(?)",
+                        [str(items_path)])
+            con.execute("CREATE TABLE quarantine AS SELECT * FROM read_parquet(?)",
+                        [str(quarantine_path)])
+        finally:
+            con.close()
+        Path(f"{tmp}.wal").unlink(missing_ok=True)

@@ -123,7 +123,32 @@ def load_items(path: str | Path, start: int = 0, stop: int | None = None) -> lis
     """``items.parquet`` (rows ``[start, stop)``) as typed items.
 
     Their relative paths resolve against the file's folder.
+
+    Raises:
+        ItemsError: the file is missing, not a readable Parquet table, or in a folder an
+            ingest run left half-written (:func:`capjudge.atomic.check_complete`).
     """
+    from capjudge.atomic import IncompleteOutputError, check_complete
+
+    p = Path(path)
+    if not p.is_file():
+        raise ItemsError(f"{p}: items table not found (run ingest first)")
+    try:
+        check_complete(p.parent, "ingest")
+        return _load_items(p, start, stop)
+    except IncompleteOutputError as exc:
+        raise ItemsError(str(exc)) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        # pyarrow raises ArrowInvalid (a ValueError) for a file that is not Parquet.
+        raise ItemsError(f"{p}: not a readable items table ({type(exc).__name__}: {exc})"
+                         ) from None
+
+
+class ItemsError(ValueError):
+    """``items.parquet`` cannot be used: missing, unreadable or incomplete."""
+
+
+def _load_items(path: Path, start: int, stop: int | None) -> list[Item]:
     import pyarrow.parquet as pq
 
     if start or stop is not None:

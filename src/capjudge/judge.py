@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import threading
 import time
 from collections import Counter
@@ -32,9 +33,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from capjudge.atomic import atomic_path, stage_outputs, write_json
 from capjudge.backends import create_backend
 from capjudge.backends.base import Backend, Decoding, JudgeResponse
-from capjudge.client import DEFAULT_MAX_RETRY_AFTER_S, ClientStats, JudgeClient, build_client
+from capjudge.client import (
+    DEFAULT_MAX_RETRY_AFTER_S,
+    AuthError,
+    ClientStats,
+    JudgeClient,
+    build_client,
+)
 from capjudge.cost import Price, price_for
 from capjudge.credentials import refuse_credentials
 from capjudge.item import Item, load_items
@@ -93,6 +101,58 @@ JUDGEMENTS_SCHEMA = pa.schema([
 
 FAILURES = ("error", "refused", "parse_failure")
 
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_settings(config: Any) -> None:
+    """Refuse every judge setting out of its range before anything runs.
+
+    One rule per setting, so the CLI, ``params.yaml`` and the flows fail alike, with a
+    one-line message naming the setting (the CLI turns it into exit 2).
+
+    Raises:
+        ValueError: a setting is of the wrong type or out of range (``nan`` included).
+    """
+    def need(ok: bool, name: str, want: str) -> None:
+        if not ok:
+            raise ValueError(f"{name} must be {want}, got {getattr(config, name)!r}")
+
+    need(_is_int(config.max_tokens) and config.max_tokens >= 1, "max_tokens",
+         "an integer >= 1")
+    need(_is_number(config.min_mass) and 0 <= config.min_mass <= 1, "min_mass",
+         "a number in [0, 1]")
+    need(_is_number(config.temperature) and config.temperature >= 0, "temperature",
+         "a number >= 0")
+    need(_is_int(config.top_logprobs) and 0 <= config.top_logprobs <= 20, "top_logprobs",
+         "an integer in 0..20")
+    need(config.limit is None or (_is_int(config.limit) and config.limit >= 1), "limit",
+         "an integer >= 1 (or null: every item)")
+    need(_is_int(config.max_attempts) and config.max_attempts >= 1, "max_attempts",
+         "an integer >= 1")
+    need(_is_number(config.backoff_base_s) and config.backoff_base_s >= 0, "backoff_base_s",
+         "a number >= 0")
+    need(_is_number(config.max_retry_after_s) and config.max_retry_after_s > 0,
+         "max_retry_after_s", "a number > 0")
+    need(_is_number(config.timeout_s) and config.timeout_s > 0, "timeout_s", "a number > 0")
+    need(config.concurrency is None or (_is_int(config.concurrency)
+                                        and config.concurrency >= 1),
+         "concurrency", "an integer >= 1 (or null)")
+    for name in ("rpm", "tpm"):
+        value = getattr(config, name)
+        need(value is None or (_is_number(value) and value > 0), name, "a number > 0 (or null)")
+    need(isinstance(config.backend_options, dict), "backend_options", "a mapping")
+    need(isinstance(config.method_options, dict), "method_options", "a mapping")
+    need(isinstance(config.prices, dict), "prices", "a mapping")
+
 
 @dataclass
 class JudgeConfig:
@@ -136,6 +196,8 @@ class JudgeConfig:
     # ``modes`` are the method's modes.
     submit: str = "sync"
     batch_options: dict[str, Any] = field(default_factory=dict)
+    # The client's timeout for one call, in seconds (backends that take one: openai/...).
+    timeout_s: float = DEFAULT_TIMEOUT_S
 
     def __post_init__(self) -> None:
         """Reject settings that would make the repeats meaningless, and credentials.
@@ -147,6 +209,7 @@ class JudgeConfig:
             capjudge.credentials.CredentialsInURLError: a URL in ``backend_options`` or
                 ``method_options`` carries user-info (a ValueError too).
         """
+        check_settings(self)
         if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) \
                 or self.repeats < 1:
             raise ValueError(f"repeats must be a positive integer, got {self.repeats!r}")
@@ -182,7 +245,7 @@ class JudgeConfig:
         ``gveval_code``; :func:`apply_profile`) and ``templates`` (a user's template folder,
         passed to the method as ``method_options.templates``).
         """
-        merged = {**(common or {}), **section}
+        merged = {**(common or {}), **section, **env_settings()}
         if "templates" in merged:
             merged["method_options"] = {**(merged.get("method_options") or {}),
                                         "templates": merged.pop("templates")}
@@ -206,6 +269,22 @@ class JudgeConfig:
         """
         payload = json.dumps(asdict(self), sort_keys=True, default=str)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+ENV_SETTINGS: dict[str, str] = {"cache_dir": "CAPJUDGE_CACHE_DIR"}
+"""Judge settings an environment variable sets. The one precedence for every setting:
+command-line flag > environment variable > ``params.yaml`` > default."""
+
+
+def env_settings() -> dict[str, Any]:
+    """The judge settings set by environment variables (:data:`ENV_SETTINGS`), non-empty ones.
+
+    They win over ``params.yaml`` (:meth:`JudgeConfig.from_params`); a command-line flag wins
+    over them (the CLI builds its config from its flags).
+    """
+    import os
+
+    return {key: os.environ[var] for key, var in ENV_SETTINGS.items() if os.environ.get(var)}
 
 
 def apply_profile(settings: dict[str, Any], profile: str | None,
@@ -242,8 +321,13 @@ def apply_profile(settings: dict[str, Any], profile: str | None,
 
 def make_backend(config: JudgeConfig) -> Backend:
     """The configured backend (local models are loaded once per process)."""
+    from capjudge.backends import backend_class
+
     options = dict(config.backend_options)
     options.setdefault("min_mass", config.min_mass)
+    if "timeout_s" in backend_class(config.backend).options:
+        # The judge's timeout_s is the client's (backend_options.timeout_s wins when set).
+        options.setdefault("timeout_s", config.timeout_s)
     return create_backend(config.backend, **options)
 
 
@@ -617,10 +701,8 @@ def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
 def write_part(path: str | Path, rows: Sequence[dict[str, Any]]) -> Path:
     """Write one chunk's rows (a worker writes its own part; nothing travels back)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(rows_table(rows), tmp)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        pq.write_table(rows_table(rows), tmp)
     return path
 
 
@@ -630,16 +712,13 @@ def combine_parts(parts: Iterable[str | Path], out: str | Path) -> pa.Table:
     Returns the columns the summary needs.
     """
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
     kept: list[pa.Table] = []
     summary_columns = ["status", "mode", "reason", "cost_usd", "template", "completion_tokens"]
-    with pq.ParquetWriter(tmp, JUDGEMENTS_SCHEMA) as writer:
+    with atomic_path(out) as tmp, pq.ParquetWriter(tmp, JUDGEMENTS_SCHEMA) as writer:
         for part in parts:
             table = pq.read_table(part, schema=JUDGEMENTS_SCHEMA)
             writer.write_table(table)
             kept.append(table.select(summary_columns))
-    tmp.replace(out)
     if not kept:
         return rows_table([]).select(summary_columns)
     return pa.concat_tables(kept)
@@ -647,9 +726,7 @@ def combine_parts(parts: Iterable[str | Path], out: str | Path) -> pa.Table:
 
 def write_summary(out_dir: str | Path, summary: dict[str, Any]) -> None:
     """Write summary.json."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    write_json(Path(out_dir) / "summary.json", summary)
 
 
 def progress_logger(label: str) -> Callable[[int, int], None]:
@@ -668,6 +745,29 @@ def progress_logger(label: str) -> Callable[[int, int], None]:
     return report
 
 
+def check_writable_dir(out_dir: str | Path) -> Path:
+    """Create ``out_dir`` if needed and prove a file can be written in it.
+
+    Raises:
+        ValueError: it exists and is not a folder, or cannot be created or written (the
+            message names it).
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out}: output exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        from capjudge.atomic import temp_path
+
+        probe = temp_path(out / "write-probe")
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"{out}: output folder cannot be written ({exc.strerror or exc})"
+                         ) from None
+    return out
+
+
 def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
               backend: Backend | None = None,
               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
@@ -681,6 +781,9 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
     total = len(items)
     if config.limit:
         items = items[: config.limit]
+    # Before any model call: an output that cannot be written must not be found after the
+    # calls were paid for.
+    check_writable_dir(out_dir)
     backend = backend or make_backend(config)
     progress = progress or progress_logger(f"judge {config.method}")
     if config.submit == "batch":
@@ -692,14 +795,20 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
     else:
         client = make_client(config, backend, progress)
     result = judge_items(items, config, backend=backend, client=client)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if result.stats.auth_failure:
+        # Nothing is written: every row after the failure would be a copy of it. The answers
+        # that came before it are in the request cache; the next run reads them from there.
+        raise AuthError(f"the server rejected the credentials, the run stopped: "
+                        f"{result.stats.auth_failure}")
     table = rows_table(result.rows)
-    pq.write_table(table, out / "judgements.parquet")
     summary = summarise(table, result.stats, config, backend.describe(),
                         time.perf_counter() - started)
     summary["items"] = {"judged": len(items), "total": total}
-    write_summary(out, summary)
+    # One set: each file renamed into place whole, the folder marked incomplete in between.
+    with stage_outputs(out_dir) as out:
+        with atomic_path(out / "judgements.parquet") as tmp:
+            pq.write_table(table, tmp)
+        write_summary(out, summary)
     return summary
 
 

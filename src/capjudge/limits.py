@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from capjudge.atomic import write_text
 from capjudge.client import window_budget
 
 # Buckets per window: bounds the state file at ~100 entries whatever the rpm.
@@ -95,9 +96,7 @@ def _read_json(path: Path, default: Any) -> Any:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data, separators=(",", ":")))
-    tmp.replace(path)
+    write_text(path, json.dumps(data, separators=(",", ":")))
 
 
 def scope_key(facts: dict[str, Any]) -> str:

@@ -48,6 +48,9 @@ _INVISIBLE = frozenset(
     | {chr(c) for c in range(0xFE00, 0xFE10)}  # variation selectors
     | {chr(c) for c in range(0xE0100, 0xE01F0)}  # variation selectors supplement
 )
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# Labels further than this from zero are not ratings but junk (1e300, overflowed exports).
+MAX_ABS_LABEL = 1e6
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _UTF8_BOM = b"\xef\xbb\xbf"
 # csv's default field limit (131,072 characters) would make one long caption fail the whole
@@ -87,7 +90,13 @@ class ValidRow:
 
 
 def text_problem(value: str) -> str | None:
-    """Return why a text is unacceptable (lone surrogates, control characters), else None."""
+    """Return why a text is unacceptable, else None.
+
+    Refused: lone surrogates, control characters, and the bidirectional embedding, override
+    and isolate controls (U+202A-U+202E, U+2066-U+2069), which make a text display in another
+    order than a judge reads it ("Trojan Source"); the plain direction marks U+200E/U+200F of
+    right-to-left text are accepted.
+    """
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -96,6 +105,10 @@ def text_problem(value: str) -> str | None:
     if bad:
         shown = ", ".join(sorted({f"U+{ord(c):04X}" for c in bad}))
         return f"contains control characters ({shown})"
+    bidi = {c for c in value if c in _BIDI_CONTROLS}
+    if bidi:
+        shown = ", ".join(sorted(f"U+{ord(c):04X}" for c in bidi))
+        return f"contains bidirectional override/isolate characters ({shown})"
     return None
 
 
@@ -231,7 +244,10 @@ def read_rows(path: str | Path) -> Iterator[RawRow]:
         raise ManifestError(f"{p}: manifest not found")
     suffix = p.suffix.lower()
     if suffix in {".jsonl", ".ndjson", ".json"}:
-        yield from _read_jsonl(p)
+        if _starts_with_array(p):
+            yield from _read_json_array(p)
+        else:
+            yield from _read_jsonl(p)
     elif suffix == ".csv":
         yield from _read_csv(p)
     elif suffix == ".parquet":
@@ -245,6 +261,90 @@ def _check_not_utf16(p: Path, head: bytes) -> None:
     # quarantining every line as "not valid UTF-8".
     if head.startswith(_UTF16_BOMS):
         raise ManifestError(f"{p}:1: the file is UTF-16 encoded; save it as UTF-8")
+
+
+class _Duplicates(list[str]):
+    """Keys seen twice in one JSON object while parsing (json keeps the last silently).
+
+    ``by_object`` maps each object that held a key twice (by id; the objects are kept alive
+    in ``_keep``) to those keys, so an array's elements can be told apart.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_object: dict[int, list[str]] = {}
+        self._keep: list[dict[str, Any]] = []
+
+    def hook(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        dups: list[str] = []
+        for key, value in pairs:
+            if key in out and key not in dups:
+                dups.append(key)
+            out[key] = value
+        if dups:
+            self.by_object[id(out)] = dups
+            self._keep.append(out)
+            self.extend(k for k in dups if k not in self)
+        return out
+
+    def within(self, value: Any) -> list[str]:
+        """The duplicated keys of ``value`` and of every object nested in it."""
+        found: list[str] = []
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, dict):
+                found += [k for k in self.by_object.get(id(v), []) if k not in found]
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
+        return found
+
+
+def _loads(text: str) -> tuple[Any, list[str]]:
+    """``json.loads`` that also returns the keys an object held twice."""
+    dups = _Duplicates()
+    return json.loads(text, object_pairs_hook=dups.hook), list(dups)
+
+
+def _duplicate_error(dups: list[str]) -> str | None:
+    if not dups:
+        return None
+    shown = ", ".join(repr(safe_text(k)) for k in dups[:5])
+    return f"duplicate key(s) {shown} in the row (which value is meant is unknown)"
+
+
+def _starts_with_array(p: Path) -> bool:
+    """Whether a JSON manifest's first non-blank byte (after a BOM) opens an array."""
+    with p.open("rb") as handle:
+        head = handle.read(4096)
+    _check_not_utf16(p, head)
+    return head.removeprefix(_UTF8_BOM).lstrip()[:1] == b"["
+
+
+def _read_json_array(p: Path) -> Iterator[RawRow]:
+    """A ``.json`` manifest holding one array of row objects (row n is element n, 1-based)."""
+    dups = _Duplicates()
+    try:
+        text = p.read_bytes().removeprefix(_UTF8_BOM).decode("utf-8")
+        rows = json.loads(text, object_pairs_hook=dups.hook)
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{p}: not valid UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg} at column "
+                            f"{exc.colno}); a .json manifest is one array of objects or one "
+                            "object per line") from None
+    except (ValueError, RecursionError) as exc:
+        raise ManifestError(f"{p}: cannot read the JSON array ({exc})") from None
+    if not isinstance(rows, list):
+        raise ManifestError(f"{p}: expected an array of objects")
+    for index, obj in enumerate(rows, start=1):
+        raw = safe_text(json.dumps(obj, ensure_ascii=False))[:500]
+        if not isinstance(obj, dict):
+            yield RawRow(index, None, raw, f"row is a JSON {type(obj).__name__}, not an object")
+            continue
+        yield RawRow(index, obj, raw, _duplicate_error(dups.within(obj)))
 
 
 def _read_jsonl(p: Path) -> Iterator[RawRow]:
@@ -264,7 +364,7 @@ def _read_jsonl(p: Path) -> Iterator[RawRow]:
                 yield _non_utf8_row(line_no, raw_bytes, exc)
                 continue
             try:
-                obj = json.loads(text)
+                obj, dups = _loads(text)
             except json.JSONDecodeError as exc:
                 raise ManifestError(
                     f"{p}:{line_no}: not valid JSON ({exc.msg} at column {exc.colno})"
@@ -289,7 +389,8 @@ def _read_jsonl(p: Path) -> Iterator[RawRow]:
                 yield RawRow(line_no, None, text.strip()[:500],
                              f"row is a JSON {type(obj).__name__}, not an object")
                 continue
-            yield RawRow(line_no, obj, text.strip()[:500])
+            # The row keeps its id (for the quarantine table) but is not used.
+            yield RawRow(line_no, obj, text.strip()[:500], _duplicate_error(dups))
 
 
 def _non_utf8_row(line_no: int, raw_bytes: bytes, exc: UnicodeDecodeError) -> RawRow:
@@ -327,26 +428,128 @@ def _read_csv(p: Path) -> Iterator[RawRow]:
         # header would be "\ufeffid" and every row "missing 'id'"); surrogateescape keeps a row
         # with a stray Latin-1 byte readable so it alone is quarantined, not the whole file.
         with p.open(newline="", encoding="utf-8-sig", errors="surrogateescape") as handle:
-            reader = csv.DictReader(handle)
-            for row_no, row in enumerate(reader, start=2):  # line 1 is the header
-                raw = safe_text(json.dumps(row, ensure_ascii=False))[:500]
-                bad = _row_bad_byte(row)
-                if bad is not None:
-                    row_id = row.get("id")
-                    data = {"id": row_id} if isinstance(row_id, str) and \
-                        _surrogate_escaped_byte(row_id) is None else None
-                    yield RawRow(row_no, data, raw, f"not valid UTF-8 (byte {bad:#04x})")
-                    continue
-                obj: dict[str, Any] = {}
-                for key, value in row.items():
-                    if key is None or value is None or value == "":
-                        continue
-                    # List/dict columns (references, views, labels) are JSON inside the cell.
-                    obj[key] = _maybe_json(value) if key in {"references", "views", "labels"} \
-                        else value
-                yield RawRow(row_no, obj, raw)
-    except csv.Error as exc:
-        raise ManifestError(f"{p}: CSV error: {exc}") from exc
+            text = handle.read()
+    except OSError as exc:
+        raise ManifestError(f"{p}: cannot read ({exc})") from None
+    lines = _physical_lines(text)
+    if not lines:
+        return
+    try:
+        header = next(csv.reader([lines[0]], strict=True))
+    except (csv.Error, StopIteration) as exc:
+        raise ManifestError(f"{p}:1: CSV header cannot be read ({exc})") from None
+    _check_columns(p, header)
+    for row_no, fields, error in _csv_records(lines, len(header)):
+        if error is not None:
+            raw = safe_text("".join(fields))[:500]
+            yield RawRow(row_no, None, raw, error)
+            continue
+        row: dict[Any, Any] = dict(zip(header, fields, strict=False))
+        if len(fields) > len(header):
+            row[None] = fields[len(header):]
+        raw = safe_text(json.dumps(row, ensure_ascii=False))[:500]
+        if None in row:
+            row_id = row.get("id")
+            yield RawRow(row_no, {"id": row_id} if isinstance(row_id, str) else None, raw,
+                         f"row has {len(fields)} fields, the header {len(header)} (a comma "
+                         "in an unquoted field?)")
+            continue
+        bad = _row_bad_byte(row)
+        if bad is not None:
+            row_id = row.get("id")
+            data = {"id": row_id} if isinstance(row_id, str) and \
+                _surrogate_escaped_byte(row_id) is None else None
+            yield RawRow(row_no, data, raw, f"not valid UTF-8 (byte {bad:#04x})")
+            continue
+        obj: dict[str, Any] = {}
+        broken: list[str] = []
+        for key, value in row.items():
+            if key is None or value is None or value == "":
+                continue
+            # List/dict columns (references, views, labels) are JSON inside the cell.
+            obj[key] = _maybe_json(value) if key in _JSON_COLUMNS else value
+            if key in _JSON_COLUMNS and value.strip()[:1] in ("[", "{") \
+                    and isinstance(obj[key], str):
+                broken.append(key)
+        error = (f"column(s) {', '.join(map(repr, broken))} start like JSON but are not "
+                 "valid JSON") if broken else None
+        yield RawRow(row_no, obj, raw, error)
+
+
+_JSON_COLUMNS = frozenset({"references", "views", "labels"})
+
+
+def _check_columns(p: Path, columns: list[str]) -> None:
+    """Refuse a table without the columns every row needs (rather than quarantine them all).
+
+    Raises:
+        ManifestError: no ``id`` or no ``candidate`` column, or no media column.
+    """
+    missing = [c for c in ("id", "candidate") if c not in columns]
+    if not any(c in columns for c in MEDIA_KEYS):
+        missing.append("image/video/views")
+    if missing:
+        raise ManifestError(f"{p}:1: no {', '.join(repr(m) for m in missing)} column "
+                            f"(columns: {', '.join(map(repr, columns[:20]))})")
+
+
+# The most physical lines one CSV record may span (a caption with line breaks); an unclosed
+# quote would otherwise swallow the rest of the file into one field.
+_CSV_MAX_SPAN = 64
+
+
+def _physical_lines(text: str) -> list[str]:
+    """``text`` split after each line feed (line ends kept; other separators are content)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _one_record(text: str) -> list[str] | None:
+    """The fields of ``text`` if it is exactly one well-formed CSV record, else None."""
+    try:
+        rows = list(csv.reader([text] if "\n" not in text.rstrip("\r\n") else
+                               text.splitlines(keepends=True), strict=True))
+    except csv.Error:
+        return None
+    return rows[0] if len(rows) == 1 else None
+
+
+def _csv_records(lines: list[str], width: int) -> Iterator[tuple[int, list[str], str | None]]:
+    """(first line number, fields, error) for every record after the header line.
+
+    A record is the shortest run of physical lines that parses as one well-formed record
+    (strict quoting). A run of several lines (a quoted line break) is accepted only when none
+    of its continuation lines is on its own a complete record of the header's width, so an
+    unclosed quote can never merge the next rows into a field: the line that opens it is
+    quarantined (``error``) and reading resumes on the next line.
+    """
+    i = 1
+    while i < len(lines):
+        if not lines[i].strip():
+            i += 1
+            continue
+        found: tuple[int, list[str]] | None = None
+        for j in range(i, min(len(lines), i + _CSV_MAX_SPAN)):
+            fields = _one_record("".join(lines[i:j + 1]))
+            if fields is not None:
+                found = (j, fields)
+                break
+        if found is not None and found[0] > i and any(
+                (alone := _one_record(line)) is not None and len(alone) == width
+                and alone[0].strip() for line in lines[i + 1:found[0] + 1]):
+            found = None  # it would swallow whole rows: an unclosed quote, not a line break
+        if found is None:
+            yield i + 1, [lines[i].rstrip("\r\n")], (
+                "CSV parse error: unclosed or misplaced quote (the row is quarantined alone; "
+                "the next lines are read as their own rows)")
+            i += 1
+            continue
+        j, fields = found
+        yield i + 1, fields, None
+        i = j + 1
 
 
 def _row_bad_byte(row: dict[Any, Any]) -> int | None:
@@ -366,6 +569,7 @@ def _read_parquet(p: Path) -> Iterator[RawRow]:
         table = pq.read_table(p)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a broken file
         raise ManifestError(f"{p}: not a readable Parquet file ({exc})") from exc
+    _check_columns(p, list(table.column_names))
     columns: dict[str, list[Any]] = {}
     errors: dict[int, str] = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
@@ -453,6 +657,38 @@ def _from_arrow(value: Any, typ: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class FieldLimits:
+    """Caps on what a row may hold besides its candidate (``params.yaml: ingest``).
+
+    Attributes:
+        max_reference_chars: the longest reference (references are sent whole; None: no
+            limit).
+        max_references: the most references a row may have (None: no limit).
+        label_scales: a declared scale per label name (``{"overall": [1, 5]}``): a label
+            outside its scale is refused. Labels without one must lie within
+            +-:data:`MAX_ABS_LABEL`.
+    """
+
+    max_reference_chars: int | None = 20_000
+    max_references: int | None = 100
+    label_scales: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def label_problem(self, name: str, value: float | None) -> str | None:
+        """Why a finite label value is refused (outside its declared scale or absurd), else None."""
+        if value is None:
+            return None
+        scale = self.label_scales.get(name)
+        if scale is not None:
+            low, high = scale
+            if not low <= value <= high:
+                return f"is {value:g}, outside its declared scale {low:g}..{high:g}"
+            return None
+        if abs(value) > MAX_ABS_LABEL:
+            return f"is {value:g}, not a rating (|label| > {MAX_ABS_LABEL:g})"
+        return None
+
+
 def _number(value: Any) -> tuple[float | None, str | None]:
     """A label value as a finite float, or (None, what is wrong with it)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
@@ -474,14 +710,15 @@ def _number(value: Any) -> tuple[float | None, str | None]:
     return number, None
 
 
-def validate_fields(row: RawRow, max_candidate_chars: int | None = None
-                    ) -> tuple[ValidRow | None, list[str]]:
+def validate_fields(row: RawRow, max_candidate_chars: int | None = None,
+                    limits: FieldLimits | None = None) -> tuple[ValidRow | None, list[str]]:
     """Check types and texts of one row.
 
     Args:
         row: a row from :func:`read_rows`.
         max_candidate_chars: the longest candidate accepted, in characters (None: no limit). A
             longer one is refused rather than cut: a judge must see the whole text it scores.
+        limits: caps on references and label values (default: :class:`FieldLimits`).
 
     Returns:
         ``(row, [])`` for a valid row, ``(None, reasons)`` otherwise.
@@ -548,15 +785,25 @@ def validate_fields(row: RawRow, max_candidate_chars: int | None = None
         reasons.append("'candidate' is empty" + (
             " (only invisible characters)" if candidate.strip() else ""))
 
+    limits = limits or FieldLimits()
     references: list[str] = []
     refs = d.get("references", [])
     if isinstance(refs, str):
         refs = [refs]  # a lone reference string is unambiguous; accept it
     if not isinstance(refs, list):
         reasons.append(f"'references' must be a list of strings, got {type(refs).__name__}")
+    elif limits.max_references is not None and len(refs) > limits.max_references:
+        # References are sent in the prompt, whole: 10,000 of them are not a caption's.
+        reasons.append(f"too many references ({len(refs):,}; the limit is "
+                       f"{limits.max_references:,}, max_references)")
     else:
         for i, ref in enumerate(refs):
-            if not isinstance(ref, str):
+            if isinstance(ref, str) and limits.max_reference_chars is not None \
+                    and len(ref) > limits.max_reference_chars:
+                reasons.append(f"references[{i}] is too long ({len(ref):,} characters; the "
+                               f"limit is {limits.max_reference_chars:,}, "
+                               "max_reference_chars)")
+            elif not isinstance(ref, str):
                 reasons.append(f"references[{i}] must be a string, got {type(ref).__name__}")
             elif (problem := text_problem(ref)) is not None:
                 reasons.append(f"references[{i}] {problem}")
@@ -577,6 +824,7 @@ def validate_fields(row: RawRow, max_candidate_chars: int | None = None
                     reasons.append(f"labels[{name!r}] is an empty list")
                     continue
                 checked = [_number(v) for v in value]
+                checked = [(n, why or limits.label_problem(name, n)) for n, why in checked]
                 problems = [(i, bad) for i, (_, bad) in enumerate(checked) if bad]
                 if problems:
                     reasons.append(f"labels[{name!r}][{problems[0][0]}] {problems[0][1]}")
@@ -584,6 +832,7 @@ def validate_fields(row: RawRow, max_candidate_chars: int | None = None
                     labels[name] = [n for n, _ in checked if n is not None]
             else:
                 num, why = _number(value)
+                why = why or limits.label_problem(name, num)
                 if why:
                     reasons.append(f"labels[{name!r}] {why}")
                 elif num is not None:

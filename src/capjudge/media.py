@@ -28,6 +28,8 @@ from typing import Any, Literal, cast
 
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
+from capjudge.atomic import atomic_path, write_bytes
+
 PANEL = 512
 """Side of one square panel in a tile (G-VEval: three 512x512 frames make a 1536x512 image)."""
 
@@ -342,10 +344,7 @@ def prepare_judge_image(path: str | Path, media_sha256: str, out_dir: str | Path
     digest = hashlib.sha256(data).hexdigest()
     target = Path(out_dir) / f"{digest}{ext}"
     if not (target.is_file() and sha256_file(target) == digest):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        write_bytes(target, data)
     note = ", ".join(problems)
     if info.n_frames > 1:
         note += "; first frame only"
@@ -400,10 +399,8 @@ def tile_panels(images: Sequence[Image.Image], label: str) -> Image.Image:
 
 def save_png(img: Image.Image, path: Path) -> str:
     """Write a PNG atomically and return its sha256."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    img.save(tmp, format="PNG", optimize=False)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        img.save(tmp, format="PNG", optimize=False)
     return sha256_file(path)
 
 

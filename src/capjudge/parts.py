@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from capjudge.atomic import atomic_path, write_json
 from capjudge.item import Item
 from capjudge.methods.base import item_image
 
@@ -99,11 +100,9 @@ def combine_part_dirs(part_dirs: Sequence[str | Path], out_dir: str | Path,
     for name in names:
         files = [Path(d) / name for d in part_dirs if (Path(d) / name).is_file()]
         schema = pq.read_schema(files[0])
-        tmp = out / f".{name}.tmp"
-        with pq.ParquetWriter(tmp, schema) as writer:
+        with atomic_path(out / name) as tmp, pq.ParquetWriter(tmp, schema) as writer:
             for file in files:
                 writer.write_table(pq.read_table(file, schema=schema))
-        tmp.replace(out / name)
     summary: dict[str, Any] = {}
     for d in part_dirs:
         file = Path(d) / "summary.json"
@@ -111,7 +110,7 @@ def combine_part_dirs(part_dirs: Sequence[str | Path], out_dir: str | Path,
             _merge(summary, json.loads(file.read_text()))
     if seconds is not None:
         summary["seconds"] = round(seconds, 2)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    write_json(out / "summary.json", summary)
     return summary
 
 

@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from capjudge.atomic import write_json
+
 
 def fingerprint(judge: str, backend_id: str, backend_options: dict[str, Any],
                 probe: bool = True) -> dict[str, Any]:
@@ -71,10 +73,8 @@ class WatchState:
 
     def save(self, state: dict[str, Any]) -> None:
         """Write ``state`` to ``watch.json`` atomically (through a temporary file)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
-        tmp.replace(self.path)
+        # A per-process temporary name: two watchers saving at once cannot clash.
+        write_json(self.path, state)
 
     def record(self, event: dict[str, Any]) -> None:
         """Append ``event``, stamped with the current UTC time, to the event log."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -214,6 +215,13 @@ class JudgeResponse:
     cache_key: str = ""  # set by the client (computed once per request); not stored
     logliks: list[float] = field(default_factory=list)  # likelihood requests: per pair
     lengths: list[int] = field(default_factory=list)  # tokens of each scored text
+    # The backend's raw answer where it can be read again (OpenAI: the tokens with their top
+    # log-probabilities and the follow-ups' continuations), so a change of reading rules
+    # re-reads a cached answer instead of asking again. None: nothing to re-read.
+    raw: dict[str, Any] | None = None
+    # The settings the statuses were derived with ({"min_mass": .., "reading_rules": ..});
+    # set by the client when it stores the answer, compared when it reads it back.
+    read_with: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: the shape (and key order) of ``asdict`` less ``cache_key``.
@@ -253,6 +261,8 @@ class JudgeResponse:
             "cached": self.cached,
             "logliks": list(self.logliks),
             "lengths": list(self.lengths),
+            "raw": self.raw,
+            "read_with": dict(self.read_with),
         }
 
     @classmethod
@@ -304,18 +314,29 @@ class JudgeResponse:
             cache_key=get("cache_key", ""),
             logliks=list(get("logliks") or []),
             lengths=list(get("lengths") or []),
+            raw=get("raw"),
+            read_with=dict(get("read_with") or {}),
         )
 
 
 class BackendError(Exception):
-    """A call failed. ``transient`` errors are retried by the client (429, 5xx, timeouts)."""
+    """A call failed. ``transient`` errors are retried by the client (429, 5xx, timeouts).
+
+    ``auth`` marks an authentication failure (a rejected or missing key): the client stops
+    sending at once. The message is redacted of credentials
+    (:func:`capjudge.credentials.redact`) when the error is made, since a server may repeat
+    the key it was sent.
+    """
 
     def __init__(self, message: str, *, transient: bool, retry_after: float | None = None,
-                 status: Status = "error") -> None:
-        super().__init__(message)
-        self.transient = transient
+                 status: Status = "error", auth: bool = False) -> None:
+        from capjudge.credentials import redact
+
+        super().__init__(redact(message))
+        self.transient = transient and not auth
         self.retry_after = retry_after
         self.status: Status = status
+        self.auth = auth
 
 
 @dataclass(frozen=True)
@@ -400,6 +421,19 @@ class Backend(ABC):
         """``response`` finished with the answers to :meth:`follow_ups` (default: unchanged)."""
         return response
 
+    def reread(self, request: JudgeRequest, response: JudgeResponse) -> JudgeResponse:
+        """A cached answer's statuses derived again from this backend's current settings.
+
+        The cache stores the answer; whether it is ``low_mass`` depends on ``min_mass``, which
+        is not part of the cache key (changing it must not ask again). The default re-applies
+        ``min_mass`` to each slot's stored mass (:func:`apply_min_mass`); a backend that keeps
+        its raw answer (``response.raw``) also re-reads it when the reading rules changed.
+        """
+        min_mass = getattr(self, "min_mass", None)
+        if isinstance(min_mass, (int, float)):
+            return apply_min_mass(response, float(min_mass))
+        return response
+
     def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
         """What identifies the model this backend serves *now* (the watch flow hashes it).
 
@@ -408,3 +442,47 @@ class Backend(ABC):
         spend tokens.
         """
         return {"snapshot": self.snapshot()}
+
+
+_MASS_REASON = re.compile(r"^captured mass (?P<mass>[0-9.]+) < (?P<min>[0-9.eE+-]+)(?P<rest>.*)$",
+                          re.DOTALL)
+
+
+def apply_min_mass(response: JudgeResponse, min_mass: float) -> JudgeResponse:
+    """``response`` with every slot's ``low_mass`` flag set from its mass and ``min_mass``.
+
+    Only what ``min_mass`` decides changes: a slot whose mass is below it becomes
+    ``low_mass`` (reason ``captured mass M < min_mass``); a slot that was ``low_mass`` only
+    for an earlier, higher ``min_mass`` (its reason says so) becomes ``ok``. Slots flagged for
+    another reason (unobserved digit paths), failed, skipped and text-only slots are kept.
+    The response status is the worst slot's again. Returns ``response`` (changed in place).
+    """
+    if response.status not in ("ok", "low_mass") or not response.slots:
+        return response
+    changed = False
+    for s in response.slots:
+        if s.mass is None or s.probs is None or s.status not in ("ok", "low_mass"):
+            continue
+        by_threshold = s.status == "low_mass" and s.reason is not None \
+            and (m := _MASS_REASON.match(s.reason)) is not None
+        if s.status == "ok" and s.mass < min_mass:
+            s.status, s.reason = "low_mass", f"captured mass {s.mass:.3f} < {min_mass}"
+            changed = True
+        elif by_threshold:
+            assert m is not None
+            rest = m.group("rest").removeprefix("; ")
+            if s.mass >= min_mass:
+                s.status, s.reason = "ok", rest or None
+            else:
+                s.reason = f"captured mass {s.mass:.3f} < {min_mass}" + (
+                    f"; {rest}" if rest else "")
+            changed = True
+    if changed:
+        response.status = worst_status([s.status for s in response.slots])
+        reason = "; ".join(f"{s.name}: {s.reason}" for s in response.slots
+                           if s.status != "ok" and s.reason)
+        if response.status == "ok":
+            response.reason = None
+        elif reason:
+            response.reason = reason
+    return response

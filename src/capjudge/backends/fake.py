@@ -30,6 +30,18 @@ from capjudge.backends.base import (
 from capjudge.cost import request_tokens
 from capjudge.scoring import normalise
 
+SCRIPTS = ("hash", "fail", "refuse", "lowmass")
+
+
+def _known_script(spec: str) -> bool:
+    if spec in SCRIPTS:
+        return True
+    kind, _, number = spec.partition(":")
+    try:
+        return kind == "const" and bool(number) and int(number) == int(number)
+    except ValueError:
+        return False
+
 
 class FakeBackend(Backend):
     """Deterministic scripted distributions (see module doc)."""
@@ -40,6 +52,10 @@ class FakeBackend(Backend):
         self.backend_id = f"fake/{spec}"
         vision = spec.endswith("+vision")
         self.spec = spec.removesuffix("+vision")
+        if not _known_script(self.spec):
+            # A typo must not produce scores from some default script.
+            raise BackendError(f"unknown fake script {spec!r}; scripts: {', '.join(SCRIPTS)}, "
+                               "const:N (+vision accepts images)", transient=False)
         self.min_mass = min_mass
         self.calls = 0
         self.capabilities = Capabilities(vision=vision, distribution="logprobs", max_batch=16,
@@ -88,7 +104,8 @@ class FakeBackend(Backend):
             probs, mass = normalise(raw, slot.values)
             status: Status = "low_mass" if mass < self.min_mass else "ok"
             slots.append(SlotResult(slot.name, slot.values, probs, mass, "logprobs", status,
-                                    f"captured mass {mass:.3f}" if status != "ok" else None,
+                                    f"captured mass {mass:.3f} < {self.min_mass}"
+                                    if status != "ok" else None,
                                     centre))
             label = f"{slot.label}: " if slot.label else "The final score is "
             lines.append(f"{label}{slot.anchor}{centre}{slot.anchor}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import mimetypes
 import os
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -44,6 +45,7 @@ from capjudge.backends.base import (
     worst_status,
 )
 from capjudge.backends.logprobs import (
+    READING_RULES_VERSION,
     TokenLogprob,
     TreeReading,
     add_continuation,
@@ -65,16 +67,33 @@ NO_LOGPROBS_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 _CONTINUATION_FIELDS = ("continue_final_message", "add_generation_prompt")
 
 
-def image_data_url(part: ImagePart) -> str:
-    """A picture as a ``data:`` URL (PNG/JPEG/WebP/GIF by extension).
+def sniff_image_type(data: bytes) -> str | None:
+    """The MIME type of image bytes from their signature (PNG, JPEG, GIF, WebP), else None.
 
-    It is built from bytes verified against the picture's hash.
+    The content decides, never the file name: WebP bytes named ``.png`` are ``image/webp``.
+    """
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def image_data_url(part: ImagePart) -> str:
+    """A picture as a ``data:`` URL, typed by its content (PNG/JPEG/WebP/GIF).
+
+    It is built from bytes verified against the picture's hash; the extension is a fallback
+    only for bytes of no known signature.
 
     Raises:
         capjudge.media_check.MediaChangedError: the file no longer hashes to ``part.sha256``.
     """
-    mime = mimetypes.guess_type(part.path)[0] or "image/png"
     data = read_verified(part)
+    mime = sniff_image_type(data) or mimetypes.guess_type(part.path)[0] or "image/png"
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
@@ -94,6 +113,21 @@ def to_openai_messages(request: JudgeRequest) -> list[dict[str, Any]]:
                 content.append({"type": "text", "text": part})
         out.append({"role": message.role, "content": content})
     return out
+
+
+_AUTH_WORDS = re.compile(r"(?i)api[ _-]?key|auth|credential|unauthori[sz]ed|"
+                         r"invalid[_ ]key|incorrect[_ ]key|permission")
+
+
+def is_auth_failure(code: int, message: str, error_code: Any = None) -> bool:
+    """Whether an HTTP error is an authentication failure (the run must stop).
+
+    401 always is; 403 when the body says it is about the key or permissions (a 403 that a
+    reasoning model returns for a logprobs request is a refusal, not an auth failure).
+    """
+    if code == 401:
+        return True
+    return code == 403 and bool(_AUTH_WORDS.search(f"{message} {error_code or ''}"))
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -262,9 +296,11 @@ class OpenAIBackend(Backend):
         except openai.APIStatusError as exc:
             code = exc.status_code
             transient = code in (408, 409) or code >= 500
-            status: Status = "refused" if code == 403 else "error"
+            auth = is_auth_failure(code, exc.message, getattr(exc, "code", None))
+            status: Status = "refused" if code == 403 and not auth else "error"
             return BackendError(f"HTTP {code}: {exc.message}", transient=transient,
-                                retry_after=_retry_after(exc.response.headers), status=status)
+                                retry_after=_retry_after(exc.response.headers), status=status,
+                                auth=auth)
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
             return BackendError(f"{type(exc).__name__}: {exc}", transient=True)
         except (openai.APIResponseValidationError, ValueError) as exc:
@@ -316,11 +352,30 @@ class OpenAIBackend(Backend):
                     readings[i].notes.append(self._continue_off_reason or "")
                 slots.append(finish(readings[i], self.min_mass))
         response = _response(text, slots, choice.finish_reason, request, base)
+        if tokens:
+            # The raw answer, so a change of reading rules re-reads it (reread), never re-asks.
+            response.raw = {"tokens": [[t.token, t.logprob, [list(a) for a in t.top]]
+                                       for t in tokens],
+                            "finish_reason": choice.finish_reason,
+                            "notes": {str(i): list(r.notes) for i, r in readings.items()
+                                      if r.notes}}
         if self.continue_digits and any(follow_up_prefixes(r) for r in readings.values()):
             joined = "".join(t.token for t in tokens or [])
             with self._pending_lock:
                 self._pending[id(response)] = _Pending(joined, readings, set(), [])
         return response
+
+    def reread(self, request: JudgeRequest, response: JudgeResponse) -> JudgeResponse:
+        """A cached answer under the current settings and reading rules (never asked again).
+
+        An answer stored under other reading rules (:data:`READING_RULES_VERSION`) is read
+        again from its raw tokens and follow-up continuations; otherwise only ``min_mass`` is
+        re-applied (:meth:`Backend.reread`).
+        """
+        stale = response.read_with.get("reading_rules") != READING_RULES_VERSION
+        if stale and response.raw and response.raw.get("tokens") and request.slots:
+            return _reread_raw(self, request, response)
+        return super().reread(request, response)
 
     # -- continuation follow-ups (digit-split tokenizers) -----------------------------------
 
@@ -367,6 +422,9 @@ class OpenAIBackend(Backend):
         if pending is None:
             return response
         usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens)
+        raw = dict(response.raw or {})
+        followed: dict[str, dict[str, Any]] = {
+            k: dict(v) for k, v in (raw.get("after") or {}).items()}
         for (i, prefix), answer in zip(pending.batch, answers, strict=True):
             reading = pending.readings[i]
             if not answer.cached:
@@ -375,6 +433,7 @@ class OpenAIBackend(Backend):
             node = continuation_from_result(answer.slots[0]) if answer.slots else None
             if answer.status == "ok" and node is not None:
                 add_continuation(reading, prefix, node)
+                followed.setdefault(str(i), {})[prefix] = dict(node)  # kept raw (reread)
                 continue
             why = answer.reason or (answer.slots[0].reason if answer.slots else None)
             if answer.status == "error" and why and "HTTP 4" in why:
@@ -394,12 +453,45 @@ class OpenAIBackend(Backend):
                 "system_fingerprint": response.system_fingerprint,
                 "latency_s": response.latency_s}
         done = _response(response.text, slots, None, request, base)
+        if raw:
+            done.raw = {**raw, "after": followed,
+                        "notes": {str(i): list(r.notes) for i, r in pending.readings.items()
+                                  if r.notes}}
         if self.continue_digits and any(
                 set(follow_up_prefixes(r)) - {p for j, p in pending.asked if j == i}
                 for i, r in pending.readings.items()):
             with self._pending_lock:
                 self._pending[id(done)] = pending  # "10" after "1": another round
         return done
+
+
+def _reread_raw(backend: OpenAIBackend, request: JudgeRequest, response: JudgeResponse
+                ) -> JudgeResponse:
+    """``response`` read again from its raw tokens under the current reading rules."""
+    raw = response.raw or {}
+    tokens = [TokenLogprob(str(t), float(lp), tuple((str(a), float(b)) for a, b in top))
+              for t, lp, top in raw["tokens"]]
+    after = raw.get("after") or {}
+    notes = raw.get("notes") or {}
+    slots: list[SlotResult] = []
+    for i, slot in enumerate(request.slots):
+        if slot.position == "next":
+            slots.append(read_next(tokens, slot))
+            continue
+        reading = read_tree(tokens, slot)
+        for prefix, node in (after.get(str(i)) or {}).items():
+            add_continuation(reading, prefix, node)
+        reading.notes.extend(n for n in notes.get(str(i), []) if n not in reading.notes)
+        slots.append(finish(reading, backend.min_mass))
+    base = {"usage": response.usage, "model": response.model,
+            "system_fingerprint": response.system_fingerprint,
+            "latency_s": response.latency_s}
+    done = _response(response.text, slots, raw.get("finish_reason"), request, base)
+    done.raw = raw
+    done.attempts = response.attempts
+    done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
+                      "min_mass": backend.min_mass}
+    return done
 
 
 @dataclass

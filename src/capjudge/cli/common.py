@@ -14,6 +14,35 @@ class UsageError(Exception):
     """Bad arguments or unreadable input: exit code 2 with the message."""
 
 
+def bounded(kind: type, low: float | None = None, high: float | None = None, *,
+            strict_low: bool = False) -> Any:
+    """An argparse ``type=`` that parses ``kind`` and refuses values out of range (or nan).
+
+    argparse turns the refusal into its one-line error and exit 2, before anything runs.
+    """
+    import math
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a{'n integer' if kind is int else ' number'}:"
+                                             f" {text!r}") from None
+        bad = isinstance(value, float) and not math.isfinite(value)
+        if low is not None:
+            bad = bad or (value <= low if strict_low else value < low)
+        if high is not None:
+            bad = bad or value > high
+        if bad:
+            want = f"{'>' if strict_low else '>='} {low:g}" if low is not None else ""
+            if high is not None:
+                want = f"in {low:g}..{high:g}" if low is not None else f"<= {high:g}"
+            raise argparse.ArgumentTypeError(f"must be {want}, got {text}")
+        return value
+
+    return parse
+
+
 def add_judge_options(p: argparse.ArgumentParser) -> None:
     """--method (choices from the method registry), --backend and the client settings."""
     from capjudge.backends import DEFAULT_BACKEND, backend_kinds
@@ -28,6 +57,8 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-retry-after", type=float, default=None, metavar="SECONDS",
                    help="longest Retry-After to wait (default 120); a request asked to wait "
                         "longer fails with the reason")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="client timeout of one call (default 120; judge setting timeout_s)")
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--min-mass", type=float, default=0.5,
                    help="below this captured probability mass a judgement is 'low_mass'")
@@ -49,17 +80,17 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
     from capjudge.judge import JudgeConfig
 
     options: dict[str, Any] = {}
+    templates = getattr(args, "templates", None)
+    if templates and not (Path(templates) / "templates.yaml").is_file():
+        raise UsageError(f"--templates {templates}: no templates.yaml in that folder")
     if args.base_url:
         options["base_url"] = args.base_url
-    prices: dict[str, Any] = {}
-    params = Path(args.params)
-    if params.is_file():
-        import yaml
-
-        prices = (yaml.safe_load(params.read_text()) or {}).get("judge", {}).get("prices", {})
+    prices = read_prices(Path(args.params))
     extra: dict[str, Any] = {}
     if getattr(args, "max_retry_after", None) is not None:
         extra["max_retry_after_s"] = args.max_retry_after
+    if getattr(args, "timeout", None) is not None:
+        extra["timeout_s"] = args.timeout
     settings: dict[str, Any] = {"method": args.method}
     if getattr(args, "templates", None):
         settings["method_options"] = {"templates": str(args.templates)}
@@ -74,4 +105,42 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
                            cache_dir=str(args.cache_dir) if args.cache_dir else None,
                            **settings, **extra)
     except ValueError as exc:  # refused settings, e.g. credentials in --base-url
-        raise UsageError(str(exc)) from exc
+        raise UsageError(flag_message(str(exc))) from exc
+
+
+# Judge settings and the flags that set them, so a refusal names what the user typed.
+_FLAGS = {"max_tokens": "--max-tokens", "min_mass": "--min-mass", "limit": "--limit",
+          "max_retry_after_s": "--max-retry-after", "timeout_s": "--timeout"}
+
+
+def flag_message(message: str) -> str:
+    """``"max_tokens must be ..."`` as ``"--max-tokens (max_tokens) must be ..."``."""
+    setting, sep, rest = message.partition(" must be ")
+    if sep and setting in _FLAGS:
+        return f"{_FLAGS[setting]} ({setting}) must be {rest}"
+    return message
+
+
+def read_prices(params: Path) -> dict[str, Any]:
+    """``judge.prices`` of a params file (empty when the file does not exist).
+
+    Raises:
+        UsageError: the file is not YAML, or it or its ``judge``/``prices`` is not a mapping.
+    """
+    if not params.is_file():
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(params.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
+        raise UsageError(f"--params {params}: not readable YAML "
+                         f"({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--params {params}: expected a mapping at the top level, got "
+                         f"{type(data).__name__}")
+    judge = data.get("judge") or {}
+    prices = judge.get("prices") or {} if isinstance(judge, dict) else None
+    if not isinstance(prices, dict):
+        raise UsageError(f"--params {params}: judge.prices must be a mapping")
+    return prices

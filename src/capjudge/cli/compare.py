@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from capjudge.cli.common import EXIT_OK, UsageError
+from capjudge.cli.common import EXIT_OK, UsageError, bounded
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,8 +36,8 @@ def register(sub: Any) -> None:
     p.add_argument("--registry", default=".capjudge-runs")
     p.add_argument("--series", nargs=2, metavar=("A_KEY", "B_KEY"),
                    help="compare judge/mode A_KEY of run A with B_KEY of run B")
-    p.add_argument("--threshold", type=float,
+    p.add_argument("--threshold", type=bounded(float),
                    help="pass/fail cut (default: the method's declared pass mark)")
-    p.add_argument("--bootstrap", type=int, default=500)
+    p.add_argument("--bootstrap", type=bounded(int, 0), default=500)
     p.add_argument("--out", default="reports/compare")
     p.set_defaults(func=run)

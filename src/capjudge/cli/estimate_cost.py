@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from capjudge.cli.common import EXIT_OK, UsageError, add_judge_options, judge_config
+from capjudge.cli.common import EXIT_OK, UsageError, add_judge_options, bounded, judge_config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +59,6 @@ def register(sub: Any) -> None:
     p.add_argument("--items", type=Path, default=Path("data/ingest/items.parquet"))
     p.add_argument("--modes", nargs="+")
     p.add_argument("--text-only", action="store_true", help="as for a backend without vision")
-    p.add_argument("--expected-completion", type=int, default=250,
+    p.add_argument("--expected-completion", type=bounded(int, 0), default=250,
                    help="typical reasoning length in tokens")
     p.set_defaults(func=run, backend="openai/gpt-4o-2024-08-06")

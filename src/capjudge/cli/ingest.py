@@ -15,9 +15,23 @@ def run(args: argparse.Namespace) -> int:
     from capjudge.ingest import IngestConfig, ingest
     from capjudge.manifest import ManifestError
 
-    config = IngestConfig(frame_policy=args.frame_policy, uniform_frames=args.frames,
-                          decode_timeout_s=args.decode_timeout,
-                          max_candidate_chars=args.max_candidate_chars or None)
+    # 0 means no limit (documented), a negative is refused by IngestConfig.
+    def cap(value: int) -> int | None:
+        return None if value == 0 else value  # 0: no limit (documented); negatives refused
+
+    try:
+        config = IngestConfig(frame_policy=args.frame_policy, uniform_frames=args.frames,
+                              decode_timeout_s=args.decode_timeout,
+                              max_candidate_chars=cap(args.max_candidate_chars),
+                              max_reference_chars=cap(args.max_reference_chars),
+                              max_references=cap(args.max_references))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    if not args.media_root.is_dir():
+        raise UsageError(f"--media-root {args.media_root}: not a folder")
     from capjudge.progress import Progress
 
     progress = Progress("ingest", "row")
@@ -54,5 +68,9 @@ def register(sub: Any) -> None:
                    help="seconds allowed to decode one video")
     p.add_argument("--max-candidate-chars", type=int, default=20_000,
                    help="longer candidates are quarantined (0: no limit)")
+    p.add_argument("--max-reference-chars", type=int, default=20_000,
+                   help="longer references are quarantined (0: no limit)")
+    p.add_argument("--max-references", type=int, default=100,
+                   help="rows with more references are quarantined (0: no limit)")
     p.add_argument("--strict", action="store_true", help="exit 3 if any row is quarantined")
     p.set_defaults(func=run)

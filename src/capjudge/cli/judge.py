@@ -7,30 +7,37 @@ import json
 from pathlib import Path
 from typing import Any
 
-from capjudge.cli.common import EXIT_OK, EXIT_STRICT, UsageError, add_judge_options, judge_config
+from capjudge.cli.common import (
+    EXIT_OK,
+    EXIT_STRICT,
+    UsageError,
+    add_judge_options,
+    flag_message,
+    judge_config,
+)
 
 
 def run(args: argparse.Namespace) -> int:
     """Judge and write judgements.parquet + summary.json (exit 3 on failures with --strict)."""
+    from dataclasses import replace
+
     from capjudge.backends.base import BackendError
+    from capjudge.client import AuthError
     from capjudge.judge import run_judge
 
     config = judge_config(args, args.modes)
-    config.limit = args.limit
-    if args.submit != "sync" or args.batch_option:
-        from dataclasses import replace
-
-        try:
-            config = replace(config, submit=args.submit,
-                             batch_options=batch_options(args.batch_option))
-        except ValueError as exc:  # an unknown batch option, a negative limit
-            raise UsageError(str(exc)) from exc
+    try:
+        # replace() runs the config's checks again (--limit >= 1, batch options).
+        config = replace(config, limit=args.limit, submit=args.submit,
+                         batch_options=batch_options(args.batch_option))
+    except ValueError as exc:  # an unknown batch option, a limit below 1
+        raise UsageError(flag_message(str(exc))) from exc
     from capjudge.progress import Progress
 
     progress = Progress(f"judge {config.method}", "request")
     try:
         summary = run_judge(args.items, args.out, config, progress=progress)
-    except (BackendError, ValueError) as exc:
+    except (BackendError, ValueError, AuthError) as exc:
         raise UsageError(str(exc)) from exc
     finally:
         progress.close()

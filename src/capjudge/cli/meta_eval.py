@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from capjudge.cli.common import EXIT_OK, UsageError, add_judge_options
+from capjudge.cli.common import EXIT_OK, UsageError, add_judge_options, bounded
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,11 +54,13 @@ def register(sub: Any) -> None:
     p.add_argument("--dataset", required=True, choices=dataset_names())
     p.add_argument("--path", type=Path, required=True, help="the dataset file")
     p.add_argument("--protocol", help="scoring protocol (default: the dataset's usual one)")
-    p.add_argument("--refs", type=int, help="references the baselines see (default: protocol)")
+    p.add_argument("--refs", type=bounded(int, 0),
+                   help="references the baselines see (default: protocol)")
     p.add_argument("--metrics", default="", help="comma list of bleu1,bleu4,meteor,rougeL,cider")
     p.add_argument("--judge", action="append",
                    help="METHOD[:MODE] scored with --backend (repeatable), e.g. gveval:ref-only")
-    p.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% CIs")
-    p.add_argument("--limit", type=int, help="only the first N candidates/pairs")
+    p.add_argument("--bootstrap", type=bounded(int, 0), default=1000,
+                   help="resamples for the 95%% CIs")
+    p.add_argument("--limit", type=bounded(int, 1), help="only the first N candidates/pairs")
     p.add_argument("--json", type=Path, help="write the result JSON here")
     p.set_defaults(func=run)

@@ -68,6 +68,35 @@ def adhoc_item(args: argparse.Namespace, frame_policy: str | None = None) -> Any
     return Item(**fields)
 
 
+def check_texts(args: argparse.Namespace) -> None:
+    """The caption and references pass the checks ingest applies to a manifest row.
+
+    Raises:
+        UsageError: a text with control or bidirectional override characters, or longer
+            than ingest's caps (``max_candidate_chars``, ``max_reference_chars``,
+            ``max_references``).
+    """
+    from capjudge.ingest import IngestConfig
+    from capjudge.manifest import is_blank, text_problem
+
+    caps = IngestConfig()
+    refs = [r for r in (args.ref or []) if not is_blank(r)]
+    for flag, text in [("--caption", args.caption), *(("--ref", r) for r in refs),
+                       ("--question", args.question or "")]:
+        if (problem := text_problem(text)) is not None:
+            raise UsageError(f"{flag} {problem}")
+    if caps.max_candidate_chars is not None and len(args.caption) > caps.max_candidate_chars:
+        raise UsageError(f"--caption is too long ({len(args.caption):,} characters; the limit "
+                         f"is {caps.max_candidate_chars:,})")
+    if caps.max_references is not None and len(refs) > caps.max_references:
+        raise UsageError(f"too many --ref ({len(refs)}; the limit is {caps.max_references})")
+    for r in refs:
+        if caps.max_reference_chars is not None and len(r) > caps.max_reference_chars:
+            raise UsageError(f"--ref is too long ({len(r):,} characters; the limit is "
+                             f"{caps.max_reference_chars:,})")
+    args.ref = refs
+
+
 def _distribution(values: list[int] | None, probs: list[float] | None) -> dict[str, float] | None:
     if not values or not probs:
         return None
@@ -76,10 +105,18 @@ def _distribution(values: list[int] | None, probs: list[float] | None) -> dict[s
 
 def run(args: argparse.Namespace) -> int:
     """Score the item; print the result (exit 3 when it got no score)."""
+    import math
+
     from capjudge.backends.base import BackendError
     from capjudge.judge import judge_items, make_backend, make_client
+    from capjudge.manifest import is_blank
     from capjudge.methods import get_method, verdict
 
+    if is_blank(args.caption):
+        raise UsageError("--caption is empty")
+    check_texts(args)
+    if not (math.isfinite(args.gamma) and 0 < args.gamma <= 1):
+        raise UsageError(f"--gamma must be in (0, 1], got {args.gamma}")
     method = get_method(args.method)
     mode = args.mode or method.score_mode or method.default_modes[0]
     try:
@@ -103,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
         method.run_context([item], out, section)
         config.method_options["contexts"] = str(out)
     result = judge_items([item], config, backend=backend, client=client)
+    if result.stats.auth_failure:
+        raise UsageError(f"the server rejected the credentials: {result.stats.auth_failure}")
     criteria = result.criteria.get((item.id, mode), [])
     v = verdict(method, criteria, {"gamma": args.gamma})
     rows = [r for r in result.rows if r["status"] != "skipped"]
@@ -144,7 +183,9 @@ def run(args: argparse.Namespace) -> int:
 def print_result(result: dict[str, Any], as_json: bool) -> None:
     """Print a score result as JSON or as readable lines."""
     if as_json:
-        print(json.dumps(result, indent=2))
+        from capjudge.credentials import redact
+
+        print(redact(json.dumps(result, indent=2)))
         return
     score = result.get("score")
     print(f"status:  {result['status']}" + (f" ({result['reason']})" if result.get("reason")

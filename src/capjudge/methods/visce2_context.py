@@ -15,7 +15,6 @@ Output ``contexts.parquet``: ``media_sha256`` (of the picture shown), ``kind`` (
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -162,11 +161,13 @@ def extract(items: Sequence[Item], config: ContextConfig, backend: Backend,
 
 
 def write_contexts(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
-    """Write contexts.parquet and summary.json."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=CONTEXTS_SCHEMA),
-                   out_dir / "contexts.parquet")
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    """Write contexts.parquet and summary.json, atomically and as one set."""
+    from capjudge.atomic import atomic_path, stage_outputs, write_json
+
+    with stage_outputs(out_dir):
+        with atomic_path(out_dir / "contexts.parquet") as tmp:
+            pq.write_table(pa.Table.from_pylist(rows, schema=CONTEXTS_SCHEMA), tmp)
+        write_json(out_dir / "summary.json", summary)
 
 
 def run_context(items: Sequence[Item] | str | Path, out_dir: str | Path, config: ContextConfig,

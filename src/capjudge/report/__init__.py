@@ -297,11 +297,17 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
                aggregate_dir: str | Path, out_dir: str | Path, config: ReportConfig
                ) -> dict[str, Any]:
     """Build the database, compute agreement, write every report file; returns the context."""
+    from capjudge.atomic import check_complete
     from capjudge.credentials import redact_value
     from capjudge.history import load_history, record_run, series_history
     from capjudge.lineage import collect, register
 
     ingest, agg, out = Path(ingest_dir), Path(aggregate_dir), Path(out_dir)
+    # Inputs a killed run left half-written are refused, not reported.
+    check_complete(ingest, "ingest")
+    check_complete(agg, "aggregate")
+    for d in judge_dirs:
+        check_complete(d, "the judge stage")
     items = pq.read_table(ingest / "items.parquet")
     judgement_tables = []
     judges: dict[str, Any] = {}

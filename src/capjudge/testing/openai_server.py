@@ -401,6 +401,9 @@ class MockOpenAIServer:
         self.reasked: Counter[str] = Counter()
         self.fault_counts: Counter[str] = Counter()
         self.authorization: Counter[str] = Counter()  # Authorization headers as received
+        # Answer every request 401, repeating the key received in the message (as some
+        # servers do): the probe of auth handling and of redaction.
+        self.reject_key = False
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -526,6 +529,12 @@ class MockOpenAIServer:
                              and server.total_answered >= server.stall_after)
                     if stall:
                         server.stalled += 1
+                if server.reject_key:
+                    sent = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                    self._error(401, f"Incorrect API key provided: {sent}. You can find your "
+                                "API key at https://platform.openai.com/account/api-keys.",
+                                "invalid_api_key")
+                    return
                 if stall:
                     server.release.wait()
                 if fault is not None and fault[0] in _EXTRA_FAULTS:
