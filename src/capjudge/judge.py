@@ -480,7 +480,8 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
         planned = repeat_planned(planned, config.repeats)
     by_id = {item.id: item for item in items}
     planned, media_errors = verify_media(planned, by_id)
-    sendable = [k for k, why in enumerate(media_errors) if why is None]
+    sendable = shared_context_order(
+        [k for k, why in enumerate(media_errors) if why is None], planned)
     sent, stats = client.run_with_stats([planned[k].request for k in sendable])
     # A picture that changed since ingest is that request's error, answered without a call.
     responses = [JudgeResponse(status="error", reason=why, attempts=0) if why is not None
@@ -520,6 +521,25 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
                      "system": item.system, "cached": False, "anchor_forced": False,
                      "repeat": 0, "settings": skip_settings})
     return JudgeResult(rows, stats, criteria, responses, planned, skips)
+
+
+def shared_context_order(indices: Sequence[int], planned: Sequence[Planned]) -> list[int]:
+    """``indices`` reordered so that requests whose first pair shares a context go together.
+
+    The order is stable; a group's first appearance decides its place. A likelihood request's
+    first pair is the candidate after its references: one picture's candidates share it, so
+    they reach the backend in the same batches and its references are encoded once (the
+    backend's prefix cache). Requests without pairs keep their order. The caller puts the
+    answers back in plan order.
+    """
+    first: dict[str, int] = {}
+
+    def group(k: int) -> int:
+        pairs = planned[k].request.continuations
+        key = pairs[0][0] if pairs else f"\x00{k}"
+        return first.setdefault(key, len(first))
+
+    return sorted(indices, key=group)
 
 
 def verify_media(planned: Sequence[Planned], items: dict[str, Item]

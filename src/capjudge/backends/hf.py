@@ -10,7 +10,9 @@ the top-20 alternatives an API returns:
   one pass over the context gives the first digit; one batched pass over all 1-digit prefixes
   gives the second digit or the end of the number; one batched pass over the 2-digit prefixes
   (and "100") gives the end. The context's key/value cache is computed once and shared, so a
-  0-100 scale costs 3 forward passes per slot, not 101.
+  0-100 scale costs 4 forward passes per slot, not 101. By default (``tree_mask``) the three
+  digit levels are one pass: every digit prefix in one sequence over the context's cache, a
+  4D attention mask letting each see only the context and its own ancestors (2 passes).
 - Otherwise, every value's token sequence is scored in one batched pass over the shared cache.
 
 "The number ends" means the next token does not start with a digit. P(value) is the product of
@@ -32,6 +34,8 @@ import json
 import logging
 import math
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,13 +93,15 @@ class TreeStats:
 
     forward_passes: int = 0
     rows: int = 0
+    tokens: int = 0  # token positions fed to the model (padding included)
 
 
 class HFBackend(Backend):
     """A local transformers model (causal LM or image-text-to-text VLM)."""
 
     options = frozenset({"device", "dtype", "batch_size", "min_mass", "max_tree_rows",
-                         "prune"})
+                         "prune", "prefix_sharing", "prefix_cache_size",
+                         "max_scored_positions", "threads", "tree_mask"})
     shared = True  # loading costs seconds and memory: once per process
 
     @classmethod
@@ -105,8 +111,10 @@ class HFBackend(Backend):
 
     def __init__(self, path: str | Path, *, backend_id: str | None = None,
                  device: str | None = None, dtype: str = "auto", batch_size: int = 8,
-                 min_mass: float = 0.5, max_tree_rows: int = 128, prune: float = 1e-6
-                 ) -> None:
+                 min_mass: float = 0.5, max_tree_rows: int = 128, prune: float = 1e-6,
+                 prefix_sharing: bool = True, prefix_cache_size: int = 64,
+                 max_scored_positions: int = 256, quantize: str | None = None,
+                 threads: int | None = None, tree_mask: bool = True) -> None:
         import torch
         from transformers import AutoConfig
 
@@ -121,10 +129,33 @@ class HFBackend(Backend):
         self.prune = prune
         config = AutoConfig.from_pretrained(self.path)
         self.is_vlm = hasattr(config, "vision_config")
+        # ``quantize="int8"`` (dynamic int8 linear layers) is a constructor argument for the
+        # benchmark only, not a backend option: it lost 5.7 tau-c points against float32 on
+        # the first 60 Flickr8k-Expert candidates (bench/bench_local.py), beyond the 0.3 a
+        # numerics option may cost.
+        if quantize not in (None, "int8"):
+            raise BackendError(f"quantize must be 'int8' or unset, not {quantize!r}",
+                               transient=False)
         if dtype == "auto":
             torch_dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
-        else:
+        elif dtype in ("float32", "bfloat16", "float16"):
             torch_dtype = getattr(torch, dtype)
+        else:
+            raise BackendError(f"dtype must be auto, float32, bfloat16 or float16, not {dtype!r}",
+                               transient=False)
+        if quantize and (torch_dtype != torch.float32 or not self.device.startswith("cpu")):
+            raise BackendError("quantize: int8 is dynamic quantisation of float32 weights on "
+                               "the CPU (dtype float32, device cpu)", transient=False)
+        # The stage's share of the cores (torch's default is every core of the machine; a
+        # stage that owns fewer, e.g. under taskset or a CPU quota, would oversubscribe).
+        self.threads = int(threads) if threads else default_threads()
+        if self.device.startswith("cpu") and torch.get_num_threads() != self.threads:
+            torch.set_num_threads(self.threads)
+        # Numerics other than the weights' own float32 change the answers: they are named in
+        # the snapshot (so in every row and in the cache key) and in describe().
+        self.numerics = "int8-dynamic" if quantize else (
+            "" if torch_dtype == torch.float32 or dtype == "auto" else dtype)
+        self.tree_mask = bool(tree_mask)
         if self.is_vlm:
             from transformers import AutoModelForImageTextToText, AutoProcessor
 
@@ -144,6 +175,12 @@ class HFBackend(Backend):
         self.tokenizer.padding_side = "left"
         self._digit_ids = self._single_digit_ids()
         self._digit_start = self._digit_start_mask()
+        if quantize:
+            # Linear layers only (the attention and MLP projections, and the vocabulary head):
+            # int8 weights, activations quantised on the fly per batch.
+            from torch.ao.quantization import quantize_dynamic
+
+            self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
         self._weights = weights_sha256(self.path)
         self.capabilities = Capabilities(vision=self.is_vlm, distribution="exact",
                                          max_batch=batch_size, concurrency=1,
@@ -152,19 +189,36 @@ class HFBackend(Backend):
         # shared pairs (a reference's unconditional likelihood, scored for every candidate of
         # its image) are computed once per process.
         self._loglik_memo: dict[tuple[str, str], tuple[float, int]] = {}
+        self._loglik_lock = threading.Lock()
+        self._token_memo: dict[str, list[int]] = {}
+        # Likelihood pairs grouped by context, each context encoded once (see loglikelihoods).
+        self.prefix_sharing = bool(prefix_sharing)
+        self.prefix_cache_size = max(1, int(prefix_cache_size))
+        # Text positions scored per pass: each costs a vocabulary-sized row of logits (1 MB
+        # in fp32 for a 262k vocabulary), so this bounds the pass's memory.
+        self.max_scored_positions = max(1, int(max_scored_positions))
+        # Tokens of context held per batched pass (each row carries its context's cache).
+        self.max_batch_tokens = 8192
+        self._prefix_lru: OrderedDict[tuple[int, ...], tuple[list[tuple[Any, Any]], Any]] = \
+            OrderedDict()
         self.stats = TreeStats()
 
     # -- identity ---------------------------------------------------------------------------
 
     def snapshot(self) -> str:
-        """The weights' content hash, as ``sha256:<hex>``."""
-        return f"sha256:{self._weights}"
+        """The weights' content hash, as ``sha256:<hex>`` (``+<numerics>`` when not float32).
+
+        bfloat16 or int8 numerics give different answers from the same weights: the suffix
+        keeps their answers apart in the cache and names them on every row.
+        """
+        return f"sha256:{self._weights}" + (f"+{self.numerics}" if self.numerics else "")
 
     def describe(self) -> dict[str, Any]:
-        """Lineage facts: backend id, snapshot, path, architecture, vision support, device."""
+        """Lineage facts: backend id, snapshot, path, architecture, vision, device, numerics."""
         return {"backend": self.backend_id, "snapshot": self.snapshot(), "path": self.path,
                 "architecture": type(self.model).__name__, "vision": self.is_vlm,
-                "device": self.device}
+                "device": self.device, "numerics": self.numerics or "float32",
+                "threads": self.threads}
 
     # -- tokenizer facts -------------------------------------------------------------------
 
@@ -348,23 +402,64 @@ class HFBackend(Backend):
         """``(sum of log p(token), number of tokens)`` of each text after its context.
 
         The text's tokens are those the joint ``context + text`` encoding adds after the
-        context's own tokens (so a leading space is scored as the tokenizer writes it). Rows
-        are left-padded and only the logits of the text positions are kept
-        (``logits_to_keep``): a 262k-word vocabulary makes full logits the memory cost.
+        context's own tokens (so a leading space is scored as the tokenizer writes it). Every
+        pair is computed once per process (memoised): a reference's unconditional likelihood
+        is asked for every candidate of its picture, and the judge's modes share their pairs.
+
+        With ``prefix_sharing`` (the default) the pairs are grouped by context: each distinct
+        context is encoded once and its key/value cache kept (a small LRU across calls, so a
+        picture's references and the neutral context are not re-encoded by the next batch);
+        all the group's texts are then scored in one batched pass over that cache, expanded
+        to the batch (right padding only, which causal attention never lets a real token see).
+        Without it every pair is encoded whole in a left-padded batch (the path before
+        prefix sharing; same numbers within float noise).
+        """
+        with self._loglik_lock:
+            todo = list(dict.fromkeys(p for p in pairs if p not in self._loglik_memo))
+            if todo:
+                encoded = [self._pair_ids(context, text) for context, text in todo]
+                if self.prefix_sharing:
+                    self._score_shared(todo, encoded)
+                else:
+                    self._score_padded(todo, encoded)
+            return [self._loglik_memo[p] for p in pairs]
+
+    def clear_memo(self) -> None:
+        """Forget memoised likelihoods and cached contexts (benchmarks compare cold runs)."""
+        with self._loglik_lock:
+            self._loglik_memo.clear()
+            self._prefix_lru.clear()
+            self._token_memo.clear()
+
+    def _pair_ids(self, context: str, text: str) -> tuple[list[int], int]:
+        """The joint encoding of ``context + text`` and where the text's tokens start."""
+        bos = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
+        ctx = bos + self._encode_text(context)
+        full = bos + self._encode_text(context + text)
+        keep = 0
+        while keep < min(len(ctx), len(full)) and ctx[keep] == full[keep]:
+            keep += 1
+        return full, max(1, keep)  # the first scored token needs at least one token before it
+
+    def _encode_text(self, text: str) -> list[int]:
+        """Token ids of a text, memoised (the same contexts come back for every pair)."""
+        ids = self._token_memo.get(text)
+        if ids is None:
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            if len(self._token_memo) > 50_000:
+                self._token_memo.clear()
+            self._token_memo[text] = ids
+        return list(ids)
+
+    def _score_padded(self, todo: list[tuple[str, str]],
+                      encoded: list[tuple[list[int], int]]) -> None:
+        """Every pair encoded whole, left-padded, ``max_batch`` rows per pass.
+
+        Only the logits of the text positions are kept (``logits_to_keep``): a 262k-word
+        vocabulary makes full logits the memory cost.
         """
         import torch
 
-        todo = [p for p in pairs if p not in self._loglik_memo]
-        bos = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
-        encoded = []
-        for context, text in todo:
-            ctx = bos + self.tokenizer.encode(context, add_special_tokens=False)
-            full = bos + self.tokenizer.encode(context + text, add_special_tokens=False)
-            keep = 0
-            while keep < min(len(ctx), len(full)) and ctx[keep] == full[keep]:
-                keep += 1
-            keep = max(1, keep)  # the first scored token needs at least one token before it
-            encoded.append((full, keep))
         order = sorted(range(len(todo)), key=lambda k: len(encoded[k][0]))
         batch = max(1, self.capabilities.max_batch)
         pad = self.tokenizer.pad_token_id
@@ -384,6 +479,9 @@ class HFBackend(Backend):
                                     attention_mask=mask.to(self.device),
                                     position_ids=positions.to(self.device),
                                     logits_to_keep=scored + 1).logits.float()
+            self.stats.forward_passes += 1
+            self.stats.rows += len(rows)
+            self.stats.tokens += len(rows) * width
             logprobs = torch.log_softmax(logits[:, :-1], dim=-1)  # predicts the last `scored`
             for r, k in enumerate(rows):
                 full, keep = encoded[k]
@@ -391,7 +489,197 @@ class HFBackend(Backend):
                 targets = torch.tensor(full[keep:], device=logprobs.device)
                 picked = logprobs[r, scored - n:, :].gather(-1, targets[:, None])[:, 0]
                 self._loglik_memo[todo[k]] = (float(picked.sum()), n)
-        return [self._loglik_memo[p] for p in pairs]
+
+    def _score_shared(self, todo: list[tuple[str, str]],
+                      encoded: list[tuple[list[int], int]]) -> None:
+        """Pairs grouped by context: each context encoded once, then every text over it.
+
+        Two kinds of pass: the contexts not already cached, right-padded in one batch (causal
+        attention never lets a real token see the padding, and each row keeps its own
+        positions); then the texts of every context in one batch, each row over its own
+        context's key/value cache (rows with shorter contexts have the gap masked out and
+        their own position ids, so nothing is left-padded or shifted).
+        """
+        decoder = self._decoder()
+        window = getattr(self._text_config(), "sliding_window", None)
+        groups: dict[str, list[int]] = {}
+        for k, (context, _) in enumerate(todo):
+            groups.setdefault(context, []).append(k)
+        plans: list[tuple[tuple[int, ...], list[int]]] = []
+        whole: list[int] = []  # pairs the shared path cannot take
+        for members in groups.values():
+            # The tokens every member shares with the context's own encoding (a text whose
+            # first token merges with the context's last one re-reads that token itself).
+            shared = max(1, min(encoded[k][1] for k in members))
+            longest = max(len(encoded[k][0]) for k in members)
+            # A sliding-window layer masks by cache index: the batched rows (context gap
+            # included) must stay inside the window for the masks to be the model's own.
+            if decoder is None or (window and 2 * longest >= window - 1):
+                whole += members
+            else:
+                plans.append((tuple(encoded[members[0]][0][:shared]), members))
+        if whole:
+            self._score_padded([todo[k] for k in whole], [encoded[k] for k in whole])
+        if not plans:
+            return
+        states = self._prefix_states([prefix for prefix, _ in plans])
+        rows: list[tuple[tuple[int, ...], int]] = []  # (prefix, pair index)
+        for prefix, members in plans:
+            for k in members:
+                full, begin = encoded[k]
+                if len(full) == begin:  # the text adds no token
+                    self._loglik_memo[todo[k]] = (0.0, 0)
+                else:
+                    rows.append((prefix, k))
+        # By text length: padding the texts costs whole tokens, a context gap only a masked
+        # attention column.
+        rows.sort(key=lambda row: (len(encoded[row[1]][0]) - len(row[0]), len(row[0])))
+        widths = [len(encoded[k][0]) - len(prefix) for prefix, k in rows]
+        for lo, hi in _buckets(widths, self.max_batch_tokens,
+                               [len(encoded[k][0]) for _, k in rows]):
+            self._score_rows(rows[lo:hi], states, todo, encoded, decoder)
+
+    def _prefix_states(self, prefixes: list[tuple[int, ...]]
+                       ) -> dict[tuple[int, ...], tuple[list[tuple[Any, Any]], Any]]:
+        """Per prefix: its per-layer (keys, values) and the log-probabilities after it.
+
+        Prefixes seen before come from a small LRU (the neutral context is the same for every
+        text of the run; a picture's references are the context of all its candidates); the
+        others are encoded right-padded, as few passes as the token budget allows.
+        """
+        import torch
+
+        out: dict[tuple[int, ...], tuple[list[tuple[Any, Any]], Any]] = {}
+        missing = []
+        for prefix in prefixes:
+            hit = self._prefix_lru.get(prefix)
+            if hit is not None:
+                self._prefix_lru.move_to_end(prefix)
+                out[prefix] = hit
+            elif prefix not in missing:
+                missing.append(prefix)
+        missing.sort(key=len)
+        decoder = self._decoder()
+        head = self.model.get_output_embeddings()
+        pad = self.tokenizer.pad_token_id
+        lengths = [len(p) for p in missing]
+        for lo, hi in _buckets(lengths, self.max_batch_tokens, lengths):
+            chunk = missing[lo:hi]
+            width = max(len(p) for p in chunk)
+            ids = torch.tensor([list(p) + [pad] * (width - len(p)) for p in chunk],
+                               device=self.device)
+            with torch.inference_mode():
+                result = decoder(input_ids=ids, use_cache=True)
+                ends = torch.tensor([len(p) - 1 for p in chunk], device=self.device)
+                last = self._head_logprobs(
+                    head, result.last_hidden_state[torch.arange(len(chunk)), ends])
+                layers = [(k, v) for k, v, *_ in result.past_key_values]
+            self.stats.forward_passes += 1
+            self.stats.rows += len(chunk)
+            self.stats.tokens += len(chunk) * width
+            for r, prefix in enumerate(chunk):
+                n = len(prefix)
+                state = ([(k[r:r + 1, :, :n].clone(), v[r:r + 1, :, :n].clone())
+                          for k, v in layers], last[r])
+                out[prefix] = state
+                self._prefix_lru[prefix] = state
+                while len(self._prefix_lru) > self.prefix_cache_size:
+                    self._prefix_lru.popitem(last=False)
+        return out
+
+    def _head_logprobs(self, head: Any, hidden: Any) -> Any:
+        """Log-softmax of the vocabulary head over hidden states (soft-capped if the model is)."""
+        import torch
+
+        logits = head(hidden).float()
+        cap = getattr(self._text_config(), "final_logit_softcapping", None)
+        if cap:  # Gemma 2 style soft-capping, as the model's own forward applies it
+            logits = torch.tanh(logits / cap) * cap
+        return torch.log_softmax(logits, dim=-1)
+
+    def _score_rows(self, rows: list[tuple[tuple[int, ...], int]],
+                    states: dict[tuple[int, ...], tuple[list[tuple[Any, Any]], Any]],
+                    todo: list[tuple[str, str]], encoded: list[tuple[list[int], int]],
+                    decoder: Any) -> None:
+        """One pass: every row's text over its own context's cache; memoise each pair."""
+        import torch
+        from transformers import DynamicCache
+
+        suffixes = [encoded[k][0][len(prefix):] for prefix, k in rows]
+        context = max(len(prefix) for prefix, _ in rows)
+        width = max(len(sfx) for sfx in suffixes)
+        n_rows = len(rows)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([sfx + [pad] * (width - len(sfx)) for sfx in suffixes],
+                           device=self.device)
+        # Row r: its context in [0, c_r), a masked gap up to the longest context, then its
+        # text; position ids continue its own context.
+        mask = torch.zeros((n_rows, context + width), dtype=torch.long)
+        positions = torch.zeros((n_rows, width), dtype=torch.long)
+        for r, ((prefix, _), sfx) in enumerate(zip(rows, suffixes, strict=True)):
+            mask[r, :len(prefix)] = 1
+            mask[r, context:context + len(sfx)] = 1
+            positions[r] = torch.arange(len(prefix), len(prefix) + width)
+        layers = []
+        for layer in range(len(states[rows[0][0]][0])):
+            k0, v0 = states[rows[0][0]][0][layer]
+            keys = k0.new_zeros((n_rows, k0.shape[1], context, k0.shape[3]))
+            values = v0.new_zeros((n_rows, v0.shape[1], context, v0.shape[3]))
+            for r, (prefix, _) in enumerate(rows):
+                k, v = states[prefix][0][layer]
+                keys[r, :, :k.shape[2]] = k[0]
+                values[r, :, :v.shape[2]] = v[0]
+            layers.append((keys, values))
+        past = DynamicCache(ddp_cache_data=layers, config=self.model.config)
+        # Token t of a row is predicted at position t - 1: in the text part of the pass, or
+        # (for the text's first token) by the context's own last position.
+        picks: list[tuple[int, int, int]] = []  # (row, text position, token)
+        totals = [0.0] * n_rows
+        for r, (prefix, k) in enumerate(rows):
+            full, begin = encoded[k]
+            for t in range(begin, len(full)):
+                j = t - 1 - len(prefix)
+                if j < 0:
+                    totals[r] += float(states[prefix][1][full[t]])
+                else:
+                    picks.append((r, j, full[t]))
+        with torch.inference_mode():
+            hidden = decoder(input_ids=ids, attention_mask=mask.to(self.device),
+                             position_ids=positions.to(self.device), past_key_values=past,
+                             use_cache=True).last_hidden_state
+            if picks:
+                at = hidden[torch.tensor([r for r, _, _ in picks], device=self.device),
+                            torch.tensor([j for _, j, _ in picks], device=self.device)]
+                targets = torch.tensor([t for _, _, t in picks], device=self.device)
+                head = self.model.get_output_embeddings()
+                # The vocabulary head is the cost of scoring (262k x 640 is 1.7x the rest of
+                # Gemma 3 270M per token): applied to the scored positions only, in blocks.
+                for lo in range(0, len(picks), self.max_scored_positions):
+                    logp = self._head_logprobs(head, at[lo:lo + self.max_scored_positions])
+                    chosen = logp.gather(-1, targets[lo:lo + self.max_scored_positions, None])
+                    for (r, _, _), v in zip(picks[lo:lo + self.max_scored_positions],
+                                            chosen[:, 0].tolist(), strict=True):
+                        totals[r] += v
+        self.stats.forward_passes += 1
+        self.stats.rows += n_rows
+        self.stats.tokens += n_rows * width
+        for r, (_, k) in enumerate(rows):
+            self._loglik_memo[todo[k]] = (totals[r], len(encoded[k][0]) - encoded[k][1])
+
+    def _decoder(self) -> Any:
+        """The model without its vocabulary head (None when it has no separable one)."""
+        try:
+            decoder = self.model.get_decoder()
+        except (AttributeError, NotImplementedError):
+            return None
+        if decoder is None or decoder is self.model or \
+                self.model.get_output_embeddings() is None:
+            return None
+        return decoder
+
+    def _text_config(self) -> Any:
+        config = self.model.config
+        return getattr(config, "text_config", None) or config
 
     def _trim(self, ids: list[int]) -> list[int]:
         stop = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
@@ -496,6 +784,8 @@ class HFBackend(Backend):
                      extras: dict[str, Any] | None = None) -> dict[int, float]:
         """Exact P(value) for each value at the end of ``context`` (not renormalised)."""
         if self._digit_ids is not None and all(v >= 0 for v in values):
+            if self.tree_mask:
+                return self._digit_tree_masked(context, values, extras or {})
             return self._digit_tree(context, values, extras or {})
         return self._candidates(context, values, extras or {})
 
@@ -600,6 +890,80 @@ class HFBackend(Backend):
                 else 0.0
         return out_probs
 
+    def _digit_tree_masked(self, context: list[int], values: Sequence[int],
+                           extras: dict[str, Any]) -> dict[int, float]:
+        """The digit tree in two passes: the context, then every digit prefix at once.
+
+        The prefixes of the scale's values ("0".."9", "10".."99", "100" for 0-100) are one
+        sequence over the context's cache; a 4D attention mask lets each see the context, its
+        ancestors and itself only, and its position id is its depth after the context, so each
+        node's next-token distribution is the one a separate row would get. Subtrees below
+        ``prune`` are cut exactly as the level-by-level walk cuts them.
+        """
+        import torch
+
+        assert self._digit_ids is not None
+        digit = self._digit_ids
+        strings = [str(v) for v in values]
+        nodes = sorted({s[:k] for s in strings for k in range(1, len(s) + 1)},
+                       key=lambda p: (len(p), p))
+        index = {p: i for i, p in enumerate(nodes)}
+        with torch.inference_mode():
+            root, cache = self._base(context, extras)
+            n_ctx, n = len(context), len(nodes)
+            dtype = self.model.dtype if self.model.dtype.is_floating_point else torch.float32
+            allowed = torch.zeros((n, n_ctx + n), dtype=torch.bool)
+            allowed[:, :n_ctx] = True
+            for i, p in enumerate(nodes):
+                for k in range(1, len(p) + 1):
+                    allowed[i, n_ctx + index[p[:k]]] = True
+            mask = torch.full((1, 1, n, n_ctx + n), torch.finfo(dtype).min, dtype=dtype)
+            mask[0, 0][allowed] = 0.0
+            ids = torch.tensor([[digit[p[-1]] for p in nodes]], device=self.device)
+            positions = torch.tensor([[n_ctx + len(p) - 1 for p in nodes]], device=self.device)
+            decoder = self._decoder()
+            if decoder is None:  # no separable head: every node's logits from the model
+                out = self.model(input_ids=ids, past_key_values=cache, use_cache=True,
+                                 attention_mask=mask.to(self.device), position_ids=positions)
+                logp = torch.log_softmax(out.logits[0].float(), dim=-1)
+                hidden = None
+            else:
+                hidden = decoder(input_ids=ids, past_key_values=cache, use_cache=True,
+                                 attention_mask=mask.to(self.device),
+                                 position_ids=positions).last_hidden_state[0]
+                head = self.model.get_output_embeddings()
+            self.stats.forward_passes += 1
+            self.stats.rows += 1
+            self.stats.tokens += n
+            after: dict[str, Any] = {"": root}
+
+            def path_logp(prefix: str) -> float:
+                return sum(float(after[prefix[:k]][digit[prefix[k]]])
+                           for k in range(len(prefix)))
+
+            threshold = math.log(self.prune) if self.prune > 0 else -math.inf
+            # Level by level over the pass's hidden states: the vocabulary head (the costly
+            # part) is applied only to nodes whose whole path stays above the cut, exactly the
+            # nodes the level walk expands.
+            for length in range(1, max(len(p) for p in nodes) + 1):
+                level = [p for p in nodes if len(p) == length
+                         and (length == 1 or p[:-1] in after)
+                         and path_logp(p) >= threshold]
+                if not level:
+                    break
+                rows = torch.tensor([index[p] for p in level], device=self.device)
+                if hidden is None:
+                    chosen = logp[rows]
+                else:
+                    chosen = self._head_logprobs(head, hidden[rows])
+                for p, row in zip(level, chosen, strict=True):
+                    after[p] = row
+        out_probs: dict[int, float] = {}
+        for s, v in zip(strings, values, strict=True):
+            out_probs[v] = math.exp(path_logp(s)) * self._end_prob(after[s]) if s in after \
+                else 0.0
+        return out_probs
+
     def _candidates(self, context: list[int], values: Sequence[int], extras: dict[str, Any]
                     ) -> dict[int, float]:
         """Fallback for tokenizers with multi-digit tokens: score each value's tokens."""
@@ -644,6 +1008,45 @@ class HFBackend(Backend):
                 total = sum(float(logp[n - 1 + k, t]) for k, t in enumerate(tail))
                 out[v] = math.exp(total) * self._end_prob(logp[-1])
         return out
+
+
+def _buckets(widths: Sequence[int], budget: int, held: Sequence[int],
+             waste: float = 0.5) -> list[tuple[int, int]]:
+    """Consecutive ranges of rows (sorted by ``widths``) to run as one padded pass each.
+
+    A range grows while its padded size (rows x widest) stays within ``1 + waste`` of its real
+    tokens (padding costs whole tokens of compute) and its rows' ``held`` tokens (a row's
+    context and text) within ``budget`` (the memory of a pass).
+    """
+    out: list[tuple[int, int]] = []
+    lo = 0
+    while lo < len(widths):
+        hi, real, kept = lo + 1, widths[lo], held[lo]
+        while hi < len(widths):
+            rows = hi + 1 - lo
+            if rows * widths[hi] > (1 + waste) * (real + widths[hi]) or \
+                    rows * max(kept, held[hi]) > budget:
+                break
+            real += widths[hi]
+            kept = max(kept, held[hi])
+            hi += 1
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def default_threads() -> int:
+    """Threads for a local model: the cores this process may run on.
+
+    ``CAPJUDGE_THREADS`` overrides; else the CPU affinity set (taskset, cgroup cpusets), which
+    is what the stage owns, not every core of the machine.
+    """
+    if os.environ.get("CAPJUDGE_THREADS"):
+        return max(1, int(os.environ["CAPJUDGE_THREADS"]))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def default_device() -> str:

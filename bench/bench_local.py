@@ -1,0 +1,245 @@
+"""Local-judge benchmarks on the embedded model (issue 20), measured side by side in one run.
+
+    python bench/bench_local.py [--items 12] [--rounds 2] [--numerics] [--tree]
+
+1. Likelihood judge (npmi, pmi, conditional on the first ``--items`` sample candidates): the
+   left-padded path (every pair encoded whole) vs prefix sharing (each context once, texts
+   over its cache) — seconds per candidate, tokens fed to the model per candidate vs the
+   minimum (every distinct context and every distinct pair's text once), max |delta score|.
+2. ``--numerics``: the shared path in float32 vs bfloat16 vs int8 dynamic quantisation
+   (seconds per candidate, max |delta score| against float32).
+3. ``--tree``: the exact 0-100 distribution, level walk (4 passes) vs tree mask (2 passes).
+4. ``--flickr8k PATH --limit N``: Kendall tau-c x100 of the npmi judge on the first N
+   Flickr8k-Expert candidates (every rating a row) in float32, bfloat16 and int8, and the
+   wall time of each (a numerics option is offered only within +-0.3 tau-c of float32).
+
+The paths alternate round by round and each figure is the median of its rounds, so a machine
+shared with other work slows both sides alike: read the ratios, not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from capjudge.backends import create_backend
+from capjudge.backends.hf import HFBackend
+from capjudge.judge import JudgeConfig, plan, shared_context_order
+from capjudge.methods import get_method
+from capjudge.methods.base import Planned
+
+MODES = ["npmi", "pmi", "conditional"]
+
+
+def sample_items(n: int) -> list[dict[str, Any]]:
+    """The first ``n`` candidates of the bundled sample (generated and ingested in a temp dir)."""
+    from capjudge.ingest import ingest
+    from capjudge.sample import generate_sample
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-local-"))
+    generate_sample(tmp / "sample", seed=0)
+    ingest(tmp / "sample" / "manifest.jsonl", tmp / "sample", tmp / "ingest")
+    return pq.read_table(tmp / "ingest" / "items.parquet").to_pylist()[:n]
+
+
+def run_once(backend: HFBackend, planned: list[Planned], batch: int
+             ) -> tuple[float, int, list[float], int]:
+    """Cold run (memo cleared) in the judge's batches: seconds, tokens fed, scores, passes."""
+    backend.clear_memo()
+    order = shared_context_order(range(len(planned)), planned)
+    requests = [planned[k].request for k in order]
+    tokens, passes = backend.stats.tokens, backend.stats.forward_passes
+    started = time.perf_counter()
+    answers: list[Any] = []
+    for lo in range(0, len(requests), batch):
+        answers += backend.generate(requests[lo:lo + batch])
+    seconds = time.perf_counter() - started
+    method = get_method("likelihood")
+    scores = [0.0] * len(planned)
+    for k, answer in zip(order, answers, strict=True):
+        criteria = method.interpret(planned[k], answer)
+        assert criteria[0].score is not None, criteria[0].reason
+        scores[k] = criteria[0].score
+    return seconds, backend.stats.tokens - tokens, scores, backend.stats.forward_passes - passes
+
+
+def minimum_tokens(backend: HFBackend, planned: list[Planned]) -> int:
+    """Every distinct context once, plus every distinct (context, text) pair's text tokens."""
+    pairs = {p for x in planned for p in x.request.continuations}
+    contexts = {c for c, _ in pairs}
+    total = 0
+    for context in contexts:
+        total += len(backend._pair_ids(context, "")[0])
+    for context, text in pairs:
+        full, begin = backend._pair_ids(context, text)
+        total += len(full) - begin
+    return total
+
+
+def compare(backends: dict[str, HFBackend], planned: list[Planned], candidates: int,
+            rounds: int, batch: int) -> dict[str, dict[str, Any]]:
+    """Alternate the backends round by round; median seconds, tokens and scores of each."""
+    runs: dict[str, list[tuple[float, int, list[float], int]]] = {name: [] for name in backends}
+    for _ in range(rounds):
+        for name, backend in backends.items():
+            runs[name].append(run_once(backend, planned, batch))
+    out = {}
+    for name, rs in runs.items():
+        out[name] = {"s_per_candidate": statistics.median(r[0] for r in rs) / candidates,
+                     "tokens_per_candidate": rs[0][1] / candidates, "scores": rs[0][2],
+                     "passes": rs[0][3]}
+    return out
+
+
+def likelihood_benchmark(items: list[dict[str, Any]], rounds: int, batch: int) -> None:
+    config = JudgeConfig(method="likelihood", backend="embedded/gemma-3-270m", modes=MODES)
+    planned, _ = plan(items, config)
+    n = len(items)
+    padded = create_backend(config.backend, batch_size=batch, prefix_sharing=False)
+    shared = create_backend(config.backend, batch_size=batch, prefix_sharing=True)
+    assert isinstance(padded, HFBackend) and isinstance(shared, HFBackend)
+    run_once(shared, planned[:3], batch)  # warm-up (first-call allocations), not measured
+    res = compare({"padded": padded, "shared": shared}, planned, n, rounds, batch)
+    minimum = minimum_tokens(shared, planned) / n
+    delta = max(abs(a - b) for a, b in zip(res["padded"]["scores"], res["shared"]["scores"],
+                                           strict=True))
+    print(f"[likelihood] {n} candidates x {len(MODES)} modes ({len(planned)} requests, "
+          f"batches of {batch}), median of {rounds} alternating rounds, threads "
+          f"{shared.threads}")
+    for name in ("padded", "shared"):
+        r = res[name]
+        print(f"  {name:<7} {r['s_per_candidate']:.3f} s/candidate  "
+              f"{r['tokens_per_candidate']:.0f} tokens/candidate "
+              f"({r['tokens_per_candidate'] / minimum:.2f}x the minimum {minimum:.0f}), "
+              f"{r['passes']} forward passes")
+    speed = res["padded"]["s_per_candidate"] / res["shared"]["s_per_candidate"]
+    fewer = res["padded"]["tokens_per_candidate"] / res["shared"]["tokens_per_candidate"]
+    print(f"  prefix sharing: {speed:.2f}x fewer s/candidate, {fewer:.2f}x fewer tokens; "
+          f"max |delta score| {delta:.2e} (0-100 scale)")
+
+
+def numerics_benchmark(items: list[dict[str, Any]], rounds: int, batch: int) -> None:
+    config = JudgeConfig(method="likelihood", backend="embedded/gemma-3-270m", modes=MODES)
+    planned, _ = plan(items, config)
+    n = len(items)
+    backends: dict[str, HFBackend] = {}
+    for name, options in (("float32", {}), ("bfloat16", {"dtype": "bfloat16"}),
+                          ("int8", {"quantize": "int8"})):
+        b = _backend(batch, options)
+        run_once(b, planned[:3], batch)
+        backends[name] = b
+    res = compare(backends, planned, n, rounds, batch)
+    base = res["float32"]
+    print(f"[numerics] shared path, {n} candidates x {len(MODES)} modes, median of {rounds}")
+    for name, r in res.items():
+        delta = max(abs(a - b) for a, b in zip(base["scores"], r["scores"], strict=True))
+        print(f"  {name:<8} {r['s_per_candidate']:.3f} s/candidate "
+              f"({base['s_per_candidate'] / r['s_per_candidate']:.2f}x float32), "
+              f"max |delta score| {delta:.3f}, snapshot {backends[name].snapshot()[-20:]}")
+
+
+def _backend(batch: int, options: dict[str, Any]) -> HFBackend:
+    """The embedded backend; int8 is built directly (measured, not a backend option)."""
+    if "quantize" in options:
+        from capjudge.backends.embedded import EmbeddedBackend, prepare_embedded
+
+        return EmbeddedBackend(prepare_embedded(), backend_id="embedded/gemma-3-270m",
+                               batch_size=batch, **options)
+    b = create_backend("embedded/gemma-3-270m", batch_size=batch, **options)
+    assert isinstance(b, HFBackend)
+    return b
+
+
+def tree_benchmark(rounds: int) -> None:
+    backend = create_backend("embedded/gemma-3-270m")
+    assert isinstance(backend, HFBackend)
+    context = backend.tokenizer.encode(
+        "Captions of the same image:\n- A dog runs on the grass.\n- A brown dog in a park."
+        "\nRate the candidate caption from 0 to 100.\nThe final score is $")
+    values = list(range(101))
+    times: dict[bool, list[float]] = {True: [], False: []}
+    results: dict[bool, dict[int, float]] = {}
+    passes: dict[bool, int] = {}
+    backend.distribution(context, values)  # warm-up
+    for _ in range(rounds):
+        for masked in (False, True):
+            backend.tree_mask = masked
+            before = backend.stats.forward_passes
+            started = time.perf_counter()
+            results[masked] = backend.distribution(context, values)
+            times[masked].append(time.perf_counter() - started)
+            passes[masked] = backend.stats.forward_passes - before
+    backend.tree_mask = True
+    delta = max(abs(results[True][v] - results[False][v]) for v in values)
+    walk, tree = statistics.median(times[False]), statistics.median(times[True])
+    print(f"[tree] 0-100 distribution after a {len(context)}-token context, median of {rounds}")
+    print(f"  level walk {passes[False]} passes {walk:.3f} s; tree mask {passes[True]} passes "
+          f"{tree:.3f} s ({walk / tree:.2f}x); max |delta p| {delta:.1e}")
+
+
+def flickr_benchmark(path: str, limit: int) -> None:
+    from capjudge.metaeval import judge_scorer, run_meta_eval
+
+    print(f"[flickr8k-expert] npmi judge, first {limit} candidates, no cache, no bootstrap")
+    base = None
+    for name, options in (("float32", {}), ("bfloat16", {"dtype": "bfloat16"}),
+                          ("int8", {"quantize": "int8"})):
+        started = time.perf_counter()
+        if "quantize" in options:  # not a backend option: the scorer gets the instance
+            from unittest import mock
+
+            backend = _backend(16, options)
+            with mock.patch("capjudge.judge.make_backend", lambda _config, b=backend: b):
+                scorer = judge_scorer("likelihood", "npmi", "embedded/gemma-3-270m", {}, None)
+                result = run_meta_eval("flickr8k-expert", path, metrics=[],
+                                       judges={name: scorer}, n_boot=0, limit=limit)
+        else:
+            scorer = judge_scorer("likelihood", "npmi", "embedded/gemma-3-270m", options, None)
+            result = run_meta_eval("flickr8k-expert", path, metrics=[], judges={name: scorer},
+                                   n_boot=0, limit=limit)
+        seconds = time.perf_counter() - started
+        m = result["metrics"][name]
+        tau = 100 * m["kendall_tau_c"]
+        base = tau if base is None else base
+        print(f"  {name:<8} tau-c {tau:.2f} ({tau - base:+.2f} vs float32), n {m['n']}, "
+              f"{seconds:.0f} s")
+
+
+def main() -> None:
+    """Run the selected benchmarks and print their ratios."""
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=12, help="sample candidates (slice)")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per path")
+    parser.add_argument("--batch", type=int, default=16, help="requests per backend call")
+    parser.add_argument("--numerics", action="store_true", help="float32 vs bf16 vs int8")
+    parser.add_argument("--tree", action="store_true", help="4-pass walk vs 2-pass tree")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: the backend's, the cores this process "
+                             "may use); 1 keeps ratios fair on a machine shared with others")
+    parser.add_argument("--skip-likelihood", action="store_true")
+    parser.add_argument("--flickr8k", help="flickr8k.json: tau-c per numerics option")
+    parser.add_argument("--limit", type=int, default=120, help="Flickr8k candidates")
+    args = parser.parse_args()
+    if args.threads:
+        os.environ["CAPJUDGE_THREADS"] = str(args.threads)
+    items = sample_items(args.items) if not args.skip_likelihood or args.numerics else []
+    if not args.skip_likelihood:
+        likelihood_benchmark(items, args.rounds, args.batch)
+    if args.numerics:
+        numerics_benchmark(items, args.rounds, args.batch)
+    if args.tree:
+        tree_benchmark(max(3, args.rounds))
+    if args.flickr8k:
+        flickr_benchmark(args.flickr8k, args.limit)
+
+
+if __name__ == "__main__":
+    main()
