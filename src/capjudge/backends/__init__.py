@@ -6,6 +6,7 @@ id                         backend
 ``openai/<model>``         OpenAI API or any OpenAI-compatible server (``base_url``)
 ``hf/<local path>``        a local transformers model (causal LM or VLM), exact distributions
 ``embedded/gemma-3-270m``  the default: Gemma 3 270M from a PyPI package, text-only
+``llamacpp/<model>``       a GGUF (``gemma-3-270m`` or a path) on llama.cpp, in process
 ``fake/<script>``          deterministic scripted distributions (tests, dry runs)
 =========================  =================================================================
 
@@ -28,6 +29,7 @@ BACKEND_REGISTRY: Registry[type[Backend]] = Registry("backend kind")
 BACKEND_REGISTRY.add_lazy("openai", "capjudge.backends.openai_backend:OpenAIBackend")
 BACKEND_REGISTRY.add_lazy("hf", "capjudge.backends.hf:HFBackend")
 BACKEND_REGISTRY.add_lazy("embedded", "capjudge.backends.embedded:EmbeddedBackend")
+BACKEND_REGISTRY.add_lazy("llamacpp", "capjudge.backends.llamacpp:LlamaCppBackend")
 BACKEND_REGISTRY.add_lazy("fake", "capjudge.backends.fake:FakeBackend")
 
 register_backend = BACKEND_REGISTRY.decorator

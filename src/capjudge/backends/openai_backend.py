@@ -12,10 +12,33 @@ what is uploaded is exactly the bytes ingest hashed. The client is created with
 Reading: each score slot is read by :mod:`capjudge.backends.logprobs` (where the prompt puts
 it; whole-number and digit-split tokens). A digit-split score's other leading digits are
 completed with continuation follow-ups (:meth:`OpenAIBackend.follow_ups`: the assistant's own
-text up to a digit, ``continue_final_message``), which the client asks like any request; option
-``continue_digits`` (default: on with a base URL other than api.openai.com). An answer without
-the log-probabilities that were asked for is ``text_only``; a 200 whose body is an error or has
-no choices is a transient error with the server's message.
+text up to a digit), which the client asks like any request; option ``continue_digits``
+(default: on with a base URL other than api.openai.com). An answer without the
+log-probabilities that were asked for is ``text_only``; a 200 whose body is an error or has no
+choices is a transient error with the server's message.
+
+Continuation conventions (option ``continuation``): vLLM continues the last assistant message
+when asked with ``continue_final_message``/``add_generation_prompt`` in the body; llama.cpp's
+server continues it by itself (assistant prefill) and echoes the prefilled text in the answer.
+``auto`` (default) asks the server's model list once: ``owned_by: llamacpp`` is llama.cpp
+(plain prefills), ``owned_by: vllm`` is vLLM (its fields); another server gets vLLM's fields
+until an answer shows llama.cpp's convention (its ``timings`` object, or the echoed prefill). A
+400 to a continuation carrying vLLM's fields is retried once as a plain prefill. Either way the
+follow-up's first token is read, so both give the same digit distributions.
+
+Anchor forcing (option ``force_anchor``; default: on when the server is recognised as llama.cpp
+or vLLM and ``continue_digits`` is on): an answer whose text never
+wrote a slot's number (a small base model that rambles) is asked again with the slot's
+``forced_prefix`` prefilled after its text (``"first"`` slots: at the answer's start, read from
+the answer's own first token when the prefix is empty), as the local backends teacher-force
+it; the slot records ``anchor_forced``.
+
+llama.cpp specifics: it is asked for :data:`LLAMACPP_TOP_LOGPROBS` alternatives per token (it
+has no cap of 20); its logprobs entries carry token ``id`` and ``bytes`` (the token
+text is what is read; digits are ASCII), its usage's ``prompt_tokens_details.cached_tokens`` and
+its ``timings`` object are summed in :attr:`OpenAIBackend.server_stats`; its errors are
+statuses: a context overflow (``exceed_context_size_error``) a non-transient error naming it,
+an unavailable slot/server (503) transient.
 """
 
 from __future__ import annotations
@@ -39,6 +62,7 @@ from capjudge.backends.base import (
     JudgeRequest,
     JudgeResponse,
     Message,
+    ScoreSlot,
     SlotResult,
     Status,
     Usage,
@@ -46,10 +70,12 @@ from capjudge.backends.base import (
 )
 from capjudge.backends.logprobs import (
     READING_RULES_VERSION,
+    Located,
     TokenLogprob,
     TreeReading,
     add_continuation,
     continuation_from_result,
+    find_printed,
     finish,
     follow_up_prefixes,
     next_slot,
@@ -65,6 +91,87 @@ NO_LOGPROBS_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 
 # vLLM's chat parameters of a continuation: body fields, passed through the SDK's extra_body.
 _CONTINUATION_FIELDS = ("continue_final_message", "add_generation_prompt")
+
+LLAMACPP_TOP_LOGPROBS = 200
+"""Alternatives asked of llama.cpp per token (it has no cap of 20; costs ~nothing, measured).
+
+A score read at a forced answer start ("Output the score first" to a base model that starts
+"Your task is ...") has its digits at ~0.1-1 % each: with 20 alternatives only "1" is seen,
+with 200 all of 1-5 are. The request (and its cache key) still says what the method asked."""
+
+CONTINUATIONS = ("auto", "continue_final_message", "prefill")
+"""The ``continuation`` option: how a follow-up asks the server to continue the assistant."""
+
+
+@dataclass
+class ServerStats:
+    """What the server reported over this backend's calls (summed; llama.cpp fills timings).
+
+    Attributes:
+        calls: answers read.
+        prompt_tokens: prompt tokens reported in usage.
+        cached_tokens: prompt tokens the server reused from its cache
+            (``usage.prompt_tokens_details.cached_tokens``, llama.cpp's ``timings.cache_n``).
+        completion_tokens: generated tokens.
+        prompt_ms: time the server spent on prompts (``timings.prompt_ms``).
+        predicted_ms: time the server spent generating (``timings.predicted_ms``).
+    """
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_ms: float = 0.0
+    predicted_ms: float = 0.0
+
+    def add(self, usage: Any, timings: Any) -> None:
+        """Add one answer's ``usage`` object (SDK model or dict) and ``timings`` dict."""
+        self.calls += 1
+        if usage is not None:
+            self.prompt_tokens += _field(usage, "prompt_tokens") or 0
+            self.completion_tokens += _field(usage, "completion_tokens") or 0
+            details = _field(usage, "prompt_tokens_details")
+            cached = _field(details, "cached_tokens") if details is not None else None
+            if cached is None and isinstance(timings, dict):
+                cached = timings.get("cache_n")
+            self.cached_tokens += int(cached or 0)
+        if isinstance(timings, dict):
+            self.prompt_ms += float(timings.get("prompt_ms") or 0.0)
+            self.predicted_ms += float(timings.get("predicted_ms") or 0.0)
+
+
+def _field(obj: Any, name: str) -> Any:
+    """``obj.name`` or ``obj[name]`` (SDK models keep unknown fields in ``model_extra``)."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    value = getattr(obj, name, None)
+    if value is None:
+        extra = getattr(obj, "model_extra", None) or {}
+        value = extra.get(name) if isinstance(extra, dict) else None
+    return value
+
+
+def error_from_body(code: int | None, body: Any, message: str | None = None) -> BackendError:
+    """An error answer (HTTP status and JSON body) as a :class:`BackendError` with a status.
+
+    llama.cpp's error objects carry a ``type``: ``exceed_context_size_error`` (the prompt does
+    not fit the context: non-transient, retrying cannot help), ``unavailable_error`` (loading,
+    no free slot: transient). Otherwise the status code decides: 408, 409, 429 and 5xx are
+    transient, 403 is a refusal.
+    """
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if message is None:
+        message = str(error.get("message") or error) if isinstance(error, dict) else str(error)
+    kind = error.get("type") if isinstance(error, dict) else None
+    if code is None and isinstance(error, dict) and isinstance(error.get("code"), int):
+        code = int(error["code"])
+    if kind == "exceed_context_size_error":
+        return BackendError(f"context overflow (HTTP {code}): {message}", transient=False)
+    if kind == "unavailable_error":
+        return BackendError(f"server unavailable (HTTP {code}): {message}", transient=True)
+    transient = code is None or code in (408, 409, 429) or code >= 500
+    status: Status = "refused" if code == 403 else "error"
+    return BackendError(f"HTTP {code}: {message}", transient=transient, status=status)
 
 
 def sniff_image_type(data: bytes) -> str | None:
@@ -148,13 +255,15 @@ class OpenAIBackend(Backend):
     """Chat completions with log-probabilities against an OpenAI-protocol server."""
 
     options = frozenset({"base_url", "api_key_env", "timeout_s", "min_mass", "concurrency",
-                         "vision", "snapshot", "continue_digits"})
+                         "vision", "snapshot", "continue_digits", "continuation",
+                         "force_anchor"})
     default_concurrency = 8
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 120.0,
                  min_mass: float = 0.5, concurrency: int = 8, vision: bool = True,
-                 snapshot: str | None = None, continue_digits: bool | None = None) -> None:
+                 snapshot: str | None = None, continue_digits: bool | None = None,
+                 continuation: str = "auto", force_anchor: bool | None = None) -> None:
         import openai
 
         self.model = model
@@ -181,15 +290,69 @@ class OpenAIBackend(Backend):
                                      timeout=timeout_s)
         self.capabilities = Capabilities(vision=vision, distribution="logprobs", max_batch=1,
                                          concurrency=concurrency)
-        # Complete digit-split scores with continuation follow-ups (vLLM and other servers that
-        # continue an assistant message). Default: on with a base URL, except OpenAI's own API,
-        # which cannot continue and writes 0-999 as single tokens anyway.
-        self.continue_digits = (continue_digits if continue_digits is not None else
-                                base_url is not None and "api.openai.com" not in base_url)
+        # Complete digit-split scores with continuation follow-ups (vLLM, llama.cpp and other
+        # servers that continue an assistant message). Default: on with a base URL, except
+        # OpenAI's own API, which cannot continue and writes 0-999 as single tokens anyway.
+        self._init_reading(min_mass, continue_digits if continue_digits is not None else
+                           base_url is not None and "api.openai.com" not in base_url,
+                           continuation, force_anchor)
+
+    def _init_reading(self, min_mass: float, continue_digits: bool, continuation: str,
+                      force_anchor: bool | None, server: str | None = None) -> None:
+        """The reading state shared with subclasses that send bodies another way."""
+        if continuation not in CONTINUATIONS:
+            raise BackendError(f"continuation must be one of {', '.join(CONTINUATIONS)}, got "
+                               f"{continuation!r}", transient=False)
+        self.min_mass = min_mass
+        self.continue_digits = continue_digits
         self._continue_off_reason: str | None = None if self.continue_digits else (
             "continuation follow-ups are off for this backend (continue_digits: false)")
+        # "auto" until an answer shows which convention the server honours.
+        self.continuation = continuation
+        self.server_stats = ServerStats()
+        self._force_anchor = force_anchor
+        # Which server this is ("llama.cpp", "vllm"), once asked (None: not recognised).
+        self.server = server
+        self._detected = server is not None or not continue_digits
+        self._detect_lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._pending_lock = threading.Lock()
+
+    @property
+    def force_anchor(self) -> bool:
+        """Whether a slot whose number was never written is read at its forced anchor."""
+        if not self.continue_digits:
+            return False
+        if self._force_anchor is not None:
+            return self._force_anchor
+        return self.server is not None
+
+    def _detect_server(self) -> None:
+        """Recognise llama.cpp or vLLM once from the model list's ``owned_by``.
+
+        It decides the continuation convention and anchor forcing (see the module doc).
+        An unreachable list leaves both as configured.
+        """
+        # Held while asking: concurrent first requests wait, so every answer is read alike.
+        with self._detect_lock:
+            if self._detected:
+                return
+            try:
+                owners = {getattr(m, "owned_by", None) for m in self._client.models.list()}
+            except Exception:  # noqa: BLE001 - best effort; the requests say what fails
+                owners = set()
+            self._recognise(owners)
+            self._detected = True
+
+    def _recognise(self, owners: set[Any]) -> None:
+        if "llamacpp" in owners:
+            self.server = "llama.cpp"
+            if self.continuation == "auto":
+                self.continuation = "prefill"
+        elif "vllm" in owners:
+            self.server = "vllm"
+            if self.continuation == "auto":
+                self.continuation = "continue_final_message"
 
     def snapshot(self) -> str:
         """The configured snapshot name (the model name when none was given)."""
@@ -202,7 +365,8 @@ class OpenAIBackend(Backend):
         again.
         """
         return {"backend": self.backend_id, "snapshot": self._snapshot, "model": self.model,
-                "base_url": strip_userinfo(self.base_url) if self.base_url else None}
+                "base_url": strip_userinfo(self.base_url) if self.base_url else None,
+                "continuation": self.continuation, "server": self.server}
 
     def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
         """The server's model list and, with ``probe``, a one-token answer's identity.
@@ -257,11 +421,14 @@ class OpenAIBackend(Backend):
             "temperature": dec.temperature, "max_tokens": dec.max_tokens,
             "logprobs": True, "top_logprobs": dec.top_logprobs,
         }
+        if self.server == "llama.cpp" and dec.top_logprobs > 0:
+            body["top_logprobs"] = max(dec.top_logprobs, LLAMACPP_TOP_LOGPROBS)
         if dec.seed is not None:
             body["seed"] = dec.sampling_seed()  # a new seed per repeat: a new sample
-        if is_continuation(request):
+        if is_continuation(request) and self.continuation != "prefill":
             # A follow-up that continues the assistant's own text (vLLM's chat parameters)
-            # instead of starting a new turn: see follow_ups().
+            # instead of starting a new turn: see follow_ups(). llama.cpp continues a final
+            # assistant message by itself and ignores these fields.
             body.update({"continue_final_message": True, "add_generation_prompt": False})
         return body
 
@@ -278,36 +445,51 @@ class OpenAIBackend(Backend):
         return self._parse(request, ChatCompletion.construct(**body), latency_s)
 
     def _one(self, request: JudgeRequest) -> JudgeResponse | BackendError:
-        import openai
-
         if self.model.startswith(NO_LOGPROBS_PREFIXES):
             return BackendError(f"{self.model} does not return log-probabilities (reasoning "
                                 "model); choose e.g. gpt-4o or gpt-4.1", transient=False)
-        kwargs = self.request_body(request)
+        if not self._detected:
+            self._detect_server()
+        body = self.request_body(request)
+        started = time.perf_counter()
+        completion = self._call(body)
+        if (isinstance(completion, BackendError) and self.continuation == "auto"
+                and "continue_final_message" in body and str(completion).startswith("HTTP 400")):
+            # A server that rejects vLLM's fields: continue by plain prefill (llama.cpp's way).
+            retry = {k: v for k, v in body.items() if k not in _CONTINUATION_FIELDS}
+            completion = self._call(retry)
+            if not isinstance(completion, BackendError):
+                self.continuation = "prefill"
+        if isinstance(completion, BackendError):
+            return completion
+        latency = time.perf_counter() - started
+        return self._parse(request, completion, latency)
+
+    def _call(self, body: dict[str, Any]) -> Any:
+        """Send one chat-completions body; the SDK's completion, or the error as a value."""
+        import openai
+
+        kwargs = dict(body)
         extra = {k: kwargs.pop(k) for k in _CONTINUATION_FIELDS if k in kwargs}
         if extra:
             kwargs["extra_body"] = extra  # not parameters of the SDK's create()
-        started = time.perf_counter()
         try:
-            completion = self._client.chat.completions.create(**kwargs)
+            return self._client.chat.completions.create(**kwargs)
         except openai.RateLimitError as exc:
             return BackendError(f"429 rate limited: {exc.message}", transient=True,
                                 retry_after=_retry_after(exc.response.headers))
         except openai.APIStatusError as exc:
-            code = exc.status_code
-            transient = code in (408, 409) or code >= 500
-            auth = is_auth_failure(code, exc.message, getattr(exc, "code", None))
-            status: Status = "refused" if code == 403 and not auth else "error"
-            return BackendError(f"HTTP {code}: {exc.message}", transient=transient,
-                                retry_after=_retry_after(exc.response.headers), status=status,
-                                auth=auth)
+            error = error_from_body(exc.status_code, exc.body, exc.message)
+            error.retry_after = _retry_after(exc.response.headers)
+            if is_auth_failure(exc.status_code, exc.message, getattr(exc, "code", None)):
+                # A rejected key: the client stops at once (never retried, never "refused").
+                error.auth, error.transient, error.status = True, False, "error"
+            return error
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
             return BackendError(f"{type(exc).__name__}: {exc}", transient=True)
         except (openai.APIResponseValidationError, ValueError) as exc:
             # A malformed body: the server may be restarting; worth one more try.
             return BackendError(f"malformed response: {exc}", transient=True)
-        latency = time.perf_counter() - started
-        return self._parse(request, completion, latency)
 
     def _parse(self, request: JudgeRequest, completion: Any, latency: float
                ) -> JudgeResponse | BackendError:
@@ -317,6 +499,9 @@ class OpenAIBackend(Backend):
             # overloaded worker), worth another try; its message is kept in the reason.
             return BackendError(f"HTTP 200 without an answer: {error or 'no choices'}",
                                 transient=True)
+        timings = _field(completion, "timings")
+        with self._pending_lock:
+            self.server_stats.add(completion.usage, timings)
         usage = Usage()
         if completion.usage is not None:
             usage = Usage(prompt_tokens=completion.usage.prompt_tokens or 0,
@@ -327,6 +512,12 @@ class OpenAIBackend(Backend):
         choice = completion.choices[0]
         message = choice.message
         text = (message.content if message is not None else None) or ""
+        if is_continuation(request) and self.continuation == "auto":
+            prefill = request.messages[-1].text()
+            if isinstance(timings, dict) or (prefill and text.startswith(prefill)):
+                # llama.cpp: it continued the assistant message by itself (and says so by
+                # echoing it, or by its timings object); vLLM's fields are not needed.
+                self.continuation = "prefill"
         refusal = getattr(message, "refusal", None)
         if refusal or choice.finish_reason == "content_filter":
             return JudgeResponse(status="refused", text=text,
@@ -341,6 +532,9 @@ class OpenAIBackend(Backend):
             ]
         slots: list[SlotResult] = []
         readings: dict[int, TreeReading] = {}
+        joined = "".join(t.token for t in tokens or [])
+        bases: dict[int, str] = {}
+        forced: dict[int, int | float | None] = {}
         for i, slot in enumerate(request.slots):
             if slot.position == "next":
                 slots.append(read_next(tokens, slot))
@@ -348,9 +542,16 @@ class OpenAIBackend(Backend):
                 slots.append(read_text(text, slot))  # text_only: no distribution
             else:
                 readings[i] = read_tree(tokens, slot)
+                located = readings[i].located
+                if located is not None:
+                    bases[i] = joined[: located.start]
+                elif self.force_anchor and find_printed(joined, slot) is None:
+                    # No number written: read the slot where its anchor is forced.
+                    readings[i], bases[i] = _forced_reading(slot, joined, tokens)
+                    forced[i] = None
                 if not self.continue_digits and follow_up_prefixes(readings[i]):
                     readings[i].notes.append(self._continue_off_reason or "")
-                slots.append(finish(readings[i], self.min_mass))
+                slots.append(_finish(readings[i], self.min_mass, forced, i))
         response = _response(text, slots, choice.finish_reason, request, base)
         if tokens:
             # The raw answer, so a change of reading rules re-reads it (reread), never re-asks.
@@ -360,9 +561,9 @@ class OpenAIBackend(Backend):
                             "notes": {str(i): list(r.notes) for i, r in readings.items()
                                       if r.notes}}
         if self.continue_digits and any(follow_up_prefixes(r) for r in readings.values()):
-            joined = "".join(t.token for t in tokens or [])
             with self._pending_lock:
-                self._pending[id(response)] = _Pending(joined, readings, set(), [])
+                self._pending[id(response)] = _Pending(joined, readings, set(), [], bases,
+                                                       forced)
         return response
 
     def reread(self, request: JudgeRequest, response: JudgeResponse) -> JudgeResponse:
@@ -386,7 +587,9 @@ class OpenAIBackend(Backend):
         A prefix qualifies with at least :data:`~capjudge.backends.logprobs.FOLLOW_UP_MIN_P`
         probability. Each request is the conversation, then the assistant's own output up to
         and including that prefix ("... The final score is $9"), asking for one token with its
-        top-20 alternatives (the next digit or the end of the number).
+        top-20 alternatives (the next digit or the end of the number). A slot whose anchor is
+        forced first asks the empty prefix: the answer, the slot's ``forced_prefix``, and the
+        first digit's distribution.
         """
         with self._pending_lock:
             pending = self._pending.get(id(response))
@@ -402,7 +605,7 @@ class OpenAIBackend(Backend):
                 pending.asked.add((i, prefix))
                 pending.batch.append((i, prefix))
                 slot = request.slots[i]
-                content = pending.text[: reading.located.start] + prefix
+                content = pending.bases[i] + prefix
                 out.append(JudgeRequest(
                     messages=(*request.messages, Message("assistant", (content,))),
                     slots=(next_slot(f"{slot.name}@{prefix}"),),
@@ -448,7 +651,7 @@ class OpenAIBackend(Backend):
                 reading.notes.append(note)
         slots = list(response.slots)
         for i, reading in pending.readings.items():
-            slots[i] = finish(reading, self.min_mass)
+            slots[i] = _finish(reading, self.min_mass, pending.forced, i)
         base = {"usage": usage, "model": response.model,
                 "system_fingerprint": response.system_fingerprint,
                 "latency_s": response.latency_s}
@@ -505,12 +708,52 @@ class _Pending:
         readings: slot index -> its digit-tree reading.
         asked: (slot index, prefix) already asked, so a failed one is not asked again.
         batch: what the last :meth:`OpenAIBackend.follow_ups` asked, in order.
+        bases: slot index -> the assistant text a follow-up's digit prefix is appended to
+            (the answer up to the number; with a forced anchor, the answer and the anchor).
+        forced: slot index -> the number the answer printed (None) for forced slots.
     """
 
     text: str
     readings: dict[int, TreeReading]
     asked: set[tuple[int, str]] = field(default_factory=set)
     batch: list[tuple[int, str]] = field(default_factory=list)
+    bases: dict[int, str] = field(default_factory=dict)
+    forced: dict[int, int | float | None] = field(default_factory=dict)
+
+
+def _forced_reading(slot: ScoreSlot, text: str, tokens: Sequence[TokenLogprob]
+                    ) -> tuple[TreeReading, str]:
+    """A reading of ``slot`` at its forced anchor, and the assistant text that precedes it.
+
+    ``"first"`` slots are read at the answer's start, after ``forced_prefix`` (with an empty
+    prefix, from the answer's own first token: nothing needs asking); other slots after the
+    whole text and ``forced_prefix``. An empty digit tree leaves the first digit unobserved,
+    so :func:`follow_up_prefixes` asks for it (the empty prefix) like any other.
+    """
+    base = slot.forced_prefix if slot.position == "first" else text + slot.forced_prefix
+    reading = TreeReading(slot, Located(len(base), len(base), 0.0), whole=False)
+    if not base:
+        # The answer's first token is the distribution at the forced position: nothing to ask.
+        root = continuation_from_result(read_next(tokens[:1], next_slot(slot.name)))
+        reading.after[""] = root if root is not None else {}
+    return reading, base
+
+
+def _finish(reading: TreeReading, min_mass: float, forced: dict[int, int | float | None],
+            index: int) -> SlotResult:
+    """:func:`finish`, marking a forced slot (``anchor_forced``, the number it printed)."""
+    result = finish(reading, min_mass)
+    if index in forced:
+        result.anchor_forced = True
+        result.printed = forced[index]
+        slot = reading.slot
+        if result.status == "parse_failure":
+            # finish() names the placeholder number; the answer printed none.
+            notes = f" ({'; '.join(reading.notes)})" if reading.notes else ""
+            result.reason = (f"the answer wrote no score, and after the forced anchor "
+                             f"{slot.forced_prefix!r} no probability on {slot.low}-{slot.high} "
+                             f"was observed{notes}")
+    return result
 
 
 def is_continuation(request: JudgeRequest) -> bool:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from capjudge.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_STRICT, EXIT_USAGE, UsageError
 
 SUBCOMMANDS = ("sample", "ingest", "score", "judge", "batch", "estimate_cost", "meta_eval",
-               "compare", "watch", "runs", "history", "prepare_model")
+               "compare", "watch", "runs", "history", "prepare_model", "serve")
 """Modules of this package, in help order; each defines ``register(subparsers)``."""
 
 

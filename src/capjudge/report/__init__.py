@@ -135,7 +135,11 @@ def _not_run(judges: dict[str, dict[str, Any]], params: Path | None = None
         hint = None
         if any("vision" in r for r in reasons):
             group = _params_group(params, name) if params else "judges"
-            hint = (f"dvc exp run -S '{group}.{name}.backend=openai/gpt-4o-2024-08-06' "
+            # A local backend's options (llamacpp: parallel, threads) are not the API's.
+            reset = (f" -S '{group}.{name}.backend_options={{}}'"
+                     if str((s.get("backend") or {}).get("backend", "")).split("/")[0]
+                     not in ("openai", "fake") else "")
+            hint = (f"dvc exp run -S '{group}.{name}.backend=openai/gpt-4o-2024-08-06'{reset} "
                     "(any backend with image input; OPENAI_API_KEY in the environment"
                     + ("; its context stage needs a vision backend too)"
                        if group == "context_judges" else ")"))

