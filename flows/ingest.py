@@ -60,7 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
-    params = load_params(args.params)
+    try:
+        params = load_params(args.params)  # the schema: a typo fails before anything runs
+    except (OSError, ValueError) as exc:
+        print(f"ingest: error: {exc}", file=sys.stderr)
+        return 2
     p = params["ingest"]
     config = {k: p[k] for k in ("frame_policy", "uniform_frames", "decode_timeout_s",
                                 "max_candidate_chars", "max_reference_chars", "max_references",

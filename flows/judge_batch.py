@@ -1,8 +1,9 @@
 """The judge stage in batch mode (``submit: batch``), called by ``python -m flows.judge``.
 
-One process writes, submits, polls and collects the batches (:mod:`capjudge.batch`): the
-Batch API does the parallel work, so the chunked task flow would only split the requests
-into more batches and poll each of them from another worker.
+One process writes, submits, polls and collects the batches
+(:mod:`capjudge.backends.openai_batch`): the Batch API does the parallel work, so the chunked
+task flow would only split the requests into more batches and poll each of them from another
+worker.
 
 The batch state (``batches.json``, the JSONL) does not live in the stage's output directory
 here: ``dvc repro`` deletes a stage's outputs before it runs it again, which would forget the

@@ -63,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("stage", choices=["aggregate", "validate", "report"])
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
-    params = load_params(args.params)
+    try:
+        params = load_params(args.params)  # the schema: a typo fails before anything runs
+    except (OSError, ValueError) as exc:
+        print(f"{args.stage}: error: {exc}", file=sys.stderr)
+        return 2
     dirs = judge_dirs(params)
     ingest_dir = params["ingest"]["out"]
     section = dict(params.get(args.stage) or {})

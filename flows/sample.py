@@ -21,7 +21,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
-    p = load_params(args.params)["sample"]
+    try:
+        params = load_params(args.params)  # the schema: a typo fails before anything runs
+    except (OSError, ValueError) as exc:
+        print(f"sample: error: {exc}", file=sys.stderr)
+        return 2
+    p = {"out": "data/sample", "seed": 0, "images": 20, **(params.get("sample") or {})}
     sample_flow(p["out"], int(p["seed"]), int(p["images"]))
     return 0
 

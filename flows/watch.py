@@ -257,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-probe", action="store_true",
                         help="API backends: use the model list only (no one-token request)")
     args = parser.parse_args(argv)
+    try:
+        load_params(args.params)  # the schema: a typo fails before the flow (or schedule) starts
+    except (OSError, ValueError) as exc:
+        print(f"watch: error: {exc}", file=sys.stderr)
+        return 2
     kwargs = {"params_path": args.params, "registry": args.registry,
               "probe": not args.no_probe}
     if args.once:

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from capjudge.batch import STATE_FILE, BatchState
+from capjudge.backends.openai_batch import STATE_FILE, BatchState
 from capjudge.cache import RequestCache
 from capjudge.cli import main as cli_main
 from capjudge.judge import JudgeConfig, run_judge

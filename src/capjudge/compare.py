@@ -22,9 +22,13 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from capjudge.metaeval.stats import bootstrap_ci, kendall_tau_b, paired_permutation_test
 from capjudge.methods import get_method
-from capjudge.reliability import paired_difference
+from capjudge.stats import (
+    bootstrap_ci,
+    kendall_tau_b,
+    paired_difference,
+    paired_permutation_test,
+)
 
 
 def load_run(db: Path) -> dict[str, Any]:

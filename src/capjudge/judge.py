@@ -192,8 +192,8 @@ class JudgeConfig:
     # avoids the bursts they reject. 60 is the plain per-minute budget.
     rate_window_s: float = 60.0
     # How requests reach the model: "sync" (one call each) or "batch" (the OpenAI Batch API,
-    # openai/<model> backends: see capjudge.batch; ``batch_options`` tune it). Not "mode":
-    # ``modes`` are the method's modes.
+    # openai/<model> backends: see capjudge.backends.openai_batch; ``batch_options`` tune
+    # it). Not "mode": ``modes`` are the method's modes.
     submit: str = "sync"
     batch_options: dict[str, Any] = field(default_factory=dict)
     # The client's timeout for one call, in seconds (backends that take one: openai/...).
@@ -229,7 +229,7 @@ class JudgeConfig:
         # user-info here would be persisted everywhere, so it is refused before anything runs.
         refuse_credentials({"backend_options": self.backend_options,
                             "method_options": self.method_options})
-        from capjudge.batch import SUBMIT_MODES, BatchOptions
+        from capjudge.backends.openai_batch import SUBMIT_MODES, BatchOptions
 
         if self.submit not in SUBMIT_MODES:
             raise ValueError(f"submit must be one of {', '.join(SUBMIT_MODES)}, got "
@@ -807,7 +807,7 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
     backend = backend or make_backend(config)
     progress = progress or progress_logger(f"judge {config.method}")
     if config.submit == "batch":
-        from capjudge.batch import make_batch_client
+        from capjudge.backends.openai_batch import make_batch_client
 
         # Batches are submitted and polled by this one process; their state (batches.json)
         # lives in the stage's output directory unless batch_options.state_dir says otherwise.

@@ -400,11 +400,14 @@ class OpenAIBackend(Backend):
         """Send each request as its own chat completion; per request a response or an error."""
         return [self._one(r) for r in requests]
 
-    # -- the wire format, shared with the Batch API (capjudge.batch) --------------------------
+    # -- the wire format, shared with the Batch API (capjudge.backends.openai_batch) ---------
 
     @property
     def api(self) -> Any:
-        """The ``openai.OpenAI`` client (files and batches for :mod:`capjudge.batch`)."""
+        """The ``openai.OpenAI`` client (files and batches for the Batch API).
+
+        Used by :mod:`capjudge.backends.openai_batch`.
+        """
         return self._client
 
     def request_body(self, request: JudgeRequest) -> dict[str, Any]:

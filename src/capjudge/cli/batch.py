@@ -19,7 +19,7 @@ from capjudge.cli.common import EXIT_OK, UsageError
 
 def run_import(args: argparse.Namespace) -> int:
     """Record the results file; print the entry."""
-    from capjudge.batch import import_results
+    from capjudge.backends.openai_batch import import_results
 
     try:
         entry = import_results(args.results, args.state_dir)
@@ -34,7 +34,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 def run_status(args: argparse.Namespace) -> int:
     """Print the recorded batches."""
-    from capjudge.batch import STATE_FILE, BatchState
+    from capjudge.backends.openai_batch import STATE_FILE, BatchState
 
     if not (Path(args.state_dir) / STATE_FILE).is_file():
         raise UsageError(f"no {STATE_FILE} in {args.state_dir}")

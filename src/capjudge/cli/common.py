@@ -124,23 +124,20 @@ def flag_message(message: str) -> str:
 def read_prices(params: Path) -> dict[str, Any]:
     """``judge.prices`` of a params file (empty when the file does not exist).
 
+    The file is read by :func:`capjudge.params.load_params`, so a typo anywhere in it fails
+    here, before any request is sent.
+
     Raises:
-        UsageError: the file is not YAML, or it or its ``judge``/``prices`` is not a mapping.
+        UsageError: the file is not YAML or does not fit the params schema (one line naming
+            the key and the closest valid one).
     """
     if not params.is_file():
         return {}
-    import yaml
+    from capjudge.params import load_params
 
     try:
-        data = yaml.safe_load(params.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
-        raise UsageError(f"--params {params}: not readable YAML "
-                         f"({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"--params {params}: expected a mapping at the top level, got "
-                         f"{type(data).__name__}")
-    judge = data.get("judge") or {}
-    prices = judge.get("prices") or {} if isinstance(judge, dict) else None
-    if not isinstance(prices, dict):
-        raise UsageError(f"--params {params}: judge.prices must be a mapping")
+        data = load_params(params)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--params {exc}") from None
+    prices: dict[str, Any] = (data.get("judge") or {}).get("prices") or {}
     return prices

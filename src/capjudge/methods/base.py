@@ -352,6 +352,14 @@ class Method(ABC):
         if mode not in self.modes:
             raise ValueError(f"unknown {self.name} mode {mode!r}; choose from {self.modes}")
 
+    def context_settings(self) -> type | None:
+        """The dataclass ``params.yaml: contexts.<name>`` is built into.
+
+        Its fields are the section's keys, checked by :mod:`capjudge.params`. None: no context
+        stage.
+        """
+        return None
+
     def run_context(self, items: Sequence[Item], out_dir: str | Path,
                     section: dict[str, Any]) -> dict[str, Any]:
         """Run the method's context stage over ``items`` and write its outputs.

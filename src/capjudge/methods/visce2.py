@@ -156,6 +156,12 @@ class VisCE2(Method):
                 c.score = float(c.printed)
         return criteria
 
+    def context_settings(self) -> type | None:
+        """:class:`~capjudge.methods.visce2_context.ContextConfig` (``contexts.<name>``)."""
+        from capjudge.methods.visce2_context import ContextConfig
+
+        return ContextConfig
+
     def run_context(self, items: Sequence[Item], out_dir: str | Path,
                     section: dict[str, Any]) -> dict[str, Any]:
         """Step 1: extract every distinct picture's visual context (and description)."""

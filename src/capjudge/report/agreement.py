@@ -1,7 +1,7 @@
 """Agreement of judges with humans: pure functions over (score, human) pairs.
 
 The statistics themselves (Kendall τ-b/τ-c, Pearson, Spearman, bootstrap CIs, system-level
-correlation) live in :mod:`capjudge.metaeval.stats` and are tested against scipy there; this
+correlation) live in :mod:`capjudge.stats` and are tested against scipy there; this
 module arranges a report's series into them.
 """
 
@@ -11,8 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from capjudge.metaeval.stats import STATS, bootstrap_ci, kendall_tau_b, system_level
-from capjudge.reliability import system_level_ci
+from capjudge.stats import STATS, bootstrap_ci, kendall_tau_b, system_level, system_level_ci
 
 MIN_POINTS = 3
 
@@ -28,7 +27,7 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[dict[str
         rows: its items (``score``, ``status``, ``human``, ``system``); items without a human
             label are not counted.
         n_boot: bootstrap resamples for the 95 % CIs (0: none); the system-level Pearson's
-            CI resamples items within systems (:func:`capjudge.reliability.system_level_ci`).
+            CI resamples items within systems (:func:`capjudge.stats.system_level_ci`).
         protocol: the protocol's name, recorded with the numbers.
     """
     labelled = [r for r in rows if r.get("human") is not None]

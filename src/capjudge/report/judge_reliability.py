@@ -1,10 +1,10 @@
-"""The report's judge-reliability sections: arranging a run's rows into :mod:`capjudge.reliability`.
+"""The report's judge-reliability sections: arranging a run's rows into :mod:`capjudge.stats`.
 
 Each function takes rows read from the report database and returns table rows (one dict per
 row, the DuckDB table's columns) for the report: test-retest (``reliability_retest``,
 ``reliability_items``), injection robustness (``injection``, ``injection_items``), length bias
 (``length_bias``), calibration (``calibration``) and judge-vs-judge comparisons
-(``judge_comparisons``). The statistics themselves live in :mod:`capjudge.reliability`.
+(``judge_comparisons``). The statistics themselves live in :mod:`capjudge.stats`.
 """
 
 from __future__ import annotations
@@ -20,17 +20,14 @@ import numpy as np
 import pyarrow as pa
 
 from capjudge.methods import get_method
-from capjudge.reliability import (
-    TwinCandidate,
+from capjudge.reliability import TwinCandidate, find_twins, is_adversarial, quoted_score
+from capjudge.stats import (
     calibrate,
-    find_twins,
     holm,
-    is_adversarial,
     item_spread,
     length_bias,
     mean_difference,
     paired_comparison,
-    quoted_score,
     retest,
 )
 

@@ -1,0 +1,294 @@
+"""Meta-evaluation: how well metrics and judges agree with human judgments.
+
+:func:`run_meta_eval` loads a dataset, scores its candidates with the requested metrics
+(reference-based baselines and/or a judge), arranges human ratings as the protocol says, and
+computes Kendall tau-b/tau-c, Pearson, Spearman (or pairwise accuracy) with bootstrap 95 %
+confidence intervals. Every result names its protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from capjudge.metaeval.baselines import BASELINES, baseline_scores
+from capjudge.metaeval.datasets import Candidate, DatasetError, MetaDataset, Pair, load
+from capjudge.metaeval.protocols import Protocol, get_protocol
+from capjudge.stats import (
+    STATS,
+    bootstrap_ci,
+    correlation_matrix,
+    kendall_tau_b,
+    pairwise_accuracy,
+)
+
+log = logging.getLogger(__name__)
+
+# A scorer maps (candidates, references) to one score per candidate (None: failed, excluded).
+Scorer = Callable[[Sequence[str], Sequence[Sequence[str]]], list[float | None]]
+
+
+@dataclass
+class Rows:
+    """Candidate index and human rating per row, as a protocol arranges them."""
+
+    index: list[int]
+    human: list[float]
+    annotator: list[int]
+
+
+def arrange(candidates: Sequence[Candidate], protocol: Protocol, criterion: str) -> Rows:
+    """Rows of (candidate, human rating) for one criterion under a protocol."""
+    index, human, annotator = [], [], []
+    for i, c in enumerate(candidates):
+        ratings = c.ratings.get(criterion, [])
+        if not ratings:
+            continue
+        if protocol.rows == "mean":
+            index.append(i)
+            human.append(float(np.mean(ratings)))
+            annotator.append(0)
+        else:
+            for k, r in enumerate(ratings):
+                index.append(i)
+                human.append(float(r))
+                annotator.append(k)
+    return Rows(index, human, annotator)
+
+
+def correlate(metric: Sequence[float | None], rows: Rows, protocol: Protocol, n_boot: int,
+              seed: int = 0) -> dict[str, Any]:
+    """All four statistics (+ CIs) of a metric against the arranged human rows.
+
+    With ``protocol.round_to`` the metric scores are rounded first (``numpy.around``, as
+    EMScore's ``compute_correlation_uniquehuman`` does, so near-equal scores tie). Under the
+    "per-annotator" protocol each statistic is computed against every annotator's ratings
+    separately and averaged over the annotators (EMScore's VATEX-EVAL protocol).
+    """
+    keep = [j for j, i in enumerate(rows.index) if metric[i] is not None
+            and not math.isnan(metric[i])]  # type: ignore[arg-type]
+    failed = len({rows.index[j] for j in range(len(rows.index))} - {rows.index[j] for j in keep})
+    x = [float(metric[rows.index[j]]) for j in keep]  # type: ignore[arg-type]
+    if protocol.round_to is not None:
+        # numpy's rounding (scale, round half to even, unscale), not Python's round(): the
+        # published numbers were computed with np.around and the two differ on rare ties.
+        x = np.around(np.asarray(x, dtype=float), decimals=protocol.round_to).tolist()
+    y = [rows.human[j] for j in keep]
+    groups = [rows.index[j] for j in keep]
+    out: dict[str, Any] = {"n": len(x), "failed_candidates": failed, "ci95": {}}
+    if protocol.rows == "per-annotator":
+        annotators = sorted({rows.annotator[j] for j in keep})
+        by_annotator = {a: [k for k, j in enumerate(keep) if rows.annotator[j] == a]
+                        for a in annotators}
+        out["n_candidates"] = len(set(groups))
+        out["annotators"] = len(annotators)
+        for name, stat in STATS.items():
+            per = [stat([x[k] for k in idx], [y[k] for k in idx]) if len(idx) > 1 else math.nan
+                   for idx in by_annotator.values()]
+            out[name] = float(np.mean(per)) if per else math.nan
+            out[f"{name}_per_annotator"] = per
+        out["ci95"] = {}
+        out["note"] = "per-annotator statistics averaged; CIs not computed for this protocol"
+        return out
+    for name, stat in STATS.items():
+        out[name] = stat(x, y) if len(x) > 1 else math.nan
+        if n_boot > 0 and len(x) > 2:
+            lo, hi = bootstrap_ci(x, y, stat, groups=groups, n_boot=n_boot, seed=seed)
+            out["ci95"][name] = [lo, hi]
+    return out
+
+
+def judge_scorer(method: str, mode: str | None, backend: str, backend_options: dict[str, Any],
+                 cache_dir: str | None, max_tokens: int = 512) -> Scorer:
+    """A text-only judge as a metric (datasets here ship no images: reference modes only).
+
+    It runs the one judge pipeline (:func:`capjudge.judge.judge_items`) and the one
+    overall-status rule (:func:`capjudge.methods.verdict`); a candidate without a score is
+    None (excluded and counted as failed), never 0.
+    """
+    def score(candidates: Sequence[str], references: Sequence[Sequence[str]]
+              ) -> list[float | None]:
+        from capjudge.item import Item
+        from capjudge.judge import JudgeConfig, judge_items
+        from capjudge.methods import get_method
+
+        m = get_method(method)
+        modes = [mode] if mode else [m.default_modes[0]]
+        config = JudgeConfig(method=method, backend=backend, modes=modes,
+                             max_tokens=max_tokens, backend_options=dict(backend_options),
+                             cache_dir=cache_dir)
+        items = [Item(id=str(i), candidate=c, references=tuple(r)) for i, (c, r) in
+                 enumerate(zip(candidates, references, strict=True))]
+        from capjudge.progress import Progress
+
+        progress = Progress(f"meta-eval {method}{':' + mode if mode else ''}", "request")
+        try:
+            result = judge_items(items, config, progress=progress)
+        finally:
+            progress.close()
+        verdicts = result.verdicts(m, {})
+        return [verdicts[(item.id, modes[0])].score
+                if (item.id, modes[0]) in verdicts else None for item in items]
+
+    return score
+
+
+def run_meta_eval(dataset: str, path: str, *, protocol: str | None = None,
+                  metrics: Sequence[str] = BASELINES, judges: dict[str, Scorer] | None = None,
+                  refs: int | None = None, n_boot: int = 1000, limit: int | None = None
+                  ) -> dict[str, Any]:
+    """Score a human-judgment dataset with metrics and judges; return the JSON-able result.
+
+    Args:
+        dataset: a registered dataset name (:func:`capjudge.metaeval.datasets.dataset_names`).
+        path: the dataset file.
+        protocol: a protocol of the dataset (default: the one its registration declares).
+        metrics: reference-based baselines to compute (:data:`BASELINES`).
+        judges: name -> scorer, e.g. from :func:`judge_scorer`.
+        refs: references the metrics see; overrides the protocol (and picks a single setting
+            where the protocol reports several, as EMScore's 1 and 9 references).
+        n_boot: bootstrap resamples for the 95 % CIs (0: none).
+        limit: only the first N candidates/pairs.
+
+    Returns:
+        ``{"dataset", "protocol", "protocol_description", "references_used", "metrics": {NAME:
+        {...}}}``. Under a protocol with several reference settings every metric is reported
+        once per setting, as ``NAME@1ref``, ``NAME@9refs`` (listed in ``"settings"``).
+
+    Raises:
+        DatasetError: unknown dataset, a file not in its format, or reference-based baselines
+            asked of candidates that have no references (e.g. the Polaris JSON form).
+        KeyError: unknown protocol, or a protocol of another dataset.
+        ValueError: unknown metric names.
+    """
+    proto = get_protocol(dataset, protocol)
+    base = [m for m in metrics if m in BASELINES]
+    unknown = [m for m in metrics if m not in BASELINES]
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; baselines are {BASELINES}, judges are "
+                         "given with --judge")
+    data: MetaDataset = load(dataset, path)
+    # (suffix of the metric names, references seen) for every reported setting.
+    if refs is not None or not proto.ref_settings:
+        settings: list[tuple[str, int | None]] = [("", refs if refs is not None else proto.refs)]
+    else:
+        settings = [(f"@{n}ref" if n == 1 else f"@{n}refs", n) for n in proto.ref_settings]
+    result: dict[str, Any] = {
+        "dataset": dataset, "protocol": proto.name, "protocol_description": proto.description,
+        "references_used": (settings[0][1] or "all") if len(settings) == 1
+        else [n for _, n in settings],
+        "metrics": {}}
+    if len(settings) > 1:
+        result["settings"] = {suffix[1:]: n for suffix, n in settings}
+    if data.notes:
+        result["notes"] = data.notes
+
+    if proto.pairwise:
+        pairs = data.pairs[:limit] if limit else data.pairs
+        _require_references(dataset, data, pairs, base)
+        result["n_pairs"] = len(pairs)
+        for suffix, n_refs in settings:
+            texts = [p.a for p in pairs] + [p.b for p in pairs]
+            references = [(p.references[:n_refs] if n_refs else p.references)
+                          for p in pairs] * 2
+            scores = _score_all(texts, references, base, judges or {})
+            for name, values in scores.items():
+                a, b = values[:len(pairs)], values[len(pairs):]
+                ok = [k for k in range(len(pairs)) if a[k] is not None and b[k] is not None]
+                res = pairwise_accuracy([a[k] for k in ok],  # type: ignore[misc]
+                                        [b[k] for k in ok],  # type: ignore[misc]
+                                        [pairs[k].prefers_a for k in ok])
+                by_category = {}
+                for cat in sorted({pairs[k].category for k in ok}):
+                    idx = [k for k in ok if pairs[k].category == cat]
+                    by_category[cat] = pairwise_accuracy(
+                        [a[k] for k in idx], [b[k] for k in idx],  # type: ignore[misc]
+                        [pairs[k].prefers_a for k in idx]).accuracy
+                entry: dict[str, Any] = {
+                    "accuracy": res.accuracy,
+                    "accuracy_ties_correct": res.accuracy_ties_correct,
+                    "accuracy_ties_half": res.accuracy_ties_half, "ties": res.ties, "n": res.n,
+                    "failed_pairs": len(pairs) - len(ok), "by_category": by_category,
+                    "mean_over_categories": float(np.mean(list(by_category.values())))
+                    if by_category else math.nan}
+                if suffix:
+                    entry["references_used"] = n_refs
+                result["metrics"][name + suffix] = entry
+        return result
+
+    candidates = [c for c in data.candidates if c.system not in proto.exclude_systems]
+    if limit:
+        candidates = candidates[:limit]
+    _require_references(dataset, data, candidates, base)
+    rows = arrange(candidates, proto, proto.criterion)
+    result["n_candidates"] = len(candidates)
+    result["n_rows"] = len(rows.index)
+    criteria = sorted({k for c in candidates for k in c.ratings})
+    for suffix, n_refs in settings:
+        remaining = base
+        if proto.rows == "ratings" and base:
+            # Reference-based baselines are scored on the row list itself (one entry per
+            # rating row), as CLIPScore does: CIDEr's document frequencies then match the
+            # published ones.
+            texts = [candidates[i].candidate for i in rows.index]
+            references = [(candidates[i].references[:n_refs] if n_refs
+                           else candidates[i].references) for i in rows.index]
+            base_scores = _score_all(texts, references, base, {})
+            row_rows = Rows(list(range(len(rows.index))), rows.human, rows.annotator)
+            for name, values in base_scores.items():
+                result["metrics"][name + suffix] = correlate(values, row_rows, proto, n_boot)
+            remaining = []
+        texts = [c.candidate for c in candidates]
+        references = [(c.references[:n_refs] if n_refs else c.references) for c in candidates]
+        scores = _score_all(texts, references, remaining, judges or {})
+        for name, values in scores.items():
+            result["metrics"][name + suffix] = correlate(values, rows, proto, n_boot)
+        if suffix:
+            for name in [*base, *(judges or {})]:
+                if name + suffix in result["metrics"]:
+                    result["metrics"][name + suffix]["references_used"] = n_refs
+        if len(criteria) > 1 and scores:
+            human = {}
+            for crit in criteria:
+                r = arrange(candidates, proto, crit)
+                if len(r.index) == len(rows.index):
+                    human[crit] = r
+            result.setdefault("criterion_matrix_kendall_tau_b", {}).update({
+                name + suffix: {crit: kendall_tau_b([values[i] for i in r.index], r.human)
+                                for crit, r in human.items()
+                                if all(values[i] is not None for i in r.index)}
+                for name, values in scores.items()})
+    return result
+
+
+def _require_references(dataset: str, data: MetaDataset, items: Sequence[Candidate | Pair],
+                        base: Sequence[str]) -> None:
+    """Reference-based baselines on items without references: a clear error, not a zero."""
+    if not base:
+        return
+    missing = [item.key for item in items if not item.references]
+    if missing:
+        why = f" ({data.notes})" if data.notes else ""
+        raise DatasetError(
+            f"{dataset}: the reference-based metrics {', '.join(base)} need references, but "
+            f"{len(missing)} of {len(items)} items have none (first: {missing[0]!r}){why}; "
+            "score this dataset with reference-free judges instead")
+
+
+def _score_all(texts: Sequence[str], references: Sequence[Sequence[str]],
+               base: Sequence[str], judges: dict[str, Scorer]) -> dict[str, list[float | None]]:
+    out: dict[str, list[float | None]] = {}
+    if base:
+        for name, values in baseline_scores(texts, references, base).items():
+            out[name] = list(values)
+    for name, scorer in judges.items():
+        out[name] = scorer(texts, references)
+    return out
+
+
+__all__ = ["run_meta_eval", "judge_scorer", "correlation_matrix"]

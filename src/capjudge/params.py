@@ -1,0 +1,310 @@
+"""The schema of ``params.yaml``: key names, types and component ids checked before any stage runs.
+
+:func:`load_params` is the one way to read the file (every flow and the CLI commands that read
+it call it): a typo in a key, a value of the wrong type, or a method/backend id that is not
+registered is a one-line :class:`ParamsError` naming the key path and the closest valid key,
+e.g. ``params.yaml: report.bootstrapp: unknown key (did you mean 'bootstrap'?)``.
+
+The schema checks names and types only. Value bounds stay with the classes that own them
+(``JudgeConfig``, ``IngestConfig``, ``RunnerConfig``, ...), and ``backend_options``,
+``method_options`` and ``batch_options`` are free-form mappings that the backend, method and
+batch submitter validate themselves.
+
+Most sections are derived from the dataclass their stage builds, so a new setting is one field
+of that dataclass (:data:`STAGE_KEYS` lists the keys a stage reads beside it). Sections with no
+dataclass in the library (``sample``, ``runner``, ``watch``) are declared here, one field per key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from capjudge.credentials import refuse_credentials
+
+
+class ParamsError(ValueError):
+    """``params.yaml`` does not fit the schema (the message is one line, naming the key)."""
+
+
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+class SampleParams(BaseModel):
+    """``sample``: the bundled synthetic sample suite."""
+
+    model_config = _STRICT
+    out: str = "data/sample"
+    seed: int = 0
+    images: int = 20
+
+
+class RunnerParams(BaseModel):
+    """``runner``: where the ingest, context and judge stages run their tasks.
+
+    The same keys as ``flows.runner.RunnerConfig``, which checks their values (the flows layer
+    sits above the library, so the library cannot derive from it).
+    """
+
+    model_config = _STRICT
+    kind: str = "threads"
+    address: str | None = None
+    workers: int | None = None
+    threads_per_worker: int = 1
+    shared_dir: str | None = None
+
+
+class WatchParams(BaseModel):
+    """``watch``: the alert thresholds of ``capjudge watch``."""
+
+    model_config = _STRICT
+    alert_drop: float = 0.05
+    max_low_mass_rate: float | None = 0.2
+
+
+# Keys a stage reads itself, beside the fields of the dataclass it builds.
+STAGE_KEYS: dict[str, dict[str, Any]] = {
+    "ingest": {"manifest": str, "media_root": str, "out": str},
+    "aggregate": {"out": str},
+    "validate": {"out": str},
+    "report": {"out": str},
+    # A judge entry: where it writes, the context stage it reads, a method's named settings
+    # (JudgeConfig.from_params expands ``profile``) and a user template folder.
+    "judges": {"out": str, "profile": str, "templates": str},
+    "context_judges": {"out": str, "context": str, "profile": str, "templates": str},
+    "contexts": {"method": str, "out": str},
+}
+
+
+def _model_of(name: str, cls: type, extra: dict[str, Any] | None = None,
+              required: tuple[str, ...] = ()) -> type[BaseModel]:
+    """A strict pydantic model with ``cls``'s dataclass fields (+ ``extra`` keys).
+
+    Every field is optional (the dataclass supplies defaults and checks what it requires),
+    except the ``required`` ones.
+    """
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}  # Any: mypy cannot type create_model's field definitions
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        fields[f.name] = (hint, ...) if f.name in required else (hint | None, None)
+    for key, hint in (extra or {}).items():
+        fields[key] = (hint | None, None)
+    model: type[BaseModel] = create_model(name, __config__=_STRICT, **fields)
+    return model
+
+
+def _sections() -> dict[str, Any]:
+    """The section models (imported lazily: the stage modules are heavy, and some import this)."""
+    from capjudge.aggregate import AggregateConfig
+    from capjudge.ingest import IngestConfig
+    from capjudge.judge import JudgeConfig
+    from capjudge.report import ReportConfig
+    from capjudge.validate import ValidateConfig
+
+    ingest = _model_of("IngestParams", IngestConfig, STAGE_KEYS["ingest"])
+    judge = _model_of("JudgeParams", JudgeConfig)
+    entry = _model_of("JudgeEntryParams", JudgeConfig, STAGE_KEYS["judges"],
+                      required=("method", "backend"))
+    context_entry = _model_of("ContextJudgeEntryParams", JudgeConfig,
+                              STAGE_KEYS["context_judges"], required=("method", "backend"))
+    return {
+        "sample": SampleParams,
+        "ingest": ingest,
+        "runner": RunnerParams,
+        "judge": judge,
+        "judges": dict[str, entry],  # type: ignore[valid-type]
+        "context_judges": dict[str, context_entry],  # type: ignore[valid-type]
+        "contexts": dict[str, dict[str, Any]],  # per method: see _check_contexts
+        "aggregate": _model_of("AggregateParams", AggregateConfig, STAGE_KEYS["aggregate"]),
+        "validate": _model_of("ValidateParams", ValidateConfig, STAGE_KEYS["validate"]),
+        "report": _model_of("ReportParams", ReportConfig, STAGE_KEYS["report"]),
+        "watch": WatchParams,
+    }
+
+
+def params_model() -> type[BaseModel]:
+    """The whole file's pydantic model (for validation and for generating its reference)."""
+    # Field names get a suffix and the key is the alias: ``validate`` would shadow a
+    # BaseModel method.
+    fields: dict[str, Any] = {f"{name}_": (model | None, Field(default=None, alias=name))
+              for name, model in _sections().items()}
+    model: type[BaseModel] = create_model("Params", __config__=_STRICT, **fields)
+    return model
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def _valid_keys(model: Any, loc: tuple[int | str, ...]) -> list[str]:
+    """The keys allowed next to the last element of ``loc`` (walks the model along ``loc``)."""
+    for part in loc[:-1]:
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            field = _keys(model).get(str(part))
+            if field is None:
+                return []
+            model = field.annotation
+        else:
+            model = _value_type(model)
+        model = _unwrap_optional(model)
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return list(_keys(model))
+    return []
+
+
+def _keys(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's fields by the key written in the file (the alias, when there is one)."""
+    return {f.alias or name: f for name, f in model.model_fields.items()}
+
+
+def _unwrap_optional(hint: Any) -> Any:
+    """``X`` of ``X | None``; anything else unchanged."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1:
+        return args[0]
+    return hint
+
+
+def _value_type(hint: Any) -> Any:
+    """``V`` of ``dict[str, V]`` (a named entry's model)."""
+    args = typing.get_args(_unwrap_optional(hint))
+    return args[1] if typing.get_origin(_unwrap_optional(hint)) is dict and len(args) == 2 \
+        else hint
+
+
+def suggest(word: str, choices: list[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, or the list of them."""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (valid: {', '.join(sorted(choices))})" if choices else ""
+
+
+def _message(error: Any, model: type[BaseModel]) -> str:
+    """One line for pydantic's first error: the key path, what is wrong, the closest key."""
+    loc = tuple(error["loc"])
+    where = _path(loc)
+    if error["type"] == "extra_forbidden":
+        return f"{where}: unknown key{suggest(str(loc[-1]), _valid_keys(model, loc))}"
+    if error["type"] == "missing":
+        return f"{where}: missing (required)"
+    if error["type"] in ("model_type", "dict_type"):
+        return f"{where}: expected a mapping, got {error['input']!r}"
+    return f"{where}: {error['msg']}, got {error['input']!r}"
+
+
+def _check_ids(data: dict[str, Any]) -> None:
+    """Method names and backend kinds must be registered (the registries import nothing)."""
+    from capjudge.backends import backend_kinds
+    from capjudge.methods import method_names
+
+    methods, kinds = method_names(), backend_kinds()
+    for group in ("judges", "context_judges", "contexts"):
+        for name, entry in (data.get(group) or {}).items():
+            if not isinstance(entry, dict):
+                continue
+            method = entry.get("method")
+            if method is not None and method not in methods:
+                raise ParamsError(f"{group}.{name}.method: unknown method {method!r}"
+                                  f"{suggest(str(method), methods)}")
+            backend = entry.get("backend")
+            if isinstance(backend, str):
+                kind = backend.partition("/")[0]
+                if kind not in kinds:
+                    raise ParamsError(f"{group}.{name}.backend: unknown backend kind {kind!r} "
+                                      f"in {backend!r}{suggest(kind, kinds)}")
+
+
+def _check_contexts(data: dict[str, Any]) -> None:
+    """Each ``contexts.<name>`` against its method's context settings (the method owns them)."""
+    from capjudge.methods import get_method, method_names
+
+    for name, entry in (data.get("contexts") or {}).items():
+        method = entry.get("method")
+        if method is None:
+            candidates = [m for m in method_names() if get_method(m).needs_context]
+            method = candidates[0] if len(candidates) == 1 else None
+        settings = get_method(method).context_settings() if method else None
+        if settings is None:
+            continue
+        model = _model_of("ContextParams", settings, STAGE_KEYS["contexts"])
+        try:
+            model.model_validate(entry)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            error = {**error, "loc": ("contexts", name, *error["loc"])}
+            raise ParamsError(_message_for(error, model, 2)) from None
+
+
+def _message_for(error: Any, model: type[BaseModel], depth: int) -> str:
+    """:func:`_message` for a model validated at ``depth`` keys below the top."""
+    loc = tuple(error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"{_path(loc)}: unknown key{suggest(str(loc[-1]), list(_keys(model)))}"
+    return _message({**error, "loc": loc[depth:]}, model).replace(
+        _path(loc[depth:]), _path(loc), 1)
+
+
+def validate_params(data: Any) -> dict[str, Any]:
+    """Check a loaded params mapping against the schema; return it unchanged.
+
+    Raises:
+        ParamsError: the first problem, one line naming the key path (and the closest key).
+    """
+    if not isinstance(data, dict):
+        raise ParamsError(f"expected a mapping at the top level, got {type(data).__name__}")
+    for group in ("contexts",):
+        for name, entry in (data.get(group) or {}).items():
+            if not isinstance(entry, dict):
+                raise ParamsError(f"{group}.{name}: expected a mapping, got {entry!r}")
+    model = params_model()
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        raise ParamsError(_message(exc.errors()[0], model)) from None
+    _check_ids(data)
+    _check_contexts(data)
+    return data
+
+
+def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
+    """Read and check the params file: the one entry point for flows and the CLI.
+
+    Returns:
+        The file's mapping, as written (the stages build their configs from it).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ParamsError: not YAML, not a mapping, or a key, type or id that does not fit the
+            schema (one line: ``<path>: <key path>: <problem> (did you mean ...?)``).
+        capjudge.credentials.CredentialsInURLError: a URL in it carries credentials.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: params file not found (run from the project root)")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ParamsError(f"{p}: not readable YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ParamsError(f"{p}: expected a mapping at the top level, got {type(data).__name__}")
+    # DVC records params in dvc.lock and the flows pass sections on as Prefect parameters: a
+    # URL with user-info in here would be persisted, so no flow starts with one.
+    refuse_credentials(data, "")
+    try:
+        validate_params(data)
+    except ParamsError as exc:
+        raise ParamsError(f"{p}: {exc}") from None
+    return data
+
+
+__all__ = ["STAGE_KEYS", "ParamsError", "RunnerParams", "SampleParams", "WatchParams",
+           "load_params", "params_model", "suggest", "validate_params"]

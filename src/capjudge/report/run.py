@@ -1,0 +1,420 @@
+"""The report stage: join scores with human labels in DuckDB, measure agreement, write reports.
+
+Split by concern: :mod:`~capjudge.report.database` (tables and the one human-label view),
+:mod:`~capjudge.report.agreement` (pure agreement maths over the joined rows),
+:mod:`~capjudge.report.plots` (PNG plots on each method's declared scale),
+:mod:`~capjudge.report.judge_reliability` (test-retest, injection, length bias, calibration
+and judge-vs-judge tables over :mod:`capjudge.stats`) and
+:mod:`~capjudge.report.render` (Markdown and HTML from Jinja templates).
+
+Outputs: ``capjudge.duckdb``, ``report.md``, a self-contained ``report.html`` (plots inlined),
+PNG plots, ``metrics.json`` (flat, for ``dvc metrics diff``; only series that were scored),
+``agreement_points.csv`` (for ``dvc plots diff``) and ``lineage.json``. Every number names its
+protocol.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from capjudge.aggregate import REPEAT_SCHEMA
+from capjudge.report.agreement import agreement, clean, criterion_matrices
+from capjudge.report.database import (
+    LABELS_SCHEMA,
+    add_table,
+    build_database,
+    human_by_criterion,
+    label_rows,
+    scored_items,
+)
+from capjudge.report.dvc_plots import write_dvc_plots
+from capjudge.report.gallery import build_gallery
+from capjudge.report.judge_reliability import (
+    CALIBRATION_COLUMNS,
+    COMPARISON_COLUMNS,
+    INJECTION_COLUMNS,
+    INJECTION_ITEM_COLUMNS,
+    LENGTH_COLUMNS,
+    RETEST_COLUMNS,
+    RETEST_ITEM_COLUMNS,
+    as_table,
+    calibration_table,
+    comparison_table,
+    injection_tables,
+    length_bias_table,
+    retest_tables,
+)
+from capjudge.report.plots import history_plots, make_plots
+from capjudge.report.render import render_html, render_markdown
+from capjudge.stats import STATS, pearson
+
+SAMPLE_PROTOCOL = ("sample-gold: one row per item, the human label is the annotators' mean "
+                   "(the bundled sample's labels are derived from its generator)")
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """``params.yaml: report``."""
+
+    human_criterion: str = "overall"
+    bootstrap: int = 500
+    title: str = "capjudge report"
+    registry: str | None = ".capjudge-runs"  # where runs are filed for `capjudge compare`
+    params: str = "params.yaml"
+    calibration: bool = True  # fit an isotonic judge -> human map (Judge reliability section)
+    calibration_fit: float = 0.5  # share of the labelled items the map is fitted on
+    seed: int = 0  # the calibration split and every bootstrap of the reliability sections
+
+
+def _judge_rows(judges: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The "What ran" table: one row per judge, skip reasons deduplicated with counts."""
+    out = []
+    for name, s in judges.items():
+        reasons: dict[str, int] = {}
+        for per_mode in (s.get("skips") or {}).values():
+            for reason, n in per_mode.items():
+                reasons[reason] = reasons.get(reason, 0) + n
+        backend = s.get("backend") or {}
+        out.append({
+            "name": name, "method": s.get("method"), "backend": backend.get("backend"),
+            "snapshot": str(backend.get("snapshot"))[:23],
+            "modes_ran": (", ".join(s.get("modes_ran") or []) or "-") + _limited(s),
+            "skipped": "; ".join(f"{r} ({n})" for r, n in sorted(reasons.items())) or "-",
+            # The summary's notes (e.g. G-VEval's reasoning cut at max_tokens) go with it.
+            "statuses": "; ".join(x for x in [", ".join(f"{k} {v}" for k, v in
+                                                        (s.get("by_status") or {}).items()),
+                                              *(s.get("notes") or [])] if x),
+            "requests": s.get("requests", "-"), "model_calls": s.get("model_calls"),
+            "cache_hits": s.get("cache_hits"),
+            "tokens": (s.get("prompt_tokens") or 0) + (s.get("completion_tokens") or 0),
+            "cost": s.get("cost_usd") if s.get("cost_usd") is not None else "-"})
+    return out
+
+
+def _limited(summary: dict[str, Any]) -> str:
+    """The note ' (first N of M items)' when the judge ran on a limited subset."""
+    items = summary.get("items") or {}
+    if items and items.get("judged", 0) < items.get("total", 0):
+        return f" (first {items['judged']} of {items['total']} items: `limit`)"
+    return ""
+
+
+def _params_group(params: Path, judge: str) -> str:
+    """Which params.yaml section defines a judge (``judges`` or ``context_judges``)."""
+    try:
+        import yaml
+
+        data = yaml.safe_load(params.read_text()) or {}
+    except (OSError, ValueError):
+        return "judges"
+    for group in ("judges", "context_judges"):
+        if judge in (data.get(group) or {}):
+            return group
+    return "judges"
+
+
+def _not_run(judges: dict[str, dict[str, Any]], params: Path | None = None
+             ) -> list[dict[str, Any]]:
+    """One line per judge whose modes could not run at all: the modes, why, and a hint."""
+    lines = []
+    for name, s in judges.items():
+        skipped = s.get("modes_skipped") or {}
+        if not skipped:
+            continue
+        reasons: dict[str, int] = {}
+        for per_mode in skipped.values():
+            for reason, count in per_mode.items():
+                reasons[reason] = max(reasons.get(reason, 0), count)
+        hint = None
+        if any("vision" in r for r in reasons):
+            group = _params_group(params, name) if params else "judges"
+            # A local backend's options (llamacpp: parallel, threads) are not the API's.
+            reset = (f" -S '{group}.{name}.backend_options={{}}'"
+                     if str((s.get("backend") or {}).get("backend", "")).split("/")[0]
+                     not in ("openai", "fake") else "")
+            hint = (f"dvc exp run -S '{group}.{name}.backend=openai/gpt-4o-2024-08-06'{reset} "
+                    "(any backend with image input; OPENAI_API_KEY in the environment"
+                    + ("; its context stage needs a vision backend too)"
+                       if group == "context_judges" else ")"))
+        lines.append({"judge": name, "mode": ", ".join(sorted(skipped)),
+                      "reason": "; ".join(f"{r} ({n} item(s))" for r, n in
+                                          sorted(reasons.items())),
+                      "count": max(reasons.values()), "hint": hint})
+    return lines
+
+
+def _headline(agree: Sequence[dict[str, Any]], judges: dict[str, dict[str, Any]],
+              systems: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per scored judge/mode: the headline numbers.
+
+    Agreement with its CI, n, failure and low-mass rates, and the best and worst systems by
+    mean score.
+    """
+    out = []
+    for a in agree:
+        if "kendall_tau_b" not in a:
+            continue
+        mine = [s for s in systems if s["judge"] == a["judge"] and s["mode"] == a["mode"]
+                and s.get("mean_score") is not None]
+        best = max(mine, key=lambda s: s["mean_score"], default=None)
+        worst = min(mine, key=lambda s: s["mean_score"], default=None)
+        summary = judges.get(a["judge"], {})
+        out.append({"series": f"{a['judge']}/{a['mode']}", "method": a["method"], "n": a["n"],
+                    "entry": a, "failure_rate": summary.get("failure_rate"),
+                    "low_mass_rate": summary.get("low_mass_rate"),
+                    "best": f"{best['system']} ({best['mean_score']:.2f})" if best else "-",
+                    "worst": f"{worst['system']} ({worst['mean_score']:.2f})" if worst else "-"})
+    return sorted(out, key=lambda h: -(h["entry"].get("kendall_tau_b") or -2))
+
+
+def _validation(out: Path) -> dict[str, Any] | None:
+    from capjudge.validate import summary_lines
+
+    path = out / "validation.json"
+    if not path.is_file():
+        return None
+    report = json.loads(path.read_text())
+    return {"success": report["success"],
+            "suites": [{"name": name, "evaluated": r["statistics"]["evaluated_expectations"],
+                        "failed": r["statistics"]["unsuccessful_expectations"]}
+                       for name, r in report["suites"].items()],
+            "failures": summary_lines(report)}
+
+
+def flat_metrics(ctx: dict[str, Any]) -> dict[str, Any]:
+    """``metrics.json`` for DVC: agreement of scored series and each run's failure counts."""
+    out: dict[str, Any] = {}
+    for a in ctx["agreement"]:
+        if "kendall_tau_b" not in a:
+            continue  # no empty entries: a series nothing scored is in the report, not here
+        entry = {k: clean(v) for k, v in a.items() if k in ("n", *STATS)}
+        ci = (a.get("ci95") or {}).get("kendall_tau_b")
+        if ci:  # `dvc exp show` lists the headline figure with its CI per judge/mode
+            entry["kendall_tau_b_ci_low"], entry["kendall_tau_b_ci_high"] = map(clean, ci)
+        out[f"{a['judge']}/{a['mode']}"] = entry
+    for name, s in ctx["judges"].items():
+        out.setdefault("runs", {})[name] = {
+            k: v for k, v in (("failure_rate", s.get("failure_rate")),
+                              ("low_mass_rate", s.get("low_mass_rate")),
+                              ("model_calls", s.get("model_calls")),
+                              ("cost_usd", s.get("cost_usd"))) if v is not None}
+    return out
+
+
+def _ran(systems: Sequence[dict[str, Any]]) -> set[str]:
+    """The judge/mode series that scored at least one item."""
+    return {f"{s['judge']}/{s['mode']}" for s in systems if (s.get("scored") or 0) > 0}
+
+
+def _summaries(view: dict[str, Any]) -> dict[str, str]:
+    """One line per collapsed table: what it holds and its most telling figure."""
+    rel = view["reliability"]
+    out = {}
+    pairs = rel.get("judge_comparisons") or []
+    significant = [c for c in pairs if (c.get("delta_tau_b_low") or 0) > 0
+                   or (c.get("delta_tau_b_high") or 0) < 0]
+    out["judges_compared"] = (f"{len(pairs)} pair(s) of series on shared items; the 95 % CI "
+                              f"of delta tau-b excludes 0 for {len(significant)}")
+    injection = [r for r in rel.get("injection") or [] if r.get("inflation") is not None
+                 and r.get("case") == "all"]
+    if injection:
+        top = max(injection, key=lambda r: r["inflation"])
+        out["injection"] = (f"{len(injection)} series with scored adversarial items; largest "
+                            f"mean inflation {top['inflation']:+.2f} points ({top['series']})")
+    else:
+        out["injection"] = "no series scored adversarial items against clean twins"
+    length = [r for r in rel.get("length_bias") or [] if r.get("partial_spearman") is not None]
+    if length:
+        top = max(length, key=lambda r: abs(r["partial_spearman"]))
+        out["length_bias"] = (f"{len(length)} series; strongest: {top['series']} partial rho "
+                              f"{100 * top['partial_spearman']:.1f}")
+    calibration = [r for r in rel.get("calibration") or [] if r.get("mae_after") is not None]
+    if calibration:
+        top = min(calibration, key=lambda r: r["mae_after"])
+        out["calibration"] = (f"{len(calibration)} series; lowest MAE after the map: "
+                              f"{top['series']} {top['mae_after']:.2f} (before "
+                              f"{top['mae_before']:.2f})")
+    systems = view["systems"]
+    out["systems"] = (f"{len({s['system'] for s in systems})} systems x "
+                      f"{len({(s['judge'], s['mode']) for s in systems})} series that ran "
+                      f"({len(systems)} rows; best and worst per series in the headline)")
+    return out
+
+
+def report_view(ctx: dict[str, Any]) -> dict[str, Any]:
+    """What the report pages show: rows only for the series that ran.
+
+    A series that scored nothing is the one line per judge under the headline ("Modes that
+    could not run", with the reason and the item count); its empty rows stay in the database
+    tables, not on the page.
+    """
+    ran = _ran(ctx["systems"])
+    reliability = {name: [r for r in rows if "series" not in r or r["series"] in ran]
+                   for name, rows in ctx["reliability"].items()}
+    view = {**ctx, "judges": ctx["judge_rows"],
+            "agreement": [a for a in ctx["agreement"] if a["n"] > 0],
+            "systems": [s for s in ctx["systems"] if f"{s['judge']}/{s['mode']}" in ran],
+            "reliability": reliability}
+    view["summaries"] = _summaries(view)
+    return view
+
+
+def _reliability(con: Any, config: ReportConfig) -> dict[str, list[dict[str, Any]]]:
+    """The judge-reliability and judges-compared sections, each also a database table."""
+    cursor = con.execute("""
+        SELECT s.judge, s.method, s.mode, s.series, s.item_id, s.system, s.score, s.human,
+               i.candidate, i.extra, i.media_sha256
+        FROM scored_items s JOIN items i ON i.id = s.item_id
+        ORDER BY s.series, s.item_id""")
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    cursor = con.execute("SELECT * FROM repeat_scores ORDER BY judge, mode, item_id, repeat")
+    names = [d[0] for d in cursor.description]
+    repeats = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    n_boot, seed = config.bootstrap, config.seed
+    retest, retest_items = retest_tables(repeats, n_boot, seed)
+    injection, injection_items = injection_tables(rows, n_boot, seed)
+    sections = {
+        "reliability_retest": (retest, RETEST_COLUMNS),
+        "reliability_items": (retest_items, RETEST_ITEM_COLUMNS),
+        "injection": (injection, INJECTION_COLUMNS),
+        "injection_items": (injection_items, INJECTION_ITEM_COLUMNS),
+        "length_bias": (length_bias_table(rows, n_boot, seed), LENGTH_COLUMNS),
+        "calibration": (calibration_table(rows, n_boot, fit_fraction=config.calibration_fit,
+                                          seed=seed) if config.calibration else [],
+                        CALIBRATION_COLUMNS),
+        "judge_comparisons": (comparison_table(rows, n_boot, seed), COMPARISON_COLUMNS),
+    }
+    for name, (table_rows, columns) in sections.items():
+        add_table(con, name, as_table(table_rows, columns))
+    return {name: table_rows for name, (table_rows, _) in sections.items()}
+
+
+def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
+               aggregate_dir: str | Path, out_dir: str | Path, config: ReportConfig
+               ) -> dict[str, Any]:
+    """Build the database, compute agreement, write every report file; returns the context."""
+    from capjudge.atomic import check_complete
+    from capjudge.credentials import redact_value
+    from capjudge.history import load_history, record_run, series_history
+    from capjudge.lineage import collect, register
+
+    ingest, agg, out = Path(ingest_dir), Path(aggregate_dir), Path(out_dir)
+    # Inputs a killed run left half-written are refused, not reported.
+    check_complete(ingest, "ingest")
+    check_complete(agg, "aggregate")
+    for d in judge_dirs:
+        check_complete(d, "the judge stage")
+    items = pq.read_table(ingest / "items.parquet")
+    judgement_tables = []
+    judges: dict[str, Any] = {}
+    for d in judge_dirs:
+        t = pq.read_table(Path(d) / "judgements.parquet")
+        judgement_tables.append(t.add_column(0, "judge", pa.array([Path(d).name] * len(t))))
+        # redact_value: no URL user-info from an older summary reaches the report.
+        judges[Path(d).name] = redact_value(json.loads((Path(d) / "summary.json").read_text()))
+    tables = {
+        "items": items, "quarantine": pq.read_table(ingest / "quarantine.parquet"),
+        "judgements": pa.concat_tables(judgement_tables, promote_options="default"),
+        "criteria": pq.read_table(agg / "criteria.parquet"),
+        "item_scores": pq.read_table(agg / "item_scores.parquet"),
+        "system_scores": pq.read_table(agg / "system_scores.parquet"),
+        # Aggregates written before test-retest existed have no per-repeat scores.
+        "repeat_scores": pq.read_table(agg / "repeat_scores.parquet")
+        if (agg / "repeat_scores.parquet").is_file() else REPEAT_SCHEMA.empty_table(),
+        "labels": pa.Table.from_pylist(label_rows(items.to_pylist()), schema=LABELS_SCHEMA),
+    }
+    con = build_database(out / "capjudge.duckdb", tables, config.human_criterion)
+    try:
+        rows = scored_items(con)
+        agree = agreement(rows, config.bootstrap, "sample-gold")
+        for a in agree:
+            a["not_scored_text"] = ", ".join(f"{k} {v}" for k, v in a["not_scored"].items()) \
+                or "-"
+            if a.get("text_only"):  # scored, but say how many had no distribution
+                a["not_scored_text"] += f" (text_only: {a['text_only']} scored from the " \
+                    "printed number alone)"
+        add_table(con, "agreement", pa.Table.from_pylist(
+            [{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in a.items()}
+             for a in agree]))
+        raw_matrices = criterion_matrices(human_by_criterion(con))
+        reasoning = {(j, m, i): t for j, m, i, t in con.execute(
+            "SELECT judge, mode, item_id, first(reasoning ORDER BY criterion) FROM judgements "
+            "WHERE reasoning IS NOT NULL GROUP BY judge, mode, item_id").fetchall()}
+        reliability = _reliability(con, config)
+        systems = con.execute("SELECT * FROM system_scores ORDER BY judge, mode, system"
+                              ).df().to_dict("records")
+        systems = [{k: clean(v) for k, v in s.items()} for s in systems]
+        run = collect(Path(config.params), ingest, [Path(d) for d in judge_dirs])
+        flat = {k: v for k, v in run.items() if k not in ("backends", "packages")}
+        flat["packages"] = json.dumps(run["packages"], sort_keys=True)
+        add_table(con, "runs", pa.Table.from_pylist([flat]))
+        add_table(con, "run_backends", pa.Table.from_pylist(
+            [{"run_id": run["run_id"], **b} for b in run["backends"]]))
+    finally:
+        con.close()
+    fixed = {"judge", "method", "mode", "system", "mean_score", "items", "scored", "failed"}
+    plots = make_plots(rows, out, config.human_criterion)
+    for files in plots.values():
+        for f in files:
+            f["relpath"] = Path(f["path"]).relative_to(out).as_posix()
+    headline = _headline(agree, judges, systems)
+    (out / "thumbs").mkdir(parents=True, exist_ok=True)  # a declared output, even if empty
+    gallery: list[dict[str, Any]] = []
+    if headline:  # the series the report leads with
+        lead = headline[0]["series"]
+        gallery = build_gallery(lead, [r for r in rows if r["series"] == lead],
+                                {r["id"]: r for r in items.to_pylist()}, reasoning, ingest, out)
+    history: dict[str, list[dict[str, Any]]] = {}
+    if config.registry:
+        # Filed before rendering: the History section shows this run with its paired
+        # difference to the previous one, read from the two registered databases.
+        register(run, out, Path(config.registry))
+        record_run(Path(config.registry), run, agree, judges, systems, config.bootstrap)
+        history = series_history(load_history(Path(config.registry)))
+    history_figures = history_plots(history, out)
+    for files in history_figures.values():
+        for f in files:
+            f["relpath"] = Path(f["path"]).relative_to(out).as_posix()
+    ctx: dict[str, Any] = {
+        "title": config.title, "protocol": SAMPLE_PROTOCOL, "gallery": gallery,
+        "human_criterion": config.human_criterion, "out_dir": out,
+        "judges": judges, "judge_rows": _judge_rows(judges),
+        "not_run": _not_run(judges, Path(config.params)),
+        "agreement": agree,
+        "headline": headline,
+        "matrices": {k: {"humans": sorted({h for row in m.values() for h in row}), "rows": m}
+                     for k, m in raw_matrices.items()},
+        "systems": systems,
+        "aggregate_names": sorted({k for s in systems for k in s if k not in fixed}),
+        "lineage": run,
+        "packages": ", ".join(f"{k} {v}" for k, v in run["packages"].items() if v),
+        "validation": _validation(out), "plots": plots,
+        "reliability": reliability, "calibration_enabled": config.calibration,
+        "history": history, "history_plots": history_figures,
+        "registry": config.registry,
+    }
+    view = report_view(ctx)
+    (out / "report.md").write_text(render_markdown(view))
+    (out / "report.html").write_text(render_html(view))
+    (out / "metrics.json").write_text(json.dumps(flat_metrics(ctx), indent=2, sort_keys=True)
+                                      + "\n")
+    with (out / "agreement_points.csv").open("w") as handle:
+        handle.write("series,item_id,human,score\n")
+        for r in rows:
+            if r["score"] is not None and r["human"] is not None:
+                handle.write(f"{r['series']},{r['item_id']},{r['human']},{r['score']:.6f}\n")
+    (out / "lineage.json").write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
+    write_dvc_plots(out / "dvcplots", ctx, rows)
+    return ctx
+
+
+__all__ = ["ReportConfig", "SAMPLE_PROTOCOL", "agreement", "criterion_matrices",
+           "flat_metrics", "label_rows", "pearson", "run_report"]

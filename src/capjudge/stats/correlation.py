@@ -1,0 +1,96 @@
+"""Correlation coefficients: Kendall tau-b/tau-c, Pearson, Spearman, partial correlations.
+
+Correlations are raw coefficients in [-1, 1] (reports may print them x100). Kendall's tau-b and
+tau-c come from :func:`scipy.stats.kendalltau`; which variant a dataset uses is a matter of
+protocol (see :mod:`capjudge.metaeval.protocols`), so both are always available.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+ArrayLike = Any  # a sequence of floats or a numpy array
+Stat = Callable[[Any, Any], float]  # (metric scores, human ratings) -> statistic
+
+
+def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
+    """Kendall's tau-b (ties adjusted; scipy)."""
+    return float(stats.kendalltau(x, y, variant="b").statistic)
+
+
+def kendall_tau_c(x: ArrayLike, y: ArrayLike) -> float:
+    """Kendall's tau-c (Stuart's; for rectangular tables such as 4-point ratings; scipy)."""
+    return float(stats.kendalltau(x, y, variant="c").statistic)
+
+
+def pearson(x: ArrayLike, y: ArrayLike) -> float:
+    """Pearson's r (NaN when either side is constant)."""
+    if np.std(x) == 0 or np.std(y) == 0:
+        return math.nan
+    return float(stats.pearsonr(x, y).statistic)
+
+
+def spearman(x: ArrayLike, y: ArrayLike) -> float:
+    """Spearman's rho."""
+    if np.std(x) == 0 or np.std(y) == 0:
+        return math.nan
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def pearson_fast(x: ArrayLike, y: ArrayLike) -> float:
+    """Pearson's r (NaN when either side is constant or has fewer than two values).
+
+    The same number as :func:`pearson` (scipy) to about 1e-15, computed with numpy alone: the
+    reliability bootstraps call it hundreds of thousands of times and scipy's per-call overhead
+    would dominate the report's run time. Two functions rather than one because the two differ
+    in the last bits, and merging them would change the digits of published outputs.
+    """
+    a, b = np.asarray(x, float), np.asarray(y, float)
+    if len(a) < 2:
+        return math.nan
+    da, db = a - a.mean(), b - b.mean()
+    denominator = math.sqrt(float((da * da).sum()) * float((db * db).sum()))
+    if denominator == 0:
+        return math.nan
+    return max(-1.0, min(1.0, float((da * db).sum()) / denominator))
+
+
+STATS: dict[str, Stat] = {"kendall_tau_b": kendall_tau_b, "kendall_tau_c": kendall_tau_c,
+                          "pearson": pearson, "spearman": spearman}
+
+
+def correlation_matrix(metric: dict[str, Sequence[float]], human: dict[str, Sequence[float]],
+                       stat: Stat = kendall_tau_b) -> dict[str, dict[str, float]]:
+    """Metric criterion x human criterion correlations (HarmonicEval Table 3 layout)."""
+    return {m: {h: stat(mv, hv) for h, hv in human.items()} for m, mv in metric.items()}
+
+
+def partial_correlation(x: ArrayLike, y: ArrayLike, z: ArrayLike) -> float:
+    """Pearson partial correlation of x and y given z.
+
+    ``(r_xy - r_xz r_yz) / sqrt((1 - r_xz^2)(1 - r_yz^2))`` (NaN when undefined).
+    """
+    r_xy, r_xz, r_yz = pearson_fast(x, y), pearson_fast(x, z), pearson_fast(y, z)
+    if any(math.isnan(r) for r in (r_xy, r_xz, r_yz)):
+        return math.nan
+    denominator = math.sqrt(max(0.0, (1 - r_xz ** 2) * (1 - r_yz ** 2)))
+    return (r_xy - r_xz * r_yz) / denominator if denominator > 0 else math.nan
+
+
+def partial_spearman(x: ArrayLike, y: ArrayLike, z: ArrayLike) -> float:
+    """Spearman partial correlation of x and y given z.
+
+    It is the Pearson partial correlation of the ranks (ties get average ranks).
+
+    Rank-based because candidate lengths are skewed (a few verbose captions), human labels
+    are ordinal with many ties, and a judge's scale need not be linear in quality; ranks make
+    the coefficient indifferent to all three.
+    """
+    return partial_correlation(stats.rankdata(x), stats.rankdata(y), stats.rankdata(z))
+
+
