@@ -177,6 +177,51 @@ def gen_source(arg: str | None) -> str:
     raise ValueError(f"gen:source {arg!r}: no top-level class or function {name!r} in {path}")
 
 
+def _type_name(hint: Any) -> str:
+    text = str(hint).replace("typing.", "").replace("capjudge.params.", "")
+    # "or", not "|": a pipe inside a code span in a table cell renders with its backslash.
+    return text.replace("<class '", "").replace("'>", "").replace(" | ", " or ")
+
+
+def gen_params(_: str | None) -> str:
+    """Every section and key of ``params.yaml``, from the pydantic schema (``capjudge.params``)."""
+    import typing
+
+    from pydantic import BaseModel
+
+    from capjudge.params import params_model
+
+    def is_model(value: Any) -> bool:
+        return isinstance(value, type) and issubclass(value, BaseModel)
+
+    def model_of(hint: Any) -> Any:
+        # A section is `Model | None` or `dict[str, Model] | None` (one entry per name).
+        for arg in (hint, *typing.get_args(hint)):
+            if is_model(arg):
+                return arg, ""
+            if typing.get_origin(arg) is dict and is_model(typing.get_args(arg)[-1]):
+                return typing.get_args(arg)[-1], "NAME."
+        return None, ""
+
+    out = []
+    for name, field in params_model().model_fields.items():
+        section = field.alias or name
+        model, prefix = model_of(field.annotation)
+        out += [f"## `{section}`", ""]
+        if model is None:
+            out += [f"A mapping: `{_cell(_type_name(field.annotation))}`.", ""]
+            continue
+        if prefix:
+            out += [f"One entry per name (`{section}.NAME`), each with these keys.", ""]
+        out += ["| key | type | default |", "|---|---|---|"]
+        for key, sub in model.model_fields.items():
+            default = "required" if sub.is_required() else f"`{_cell(repr(sub.default))}`"
+            out.append(f"| `{section}.{prefix}{sub.alias or key}` | "
+                       f"`{_cell(_type_name(sub.annotation))}` | {default} |")
+        out.append("")
+    return "\n".join(out)
+
+
 def gen_backends(_: str | None) -> str:
     """The registered backend kinds with their declared options."""
     from capjudge.backends import BACKEND_REGISTRY
@@ -260,6 +305,7 @@ def gen_sample_metrics(_: str | None) -> str:
 GENERATORS: dict[str, Callable[[str | None], str]] = {
     "cli": gen_cli, "method": gen_method, "backends": gen_backends, "datasets": gen_datasets,
     "protocols": gen_protocols, "sample-metrics": gen_sample_metrics, "source": gen_source,
+    "params": gen_params,
 }
 
 
