@@ -467,7 +467,7 @@ def main() -> None:
 
 
 def print_table(runs: list[Run], server_s: float) -> None:
-    """The Markdown table for the README, and the ratios."""
+    """The Markdown table for docs/results/scale.md, and the ratios."""
     lib = {(r.stage, r.n, r.note): r for r in runs if r.variant == "library"}
     thr = {(r.stage, r.n, r.note): r for r in runs if r.variant == "threads"}
     print(f"\nPrefect server start-up: {server_s:.1f} s (once per `dvc repro`, not in the rows)\n")

@@ -177,7 +177,7 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
                    if groups["unreachable"] else "")
     if summary.get("alerts"):
         # A failed flow run whose message carries the figures: what Prefect automations
-        # and notifications match on (README: Alerts).
+        # and notifications match on (docs/guides/lineage.md: alerts).
         raise WatchAlert("capjudge watch alert: " + "; ".join(summary["alerts"])
                          + (f"; also {unreachable}" if unreachable else ""))
     if unreachable:

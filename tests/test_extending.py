@@ -1,7 +1,7 @@
 """A method and a backend defined only in this test, registered from outside the package, run
 through the whole pipeline (judge -> aggregate -> validate -> report -> compare, and the CLI).
 
-This is what README "Extending capjudge" promises: nothing else in the code names them.
+This is what docs/extending/ ("Extending capjudge") promises: nothing else in the code names them.
 """
 
 from __future__ import annotations
