@@ -241,7 +241,11 @@ def test_harmoniceval_text_criteria_each_from_a_1_to_5_distribution(
         dist = {int(k): p for k, p in crit["distribution"].items()}
         assert set(dist) <= {1, 2, 3, 4, 5} and len(dist) >= 3, dist
         assert sum(dist.values()) == pytest.approx(1.0)
-        assert 1.0 <= crit["score"] <= 5.0
+        # The paper's s~_c is on the model's own probabilities (issue 18): the expectation
+        # over the (normalised) 1-5 distribution times the mass those values captured.
+        expected = sum(r * p for r, p in dist.items())
+        assert 1.0 <= expected <= 5.0
+        assert crit["score"] == pytest.approx(crit["mass"] * expected, rel=1e-6)
 
 
 def test_context_overflow_is_a_non_transient_error(served: str, in_process: OpenAIBackend
