@@ -74,7 +74,7 @@ def test_ten_percent_faults_end_every_item_ok_with_the_default_attempts(
         result = judge_items(items, cfg)
         assert len(result.planned) >= 250
         assert {r.status for r in result.responses} == {"ok"}
-        assert all(row["status"] == "ok" for row in result.rows)
+        assert all(row.status == "ok" for row in result.rows)
         faults = sum(server.fault_counts.values())
         assert faults >= 15 and set(server.fault_counts) == set(TRANSPORT)
         assert result.stats.retries == faults  # each fault cost exactly one retry

@@ -77,7 +77,7 @@ def test_prefix_sharing_gives_the_same_scores_on_the_sample(ingested: Path) -> N
         verdicts = result.verdicts(get_method("likelihood"), {})
         scores[share] = {key: v.score for key, v in verdicts.items()}
         lengths[share] = [r.lengths for r in result.responses]
-        assert {r["status"] for r in result.rows} == {"ok"}
+        assert {r.status for r in result.rows} == {"ok"}
     assert scores[True].keys() == scores[False].keys() and len(scores[True]) == 18
     for key, old in scores[False].items():
         assert old is not None and scores[True][key] == pytest.approx(old, abs=1e-3), key

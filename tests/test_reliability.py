@@ -23,6 +23,7 @@ from capjudge.compare import compare_runs
 from capjudge.compare import render as render_comparison
 from capjudge.judge import JudgeConfig, check_repeatable, repeat_planned, run_judge
 from capjudge.methods import Planned, Verdict
+from capjudge.records import Judgement
 from capjudge.reliability import TwinCandidate, find_twins, is_adversarial, quoted_score
 from capjudge.report import ReportConfig, run_report
 from capjudge.testing.openai_server import MockOpenAIServer
@@ -102,14 +103,14 @@ def test_repeat_requests_have_their_own_cache_keys_and_seeds() -> None:
 
 
 def _row(item: str, repeat: int | None, status: str = "ok", score: float | None = None,
-         criterion: str = "score") -> dict[str, object]:
+         criterion: str = "score") -> Judgement:
     row: dict[str, object] = {"item_id": item, "mode": "m", "method": "gveval",
                               "criterion": criterion, "status": status, "score": score,
                               "sd": 1.0 if score is not None else None, "system": "s1",
                               "reason": None if status == "ok" else status}
     if repeat is not None:
         row["repeat"] = repeat
-    return row
+    return Judgement.from_row(row)
 
 
 def test_aggregation_averages_repeats_and_keeps_single_runs_unchanged() -> None:
@@ -118,20 +119,20 @@ def test_aggregation_averages_repeats_and_keeps_single_runs_unchanged() -> None:
             _row("c", 0, "error"), _row("c", 1, "error"), _row("c", 2, "error"),
             _row("d", 0, "skipped", criterion="*")]
     items, systems, repeats = aggregate_judge_repeats("j", rows, AggregateConfig())
-    by = {i["item_id"]: i for i in items}
-    assert by["a"]["score"] == pytest.approx(70) and by["a"]["status"] == "ok"
-    assert by["b"]["score"] == pytest.approx(80) and by["b"]["status"] == "partial"
-    assert "scored in 2 of 3 repeats" in by["b"]["reason"]
-    assert by["c"]["status"] == "failed" and by["c"]["cause"] == "error"
-    assert by["d"]["status"] == "skipped"
-    assert systems[0]["mean_score"] == pytest.approx(75) and systems[0]["scored"] == 2
-    assert [(r["item_id"], r["repeat"], r["score"]) for r in repeats if r["item_id"] == "a"] \
+    by = {i.item_id: i for i in items}
+    assert by["a"].score == pytest.approx(70) and by["a"].status == "ok"
+    assert by["b"].score == pytest.approx(80) and by["b"].status == "partial"
+    assert "scored in 2 of 3 repeats" in by["b"].reason
+    assert by["c"].status == "failed" and by["c"].cause == "error"
+    assert by["d"].status == "skipped"
+    assert systems[0].mean_score == pytest.approx(75) and systems[0].scored == 2
+    assert [(r.item_id, r.repeat, r.score) for r in repeats if r.item_id == "a"] \
         == [("a", 0, 60), ("a", 1, 70), ("a", 2, 80)]
     # One repeat (with or without the column): exactly the single run's verdict.
     single = [_row("a", None, score=60), _row("b", None, "parse_failure")]
     items1, _, repeats1 = aggregate_judge_repeats("j", single, AggregateConfig())
-    assert [(i["score"], i["status"]) for i in items1] == [(60, "ok"), (None, "failed")]
-    assert {r["repeat"] for r in repeats1} == {0}
+    assert [(i.score, i.status) for i in items1] == [(60, "ok"), (None, "failed")]
+    assert {r.repeat for r in repeats1} == {0}
     v = Verdict(50.0, "low_mass", None, "low", 1, 1)
     assert combine_repeats([v]) is v
     assert combine_repeats([v, Verdict(70.0, "ok", None, None, 1, 1)]).status == "low_mass"

@@ -12,6 +12,7 @@ import pytest
 
 from capjudge.aggregate import AggregateConfig, aggregate_judge, run_aggregate
 from capjudge.judge import JudgeConfig, run_judge
+from capjudge.records import Judgement
 from capjudge.report import ReportConfig, run_report
 from capjudge.testing.openai_server import MockOpenAIServer
 from capjudge.validate import ValidateConfig, ValidationFailed, run_validate
@@ -65,14 +66,15 @@ def test_failures_and_skips_are_statuses_not_scores() -> None:
         {"item_id": "c", "mode": "m", "method": "gveval", "criterion": "*", "status": "skipped",
          "reason": "no vision", "score": None, "system": "s2"},
     ]
-    items, systems = aggregate_judge("j", rows, AggregateConfig())
-    by = {i["item_id"]: i for i in items}
-    assert by["a"]["status"] == "ok" and by["a"]["score"] == 70.0
-    assert by["b"]["status"] == "failed" and by["b"]["score"] is None
-    assert "no integer" in by["b"]["reason"]
-    assert by["c"]["status"] == "skipped" and by["c"]["score"] is None
-    s1 = next(s for s in systems if s["system"] == "s1")
-    assert s1["mean_score"] == 70.0 and s1["failed"] == 1 and s1["scored"] == 1
+    items, systems = aggregate_judge("j", [Judgement.from_row(r) for r in rows],
+                                     AggregateConfig())
+    by = {i.item_id: i for i in items}
+    assert by["a"].status == "ok" and by["a"].score == 70.0
+    assert by["b"].status == "failed" and by["b"].score is None
+    assert "no integer" in by["b"].reason
+    assert by["c"].status == "skipped" and by["c"].score is None
+    s1 = next(s for s in systems if s.system == "s1")
+    assert s1.mean_score == 70.0 and s1.failed == 1 and s1.scored == 1
 
 
 def test_validation_and_report(judged: tuple[Path, list[Path]], ingested: Path,

@@ -28,33 +28,25 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.atomic import atomic_path, check_complete, stage_outputs, write_json
 from capjudge.methods import Criterion, Verdict, get_method, verdict
+from capjudge.records import CriterionScore, ItemScore, Judgement, RepeatScore, SystemScore
 
-ITEM_SCHEMA = pa.schema([
-    ("judge", pa.string()), ("method", pa.string()), ("mode", pa.string()),
-    ("item_id", pa.string()), ("system", pa.string()), ("score", pa.float64()),
-    ("status", pa.string()), ("cause", pa.string()), ("reason", pa.string()),
-    ("criteria_scored", pa.int64()), ("criteria_total", pa.int64()), ("backend", pa.string()),
-    ("snapshot", pa.string()),
-])
-REPEAT_SCHEMA = pa.schema([
-    ("judge", pa.string()), ("method", pa.string()), ("mode", pa.string()),
-    ("item_id", pa.string()), ("system", pa.string()), ("repeat", pa.int64()),
-    ("score", pa.float64()), ("status", pa.string()), ("cause", pa.string()),
-])
-SYSTEM_FIELDS = [
-    ("judge", pa.string()), ("method", pa.string()), ("mode", pa.string()),
-    ("system", pa.string()), ("mean_score", pa.float64()), ("items", pa.int64()),
-    ("scored", pa.int64()), ("failed", pa.int64()),
-]
-"""Fixed system columns; each method's declared aggregates (e.g. 3D ``precision_macro``,
-``precision_micro``) follow as float columns."""
+if TYPE_CHECKING:
+    from capjudge.backends.base import Status
+
+ITEM_SCHEMA = ItemScore.schema()
+"""The columns of ``item_scores.parquet`` (:class:`capjudge.records.ItemScore`)."""
+REPEAT_SCHEMA = RepeatScore.schema()
+"""The columns of ``repeat_scores.parquet`` (:class:`capjudge.records.RepeatScore`)."""
+SYSTEM_FIELDS = list(SystemScore.schema())
+"""Fixed system columns (:class:`capjudge.records.SystemScore`); each method's declared
+aggregates (e.g. 3D ``precision_macro``, ``precision_micro``) follow as float columns."""
 
 
 @dataclass(frozen=True)
@@ -69,10 +61,11 @@ class AggregateConfig:
         return {"gamma": self.gamma, "include_low_mass": self.include_low_mass}
 
 
-def _criterion(row: dict[str, Any]) -> Criterion:
-    return Criterion(name=row["criterion"], status=row["status"], reason=row.get("reason"),
-                     score=row.get("score"), sd=row.get("sd"), mass=row.get("mass"),
-                     printed=row.get("printed"), source=row.get("source") or "none")
+def _criterion(row: Judgement) -> Criterion:
+    # The status was written by the judge stage from a Status; the file holds it as text.
+    return Criterion(name=row.criterion, status=cast("Status", row.status), reason=row.reason,
+                     score=row.score, sd=row.sd, mass=row.mass, printed=row.printed,
+                     source=row.source or "none")
 
 
 def combine_repeats(verdicts: Sequence[Verdict]) -> Verdict:
@@ -105,17 +98,15 @@ def combine_repeats(verdicts: Sequence[Verdict]) -> Verdict:
     return Verdict(score, "ok", None, first.reason, first.scored, first.total)
 
 
-def aggregate_judge(judge: str, rows: Sequence[dict[str, Any]], config: AggregateConfig
-                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def aggregate_judge(judge: str, rows: Sequence[Judgement], config: AggregateConfig
+                    ) -> tuple[list[ItemScore], list[SystemScore]]:
     """Item and system scores of one judge's judgement rows."""
     items, systems, _ = aggregate_judge_repeats(judge, rows, config)
     return items, systems
 
 
-def aggregate_judge_repeats(judge: str, rows: Sequence[dict[str, Any]],
-                            config: AggregateConfig
-                            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
-                                       list[dict[str, Any]]]:
+def aggregate_judge_repeats(judge: str, rows: Sequence[Judgement], config: AggregateConfig
+                            ) -> tuple[list[ItemScore], list[SystemScore], list[RepeatScore]]:
     """Item, system and per-repeat item scores of one judge's judgement rows.
 
     Rows without a ``repeat`` (written before repeats existed) are repeat 0. A skipped
@@ -123,22 +114,22 @@ def aggregate_judge_repeats(judge: str, rows: Sequence[dict[str, Any]],
     """
     if not rows:
         return [], [], []
-    method_name = rows[0]["method"]
+    method_name = rows[0].method
     method = get_method(method_name)
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[Judgement]] = defaultdict(list)
     for r in rows:
-        groups[(r["item_id"], r["mode"])].append(r)
-    items = []
-    per_repeat: list[dict[str, Any]] = []
+        groups[(r.item_id, r.mode)].append(r)
+    items: list[ItemScore] = []
+    per_repeat: list[RepeatScore] = []
     criteria_of: dict[tuple[str, str], list[list[Criterion]]] = {}
     for (item_id, mode), group in sorted(groups.items()):
         first = group[0]
         # Row positions per repeat; skip rows join every repeat, in their original order.
         by_repeat: dict[int, list[int]] = defaultdict(list)
-        skipped = [i for i, r in enumerate(group) if r["status"] == "skipped"]
+        skipped = [i for i, r in enumerate(group) if r.status == "skipped"]
         for i, r in enumerate(group):
-            if r["status"] != "skipped":
-                by_repeat[int(r.get("repeat") or 0)].append(i)
+            if r.status != "skipped":
+                by_repeat[int(r.repeat or 0)].append(i)
         if not by_repeat:
             by_repeat[0] = []
         repeat_criteria = {k: [_criterion(group[i]) for i in sorted(positions + skipped)]
@@ -147,73 +138,70 @@ def aggregate_judge_repeats(judge: str, rows: Sequence[dict[str, Any]],
         repeat_verdicts = {k: verdict(method, c, config.options())
                            for k, c in repeat_criteria.items()}
         for k, rv in repeat_verdicts.items():
-            per_repeat.append({"judge": judge, "method": method_name, "mode": mode,
-                               "item_id": item_id, "system": first.get("system"), "repeat": k,
-                               "score": rv.score, "status": rv.status, "cause": rv.cause})
+            per_repeat.append(RepeatScore(
+                judge=judge, method=method_name, mode=mode, item_id=item_id,
+                system=first.system, repeat=k, score=rv.score, status=rv.status,
+                cause=rv.cause))
         v = combine_repeats(list(repeat_verdicts.values()))
-        items.append({"judge": judge, "method": method_name, "mode": mode, "item_id": item_id,
-                      "system": first.get("system"), "backend": first.get("backend"),
-                      "snapshot": first.get("snapshot"), "criteria_total": v.total,
-                      "score": v.score, "status": v.status, "cause": v.cause,
-                      "reason": v.reason, "criteria_scored": v.scored})
-    systems = []
-    by_system: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        items.append(ItemScore(
+            judge=judge, method=method_name, mode=mode, item_id=item_id, system=first.system,
+            backend=first.backend, snapshot=first.snapshot, criteria_total=v.total,
+            score=v.score, status=v.status, cause=v.cause, reason=v.reason,
+            criteria_scored=v.scored))
+    systems: list[SystemScore] = []
+    by_system: dict[tuple[str, str], list[ItemScore]] = defaultdict(list)
     for it in items:
-        by_system[(it["mode"], it["system"] or "(none)")].append(it)
-    for (mode, system), group in sorted(by_system.items()):
-        values = [float(g["score"]) for g in group if g["score"] is not None]
-        row = {"judge": judge, "method": method_name, "mode": mode, "system": system,
-               "mean_score": sum(values) / len(values) if values else None,
-               "items": len(group), "scored": len(values),
-               "failed": sum(g["status"] == "failed" for g in group)}
+        by_system[(it.mode, it.system or "(none)")].append(it)
+    for (mode, system), members in sorted(by_system.items()):
+        values = [float(g.score) for g in members if g.score is not None]
         # Each repeat of an item counts as one criteria list (one repeat: as before).
-        row.update(method.system_aggregates([c for g in group
-                                             for c in criteria_of[(g["item_id"], mode)]]))
-        systems.append(row)
+        aggregates = method.system_aggregates([c for g in members
+                                               for c in criteria_of[(g.item_id, mode)]])
+        systems.append(SystemScore(
+            judge=judge, method=method_name, mode=mode, system=system,
+            mean_score=sum(values) / len(values) if values else None, items=len(members),
+            scored=len(values), failed=sum(g.status == "failed" for g in members),
+            aggregates=aggregates))
     return items, systems, per_repeat
 
 
-def system_schema(systems: Sequence[dict[str, Any]]) -> pa.Schema:
+def system_schema(systems: Sequence[SystemScore]) -> pa.Schema:
     """The fixed system columns plus every aggregate some method reported."""
-    fixed = {name for name, _ in SYSTEM_FIELDS}
-    extra = sorted({k for row in systems for k in row if k not in fixed})
-    return pa.schema(SYSTEM_FIELDS + [(k, pa.float64()) for k in extra])
+    return SystemScore.full_schema(systems)
 
 
 def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
                   config: AggregateConfig) -> dict[str, Any]:
     """Aggregate every judge directory (its name is the judge's name)."""
-    all_criteria: list[dict[str, Any]] = []
-    all_items: list[dict[str, Any]] = []
-    all_systems: list[dict[str, Any]] = []
-    all_repeats: list[dict[str, Any]] = []
+    all_criteria: list[CriterionScore] = []
+    all_items: list[ItemScore] = []
+    all_systems: list[SystemScore] = []
+    all_repeats: list[RepeatScore] = []
     for d in judge_dirs:
         path = Path(d) / "judgements.parquet"
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no judgements (did the judge stage run?)")
         check_complete(d, "the judge stage")  # not a set a killed run left half-written
         judge = Path(d).name
-        rows = pq.read_table(path).to_pylist()
-        for r in rows:
-            all_criteria.append({"judge": judge, **{k: r.get(k) for k in (
-                "method", "mode", "item_id", "system", "criterion", "status", "reason",
-                "score", "argmax", "sd", "mass", "backend", "snapshot", "template")},
-                "repeat": r.get("repeat") or 0})
+        rows = Judgement.from_table(pq.read_table(path))
+        all_criteria += [CriterionScore(
+            judge=judge, method=r.method, mode=r.mode, item_id=r.item_id, system=r.system,
+            criterion=r.criterion, status=r.status, reason=r.reason, score=r.score,
+            argmax=r.argmax, sd=r.sd, mass=r.mass, backend=r.backend, snapshot=r.snapshot,
+            template=r.template, repeat=r.repeat or 0) for r in rows]
         items, systems, repeats = aggregate_judge_repeats(judge, rows, config)
         all_items += items
         all_systems += systems
         all_repeats += repeats
-    schema = system_schema(all_systems)
     tables = {
-        "criteria.parquet": pa.Table.from_pylist(all_criteria),
-        "item_scores.parquet": pa.Table.from_pylist(all_items, schema=ITEM_SCHEMA),
-        "repeat_scores.parquet": pa.Table.from_pylist(all_repeats, schema=REPEAT_SCHEMA),
-        "system_scores.parquet": pa.Table.from_pylist(
-            [{k: r.get(k) for k in schema.names} for r in all_systems], schema=schema),
+        "criteria.parquet": CriterionScore.table(all_criteria),
+        "item_scores.parquet": ItemScore.table(all_items),
+        "repeat_scores.parquet": RepeatScore.table(all_repeats),
+        "system_scores.parquet": SystemScore.table(all_systems),
     }
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for it in all_items:
-        counts[f"{it['judge']}/{it['mode']}"][it["status"]] += 1
+        counts[f"{it.judge}/{it.mode}"][it.status] += 1
     summary = {"gamma": config.gamma, "include_low_mass": config.include_low_mass,
                "judges": [Path(d).name for d in judge_dirs],
                "item_status": {k: dict(v) for k, v in sorted(counts.items())}}

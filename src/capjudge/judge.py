@@ -57,47 +57,12 @@ from capjudge.methods import (
     get_method,
     verdict,
 )
+from capjudge.records import Judgement
 
 log = logging.getLogger(__name__)
 
-JUDGEMENTS_SCHEMA = pa.schema([
-    ("item_id", pa.string()),
-    ("method", pa.string()),
-    ("mode", pa.string()),
-    ("criterion", pa.string()),
-    ("status", pa.string()),
-    ("reason", pa.string()),
-    ("score", pa.float64()),  # the method's score (its paper's definition unless an option)
-    ("expected", pa.float64()),  # expected value over the renormalised distribution
-    ("paths_disagree", pa.bool_()),  # the distribution's argmax is not the printed number
-    ("argmax", pa.int64()),
-    ("sd", pa.float64()),
-    ("entropy", pa.float64()),
-    ("mass", pa.float64()),
-    ("printed", pa.float64()),  # the number the judge wrote, if any
-    ("values", pa.list_(pa.int64())),
-    ("probs", pa.list_(pa.float64())),
-    ("source", pa.string()),  # logprobs | teacher_forcing | text | none
-    ("anchor_forced", pa.bool_()),
-    ("reasoning", pa.string()),
-    ("explanation", pa.string()),  # the method's optional explanation turn
-    ("template", pa.string()),  # id@version
-    ("settings", pa.string()),  # the method's named options: "prompt_variant=paper; score=..."
-    ("backend", pa.string()),
-    ("model", pa.string()),  # as reported by the backend
-    ("snapshot", pa.string()),  # what the cache is keyed on (snapshot name, weights hash)
-    ("system_fingerprint", pa.string()),
-    ("prompt_tokens", pa.int64()),
-    ("completion_tokens", pa.int64()),
-    ("cost_usd", pa.float64()),
-    ("latency_s", pa.float64()),
-    ("attempts", pa.int64()),
-    ("cached", pa.bool_()),
-    ("cache_key", pa.string()),
-    ("media_sha256", pa.string()),
-    ("system", pa.string()),  # which captioner wrote the candidate
-    ("repeat", pa.int64()),  # test-retest repeat index (JudgeConfig.repeats); 0 otherwise
-])
+JUDGEMENTS_SCHEMA = Judgement.schema()
+"""The columns of ``judgements.parquet`` (derived from :class:`capjudge.records.Judgement`)."""
 
 FAILURES = ("error", "refused", "parse_failure")
 
@@ -440,7 +405,7 @@ class JudgeResult:
         skips: what was not judged, and why.
     """
 
-    rows: list[dict[str, Any]]
+    rows: list[Judgement]
     stats: ClientStats
     criteria: dict[tuple[str, str], list[Criterion]]
     responses: list[JudgeResponse]
@@ -498,28 +463,28 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
     if price is not None and config.submit == "batch":
         price = price.batch()  # what the Batch API charges
     snapshot = backend.snapshot()
-    rows: list[dict[str, Any]] = []
+    rows: list[Judgement] = []
     criteria: dict[tuple[str, str], list[Criterion]] = {}
     for p, response, why in zip(planned, responses, explanations, strict=True):
         results = _interpret(method, p, response)
         if p.request.decoding.sample == 0:  # ``criteria`` is one answer per request
             criteria.setdefault((p.item_id, p.mode), []).extend(results)
-        rows += _response_rows(p, response, results, by_id[p.item_id], method.name, backend,
-                               snapshot, price, why)
+        rows += [judgement(by_id[p.item_id], method.name, p.mode, c,
+                           template=p.request.template, settings=format_settings(p.settings),
+                           backend=backend.backend_id, snapshot=snapshot, response=response,
+                           price=price, explanation=why, repeat=p.request.decoding.sample)
+                 for c in results]
     try:
         skip_settings = format_settings(method.settings(options))
     except ValueError:
         skip_settings = None
     for s in skips:
         criteria.setdefault((s.item_id, s.mode), []).append(
-            Criterion(s.criterion if s.criterion != "*" else "*", "skipped", s.reason))
-        item = by_id[s.item_id]
-        rows.append({"item_id": s.item_id, "method": method.name, "mode": s.mode,
-                     "criterion": s.criterion, "status": "skipped", "reason": s.reason,
-                     "template": s.template, "backend": backend.backend_id,
-                     "snapshot": snapshot, "media_sha256": item.media_sha256,
-                     "system": item.system, "cached": False, "anchor_forced": False,
-                     "repeat": 0, "settings": skip_settings})
+            Criterion(s.criterion, "skipped", s.reason))
+        rows.append(judgement(by_id[s.item_id], method.name, s.mode,
+                              Criterion(s.criterion, "skipped", s.reason),
+                              template=s.template, settings=skip_settings,
+                              backend=backend.backend_id, snapshot=snapshot))
     return JudgeResult(rows, stats, criteria, responses, planned, skips)
 
 
@@ -608,31 +573,48 @@ def format_settings(settings: Sequence[tuple[str, str]]) -> str | None:
     return "; ".join(f"{k}={v}" for k, v in settings) or None
 
 
-def _response_rows(p: Planned, response: JudgeResponse, results: Sequence[Criterion],
-                   item: Item, method: str, backend: Backend, snapshot: str,
-                   price: Price | None, explanation: str | None) -> list[dict[str, Any]]:
-    """Judgement rows (one per criterion) for one answered request."""
-    cost = price.cost(response.usage.prompt_tokens, response.usage.completion_tokens) \
+def judgement(item: Item, method: str, mode: str, result: Criterion, *, template: str | None,
+              settings: str | None, backend: str, snapshot: str,
+              response: JudgeResponse | None = None, price: Price | None = None,
+              explanation: str | None = None, repeat: int = 0) -> Judgement:
+    """The one place a judgement row is built: one criterion of one request, or a skip.
+
+    Args:
+        item: the item judged.
+        method: the method's name.
+        mode: the mode.
+        result: the method's reading of the criterion (for a skip: its status and reason).
+        template: the template id@version.
+        settings: the method's named options (:func:`format_settings`).
+        backend: the backend id.
+        snapshot: the model snapshot (what the cache is keyed on).
+        response: the answer; None for a skip (nothing was asked: no score, no usage).
+        price: what the model costs (None: unknown, no cost recorded).
+        explanation: the method's optional explanation turn.
+        repeat: the test-retest repeat index.
+    """
+    if response is None:
+        return Judgement(item_id=item.id, method=method, mode=mode, criterion=result.name,
+                         status=result.status, reason=result.reason, template=template,
+                         settings=settings, backend=backend, snapshot=snapshot,
+                         media_sha256=item.media_sha256, system=item.system, repeat=repeat)
+    usage = response.usage
+    cost = price.cost(usage.prompt_tokens, usage.completion_tokens) \
         if price and not response.cached else (0.0 if price else None)
-    common = {
-        "item_id": p.item_id, "method": method, "mode": p.mode, "reasoning": response.text,
-        "explanation": explanation,
-        "template": p.request.template, "settings": format_settings(p.settings),
-        "backend": backend.backend_id, "model": response.model,
-        "snapshot": snapshot, "system_fingerprint": response.system_fingerprint,
-        "prompt_tokens": response.usage.prompt_tokens,
-        "completion_tokens": response.usage.completion_tokens, "cost_usd": cost,
-        "latency_s": response.latency_s, "attempts": response.attempts,
-        "cached": response.cached, "cache_key": response.cache_key,
-        "media_sha256": item.media_sha256, "system": item.system,
-        "repeat": p.request.decoding.sample,
-    }
-    return [{**common, "criterion": c.name, "status": c.status, "reason": c.reason,
-             "values": c.values, "probs": c.probs, "mass": c.mass,
-             "printed": None if c.printed is None else float(c.printed),
-             "source": c.source, "anchor_forced": c.anchor_forced, "score": c.score,
-             "expected": c.expected, "paths_disagree": c.paths_disagree,
-             "argmax": c.argmax, "sd": c.sd, "entropy": c.entropy} for c in results]
+    c = result
+    return Judgement(
+        item_id=item.id, method=method, mode=mode, criterion=c.name, status=c.status,
+        reason=c.reason, score=c.score, expected=c.expected, paths_disagree=c.paths_disagree,
+        argmax=c.argmax, sd=c.sd, entropy=c.entropy, mass=c.mass,
+        printed=None if c.printed is None else float(c.printed), values=c.values,
+        probs=c.probs, source=c.source, anchor_forced=c.anchor_forced,
+        reasoning=response.text, explanation=explanation, template=template,
+        settings=settings, backend=backend, model=response.model, snapshot=snapshot,
+        system_fingerprint=response.system_fingerprint, prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens, cost_usd=cost,
+        latency_s=response.latency_s, attempts=response.attempts, cached=response.cached,
+        cache_key=response.cache_key, media_sha256=item.media_sha256, system=item.system,
+        repeat=repeat)
 
 
 def _explain(config: JudgeConfig, method: Method, planned: Sequence[Planned],
@@ -661,9 +643,9 @@ def _explain(config: JudgeConfig, method: Method, planned: Sequence[Planned],
     return out
 
 
-def rows_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
+def rows_table(rows: Sequence[Judgement]) -> pa.Table:
     """Judgement rows as an Arrow table with the fixed schema."""
-    return pa.Table.from_pylist(list(rows), schema=JUDGEMENTS_SCHEMA)
+    return Judgement.table(rows)
 
 
 def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
@@ -718,7 +700,7 @@ def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
     }
 
 
-def write_part(path: str | Path, rows: Sequence[dict[str, Any]]) -> Path:
+def write_part(path: str | Path, rows: Sequence[Judgement]) -> Path:
     """Write one chunk's rows (a worker writes its own part; nothing travels back)."""
     path = Path(path)
     with atomic_path(path) as tmp:
@@ -832,7 +814,7 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
     return summary
 
 
-__all__ = ["JUDGEMENTS_SCHEMA", "JudgeConfig", "JudgeResult", "combine_parts", "judge_items",
-           "load_items", "make_backend", "make_client", "method_options", "plan",
-           "repeat_planned", "run_judge", "shared_client", "summarise", "verify_media",
-           "write_part", "write_summary"]
+__all__ = ["JUDGEMENTS_SCHEMA", "JudgeConfig", "JudgeResult", "Judgement", "combine_parts",
+           "judge_items", "judgement", "load_items", "make_backend", "make_client",
+           "method_options", "plan", "repeat_planned", "run_judge", "shared_client",
+           "summarise", "verify_media", "write_part", "write_summary"]

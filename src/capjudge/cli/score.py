@@ -144,8 +144,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"the server rejected the credentials: {result.stats.auth_failure}")
     criteria = result.criteria.get((item.id, mode), [])
     v = verdict(method, criteria, {"gamma": args.gamma})
-    rows = [r for r in result.rows if r["status"] != "skipped"]
-    main = rows[0] if len(rows) == 1 else {}
+    rows = [r for r in result.rows if r.status != "skipped"]
+    main = rows[0] if len(rows) == 1 else None
     responses = result.responses
     output: dict[str, Any] = {
         "score": v.score, "status": v.detail,
@@ -153,12 +153,14 @@ def run(args: argparse.Namespace) -> int:
                                         if c.reason) or None,
         # VisCE²: ``score`` is the printed integer (the paper's), ``expected`` the expected
         # value over the distribution beside it; ``settings`` names the method's options.
-        "expected": main.get("expected"), "printed": main.get("printed"),
-        "paths_disagree": main.get("paths_disagree"),
-        "settings": next((r["settings"] for r in result.rows if r.get("settings")), None),
-        "mode": mode, "mass": main.get("mass"), "argmax": main.get("argmax"),
-        "sd": main.get("sd"), "entropy": main.get("entropy"),
-        "distribution": _distribution(main.get("values"), main.get("probs")),
+        "expected": main.expected if main else None,
+        "printed": main.printed if main else None,
+        "paths_disagree": main.paths_disagree if main else None,
+        "settings": next((r.settings for r in result.rows if r.settings), None),
+        "mode": mode, "mass": main.mass if main else None,
+        "argmax": main.argmax if main else None,
+        "sd": main.sd if main else None, "entropy": main.entropy if main else None,
+        "distribution": _distribution(main.values, main.probs) if main else None,
         "criteria": {c.name: {"score": c.score, "sd": c.sd, "status": c.status,
                               "reason": c.reason, "mass": c.mass, "expected": c.expected,
                               "printed": c.printed, "paths_disagree": c.paths_disagree,
@@ -170,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         "snapshot": backend.snapshot(),
         "system_fingerprint": next((r.system_fingerprint for r in responses
                                     if r.system_fingerprint), None),
-        "template": ", ".join(sorted({r["template"] for r in result.rows if r.get("template")})),
+        "template": ", ".join(sorted({r.template for r in result.rows if r.template})),
         "cached": bool(responses) and all(r.cached for r in responses),
         "usage": {"prompt_tokens": result.stats.prompt_tokens,
                   "completion_tokens": result.stats.completion_tokens},

@@ -1,0 +1,374 @@
+"""The rows the stages write, each defined once: a frozen dataclass and its Arrow schema.
+
+Every Parquet table of the pipeline is built from one of these records, and its schema is
+*derived* from the record's fields (:func:`arrow_type`): the field order is the column order,
+``str``/``int``/``float``/``bool`` are ``string``/``int64``/``float64``/``bool``, a
+``tuple[X, ...]`` (or ``list[X]``) is a list of X, and ``X | None`` is a nullable X (every
+Arrow column is nullable). A column is added, renamed or retyped here and nowhere else.
+
+- :class:`ItemRow`: ``ingest/items.parquet``, one row per valid manifest item.
+- :class:`QuarantineRow`: ``ingest/quarantine.parquet``, one row per refused manifest row.
+- :class:`Judgement`: ``judge/<name>/judgements.parquet``, one row per (item, mode,
+  criterion[, repeat]).
+- :class:`CriterionScore`: ``aggregate/criteria.parquet``.
+- :class:`ItemScore`: ``aggregate/item_scores.parquet``.
+- :class:`RepeatScore`: ``aggregate/repeat_scores.parquet``.
+- :class:`SystemScore`: ``aggregate/system_scores.parquet`` (its fixed columns; each
+  method's declared system-level aggregates follow as float columns).
+- :class:`ContextRow`: ``context/contexts.parquet`` (VisCE² extractions).
+
+:meth:`Record.table` builds a table from records, :meth:`Record.from_table` reads one back
+(a column the file lacks, as in files written before it existed, takes the field's default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, TypeVar, Union
+
+import pyarrow as pa
+
+JSONScalar = None | bool | int | float | str
+"""A JSON scalar."""
+JSONValue = Union[JSONScalar, list["JSONValue"], dict[str, "JSONValue"]]  # noqa: UP007
+"""Any JSON value (what ``json.loads`` returns): the honest type of a JSON payload."""
+JSONObject = dict[str, JSONValue]
+"""A JSON object."""
+
+CellValue = Union[JSONScalar, Sequence[JSONScalar]]  # noqa: UP007
+"""What one cell of a record's table holds: a scalar or a list of scalars."""
+
+_SCALARS: dict[object, pa.DataType] = {
+    str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_(),
+}
+
+R = TypeVar("R", bound="Record")
+
+
+def arrow_type(tp: object) -> pa.DataType:
+    """The Arrow type of a record field's Python type.
+
+    ``str``, ``int``, ``float``, ``bool`` map to ``string``, ``int64``, ``float64``,
+    ``bool``; ``tuple[X, ...]`` and ``list[X]`` to ``list<X>``; ``X | None`` to X (Arrow
+    columns are nullable).
+
+    Raises:
+        TypeError: a type with no column type (a union of two types, a mapping, ...).
+    """
+    if tp in _SCALARS:
+        return _SCALARS[tp]
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        kept = [a for a in args if a is not type(None)]
+        if len(kept) == 1:
+            return arrow_type(kept[0])
+    elif origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return pa.list_(arrow_type(args[0]))
+    elif origin is list and len(args) == 1:
+        return pa.list_(arrow_type(args[0]))
+    raise TypeError(f"no Arrow column type for {tp!r}")
+
+
+_SCHEMAS: dict[type, pa.Schema] = {}
+
+
+def _fields(cls: type) -> tuple[dataclasses.Field[object], ...]:
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} is not a dataclass")
+    return dataclasses.fields(cls)
+
+
+def _schema(cls: type[Record]) -> pa.Schema:
+    if cls not in _SCHEMAS:
+        hints = typing.get_type_hints(cls)
+        _SCHEMAS[cls] = pa.schema([(f.name, arrow_type(hints[f.name])) for f in _fields(cls)
+                                   if f.name not in cls.not_columns])
+    return _SCHEMAS[cls]
+
+
+class Record:
+    """What every row record shares: its schema, and conversion to and from tables.
+
+    Subclasses are frozen, keyword-only dataclasses; their fields are the table's columns in
+    order (except those named in ``not_columns``).
+    """
+
+    not_columns: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def schema(cls) -> pa.Schema:
+        """The Arrow schema derived from the fields (:func:`arrow_type`)."""
+        return _schema(cls)
+
+    def to_row(self) -> dict[str, CellValue]:
+        """The record as a row: column name -> value, in column order."""
+        return {name: getattr(self, name) for name in self.schema().names}
+
+    @classmethod
+    def from_row(cls: type[R], row: Mapping[str, object]) -> R:
+        """A record from a row; a missing column takes the field's default.
+
+        Columns the record does not name are ignored.
+
+        Raises:
+            TypeError: a column without a default is missing.
+        """
+        names = {f.name for f in _fields(cls)}
+        return cls(**{k: v for k, v in row.items() if k in names})
+
+    @classmethod
+    def table(cls: type[R], records: Iterable[R]) -> pa.Table:
+        """Records as an Arrow table with the derived schema."""
+        schema = cls.schema()
+        rows = list(records)
+        columns = [pa.array([getattr(r, name) for r in rows], type=f.type)
+                   for name, f in zip(schema.names, schema, strict=True)]
+        return pa.Table.from_arrays(columns, schema=schema)
+
+    @classmethod
+    def from_table(cls: type[R], table: pa.Table) -> list[R]:
+        """The rows of a table as records (see :meth:`from_row`)."""
+        return [cls.from_row(row) for row in table.to_pylist()]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ItemRow(Record):
+    """One row of ``items.parquet``: a valid manifest item after ingest.
+
+    :class:`capjudge.item.Item` is the typed item later stages build from it.
+    """
+
+    id: str
+    line: int | None = None
+    task: str | None = None
+    media_kind: str | None = None
+    media_root: str | None = None
+    media_path: str | None = None  #: as written in the manifest (first view for 3D items)
+    view_paths: tuple[str, ...] | None = None
+    view_sha256: tuple[str, ...] | None = None
+    #: file hash; for views, the hash of the view hashes
+    media_sha256: str | None = None
+    #: as displayed (EXIF orientation applied); video: frame size
+    width: int | None = None
+    height: int | None = None
+    n_frames: int | None = None
+    fps: float | None = None
+    duration_s: float | None = None
+    tile_path: str | None = None
+    tile_sha256: str | None = None
+    # The picture to send to a judge. Image items: the original (judge_sha256 = media_sha256)
+    # when a vision API takes it as is (8-bit RGB/RGBA/L JPEG, PNG or WebP, one frame,
+    # upright), else a normalised copy in judge_images/ (media_sha256 stays the original's
+    # hash). Video and 3D items: their tile (= tile_path / tile_sha256).
+    judge_path: str | None = None
+    judge_sha256: str | None = None
+    #: what normalisation did ("CMYK JPEG -> ..."), or null
+    judge_note: str | None = None
+    frame_policy: str | None = None
+    frame_indices: tuple[int, ...] | None = None
+    frame_timestamps_s: tuple[float, ...] | None = None
+    candidate: str | None = None
+    references: tuple[str, ...] | None = None
+    question: str | None = None
+    system: str | None = None
+    #: JSON: criterion -> number | [numbers]
+    labels: str | None = None
+    # JSON: unknown manifest keys; values JSON cannot hold are encoded without loss (ISO 8601
+    # timestamps, decimals as exact text, {"$base64": ...} bytes; see manifest.to_json_value).
+    extra: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuarantineRow(Record):
+    """One row of ``quarantine.parquet``: a manifest row ingest refused, and why."""
+
+    id: str | None
+    line: int | None
+    reason: str
+    raw: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judgement(Record):
+    """One row of ``judgements.parquet``: one criterion of one answered (or skipped) request.
+
+    A failure or skip has its status and reason and no score, never a stand-in value.
+    """
+
+    item_id: str
+    method: str
+    mode: str
+    criterion: str
+    status: str
+    reason: str | None = None
+    #: the method's score (its paper's definition unless an option)
+    score: float | None = None
+    #: expected value over the renormalised distribution
+    expected: float | None = None
+    #: the distribution's argmax is not the printed number
+    paths_disagree: bool | None = None
+    argmax: int | None = None
+    sd: float | None = None
+    entropy: float | None = None
+    mass: float | None = None
+    #: the number the judge wrote, if any
+    printed: float | None = None
+    values: list[int] | None = None
+    probs: list[float] | None = None
+    #: logprobs | teacher_forcing | text | none
+    source: str | None = None
+    anchor_forced: bool | None = False
+    reasoning: str | None = None
+    #: the method's optional explanation turn
+    explanation: str | None = None
+    #: id@version
+    template: str | None = None
+    #: the method's named options: "prompt_variant=paper; score=..."
+    settings: str | None = None
+    backend: str | None = None
+    #: as reported by the backend
+    model: str | None = None
+    #: what the cache is keyed on (snapshot name, weights hash)
+    snapshot: str | None = None
+    system_fingerprint: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    attempts: int | None = None
+    cached: bool | None = False
+    cache_key: str | None = None
+    media_sha256: str | None = None
+    #: which captioner wrote the candidate
+    system: str | None = None
+    #: test-retest repeat index (JudgeConfig.repeats); 0 otherwise
+    repeat: int | None = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class CriterionScore(Record):
+    """One row of ``criteria.parquet``: a judgement row's score columns, per judge."""
+
+    judge: str
+    method: str | None = None
+    mode: str | None = None
+    item_id: str | None = None
+    system: str | None = None
+    criterion: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    score: float | None = None
+    argmax: int | None = None
+    sd: float | None = None
+    mass: float | None = None
+    backend: str | None = None
+    snapshot: str | None = None
+    template: str | None = None
+    repeat: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ItemScore(Record):
+    """One row of ``item_scores.parquet``: a judge's overall verdict on one item and mode."""
+
+    judge: str
+    method: str
+    mode: str
+    item_id: str
+    system: str | None = None
+    score: float | None = None
+    #: ok | low_mass | partial | failed | skipped (capjudge.methods.verdict)
+    status: str
+    #: why a failed item failed (the worst criterion status)
+    cause: str | None = None
+    reason: str | None = None
+    criteria_scored: int
+    criteria_total: int
+    backend: str | None = None
+    snapshot: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepeatScore(Record):
+    """One row of ``repeat_scores.parquet``: one test-retest repeat's verdict on an item."""
+
+    judge: str
+    method: str
+    mode: str
+    item_id: str
+    system: str | None = None
+    repeat: int
+    score: float | None = None
+    status: str
+    cause: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystemScore(Record):
+    """One row of ``system_scores.parquet``: a judge's scores of one captioning system.
+
+    ``aggregates`` holds the method's declared system-level numbers (e.g. 3D
+    ``precision_macro``); they are float columns after the fixed ones (:meth:`table`).
+    """
+
+    not_columns: ClassVar[frozenset[str]] = frozenset({"aggregates"})
+
+    judge: str
+    method: str
+    mode: str
+    system: str
+    mean_score: float | None = None
+    items: int
+    scored: int
+    failed: int
+    aggregates: Mapping[str, float | None] = field(default_factory=dict)
+
+    @classmethod
+    def full_schema(cls, records: Iterable[SystemScore]) -> pa.Schema:
+        """The fixed columns, then every aggregate some record has (sorted, float)."""
+        fixed = cls.schema()
+        extra = sorted({k for r in records for k in r.aggregates if k not in fixed.names})
+        return pa.schema(list(fixed) + [(k, pa.float64()) for k in extra])
+
+    def to_row(self) -> dict[str, CellValue]:
+        """The fixed columns, then the aggregates."""
+        return {**super().to_row(), **self.aggregates}
+
+    @classmethod
+    def table(cls, records: Iterable[SystemScore]) -> pa.Table:
+        """The records as a table: the fixed columns, then every aggregate (null if absent)."""
+        rows = list(records)
+        schema = cls.full_schema(rows)
+        return pa.Table.from_pylist([{k: r.to_row().get(k) for k in schema.names}
+                                     for r in rows], schema=schema)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextRow(Record):
+    """One row of ``contexts.parquet``: one VisCE² extraction (or why it is missing)."""
+
+    media_sha256: str
+    kind: str
+    status: str
+    reason: str | None = None
+    text: str | None = None
+    template: str | None = None
+    backend: str | None = None
+    snapshot: str | None = None
+    model: str | None = None
+    system_fingerprint: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached: bool | None = None
+    #: how many items share the picture
+    items: int | None = None
+
+
+__all__ = ["CellValue", "ContextRow", "CriterionScore", "ItemRow", "ItemScore", "JSONObject",
+           "JSONScalar", "JSONValue", "Judgement", "QuarantineRow", "Record", "RepeatScore",
+           "SystemScore", "arrow_type"]
