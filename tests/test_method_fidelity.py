@@ -18,6 +18,7 @@ from capjudge.methods import Method, MethodOptions, Planned, Skip, get_method
 from capjudge.methods.gveval import GVEval, GVEvalACCR, frames_description
 from capjudge.methods.harmoniceval import TASK_PHRASES
 from capjudge.prompts import get_template, method_spec
+from capjudge.records import ContextRow
 
 
 def video(policy: str | None, indices: tuple[int, ...] = (0, 3, 6)) -> Item:
@@ -261,8 +262,8 @@ def test_visce2_default_prompts_are_table_4(shared_dir: Path) -> None:
     from capjudge.methods.visce2 import VisCE2
 
     paper = paper_text(shared_dir, "visce2.md")
-    table = {"context": {"text": "CONTEXT-TEXT", "status": "ok"},
-             "description": {"text": "CONTEXT-TEXT", "status": "ok"}}
+    table = {kind: ContextRow(media_sha256="d" * 64, kind=kind, status="ok",
+                              text="CONTEXT-TEXT") for kind in ("context", "description")}
     options = MethodOptions(extra={"context_table": {"d" * 64: table}})
     for mode in ("vanilla", "references", "description", "context"):
         p = planned(VisCE2(), IMAGE_ITEM, mode, options)

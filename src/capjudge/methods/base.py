@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -369,7 +369,7 @@ class Method(ABC):
         """
         raise NotImplementedError(f"method {self.name!r} has no context stage")
 
-    def load_context(self, path: str | Path) -> dict[str, Any]:
+    def load_context(self, path: str | Path) -> Mapping[str, object]:
         """The context stage's output as the ``context_table`` :meth:`plan` reads."""
         raise NotImplementedError(f"method {self.name!r} has no context stage")
 

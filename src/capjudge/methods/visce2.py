@@ -31,6 +31,7 @@ from capjudge.methods.base import (
     item_image,
 )
 from capjudge.prompts import get_template, method_spec
+from capjudge.records import ContextRow
 
 MODES = ("vanilla", "references", "description", "context", "context-objects",
          "context-objects-attributes")
@@ -116,18 +117,18 @@ class VisCE2(Method):
             variables["references"] = refs
         if "context" in template.needs:
             kind = "description" if mode == "description" else "context"
-            table: dict[str, dict[str, Any]] = options.extra.get("context_table") or {}
+            table: dict[str, dict[str, ContextRow]] = options.extra.get("context_table") or {}
             entry = table.get(image.sha256, {}).get(kind)
             if entry is None:
                 return [Skip(item.id, mode, f"no extracted {kind} for this image (run the "
                              "context stage)", template.ref)]
-            if entry["status"] != "ok":
-                return [Skip(item.id, mode, f"{kind} extraction {entry['status']}: "
-                             f"{entry.get('reason')}", template.ref)]
-            text = entry["text"]
+            if entry.status != "ok":
+                return [Skip(item.id, mode, f"{kind} extraction {entry.status}: "
+                             f"{entry.reason}", template.ref)]
+            text: str | None = entry.text
             if mode.startswith("context-"):
                 keep = ("objects",) if mode == "context-objects" else ("objects", "features")
-                text = select_context(text, keep)
+                text = select_context(text or "", keep)
                 if text is None:
                     return [Skip(item.id, mode, "the extracted context has no objects/"
                                  "features/relationships sections to ablate", template.ref)]
@@ -169,7 +170,7 @@ class VisCE2(Method):
 
         return run_context(items, out_dir, ContextConfig.from_params(section))
 
-    def load_context(self, path: str | Path) -> dict[str, Any]:
+    def load_context(self, path: str | Path) -> dict[str, dict[str, ContextRow]]:
         """The context stage's output as ``{picture sha256: {kind: row}}``.
 
         ``path`` is its folder, or its contexts.parquet. Empty when absent (modes then record

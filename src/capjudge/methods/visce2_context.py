@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
@@ -30,25 +29,12 @@ from capjudge.client import JudgeClient
 from capjudge.item import Item
 from capjudge.methods.base import item_image
 from capjudge.prompts import get_template
+from capjudge.records import ContextRow
 
 KINDS = ("context", "description")
 
-CONTEXTS_SCHEMA = pa.schema([
-    ("media_sha256", pa.string()),
-    ("kind", pa.string()),
-    ("status", pa.string()),
-    ("reason", pa.string()),
-    ("text", pa.string()),
-    ("template", pa.string()),
-    ("backend", pa.string()),
-    ("snapshot", pa.string()),
-    ("model", pa.string()),
-    ("system_fingerprint", pa.string()),
-    ("prompt_tokens", pa.int64()),
-    ("completion_tokens", pa.int64()),
-    ("cached", pa.bool_()),
-    ("items", pa.int64()),
-])
+CONTEXTS_SCHEMA = ContextRow.schema()
+"""The columns of ``contexts.parquet`` (:class:`capjudge.records.ContextRow`)."""
 
 
 @dataclass
@@ -85,16 +71,16 @@ class ContextConfig:
         return cls(**section)
 
 
-def load_context_table(path: str | Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """contexts.parquet as ``{picture sha256: {kind: {status, reason, text, ...}}}``."""
-    return context_table(pq.read_table(path).to_pylist())
+def load_context_table(path: str | Path) -> dict[str, dict[str, ContextRow]]:
+    """contexts.parquet as ``{picture sha256: {kind: row}}``."""
+    return context_table(ContextRow.from_table(pq.read_table(path)))
 
 
-def context_table(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+def context_table(rows: Sequence[ContextRow]) -> dict[str, dict[str, ContextRow]]:
     """Extraction rows (as :func:`extract` returns them) as the table VisCE² plans with."""
-    table: dict[str, dict[str, dict[str, Any]]] = {}
+    table: dict[str, dict[str, ContextRow]] = {}
     for row in rows:
-        table.setdefault(row["media_sha256"], {})[row["kind"]] = row
+        table.setdefault(row.media_sha256, {})[row.kind] = row
     return table
 
 
@@ -123,34 +109,33 @@ def extraction_requests(items: Sequence[Item], kinds: Sequence[str], detail: str
 
 
 def context_rows(backend: Backend, requests: Sequence[tuple[str, str, JudgeRequest]],
-                 responses: Sequence[JudgeResponse], uses: Counter[str]) -> list[dict[str, Any]]:
+                 responses: Sequence[JudgeResponse], uses: Counter[str]) -> list[ContextRow]:
     """Rows for contexts.parquet; an empty answer is a failure, not a context."""
     rows = []
     for (sha, kind, request), r in zip(requests, responses, strict=True):
         status, reason = r.status, r.reason
         if status == "ok" and not r.text.strip():
             status, reason = "parse_failure", "empty extraction"
-        rows.append({"media_sha256": sha, "kind": kind, "status": status, "reason": reason,
-                     "text": r.text if status == "ok" else None, "template": request.template,
-                     "backend": backend.backend_id, "snapshot": backend.snapshot(),
-                     "model": r.model, "system_fingerprint": r.system_fingerprint,
-                     "prompt_tokens": r.usage.prompt_tokens,
-                     "completion_tokens": r.usage.completion_tokens, "cached": r.cached,
-                     "items": uses[sha]})
+        rows.append(ContextRow(
+            media_sha256=sha, kind=kind, status=status, reason=reason,
+            text=r.text if status == "ok" else None, template=request.template,
+            backend=backend.backend_id, snapshot=backend.snapshot(), model=r.model,
+            system_fingerprint=r.system_fingerprint, prompt_tokens=r.usage.prompt_tokens,
+            completion_tokens=r.usage.completion_tokens, cached=r.cached, items=uses[sha]))
     return rows
 
 
 def skipped_rows(backend: Backend, requests: Sequence[tuple[str, str, JudgeRequest]],
-                 uses: Counter[str], reason: str) -> list[dict[str, Any]]:
+                 uses: Counter[str], reason: str) -> list[ContextRow]:
     """Rows recording extractions that were not attempted (e.g. a text-only backend)."""
-    return [{"media_sha256": sha, "kind": kind, "status": "skipped", "reason": reason,
-             "template": request.template, "backend": backend.backend_id,
-             "snapshot": backend.snapshot(), "cached": False, "items": uses[sha]}
+    return [ContextRow(media_sha256=sha, kind=kind, status="skipped", reason=reason,
+                       template=request.template, backend=backend.backend_id,
+                       snapshot=backend.snapshot(), cached=False, items=uses[sha])
             for sha, kind, request in requests]
 
 
 def extract(items: Sequence[Item], config: ContextConfig, backend: Backend,
-            client: JudgeClient) -> list[dict[str, Any]]:
+            client: JudgeClient) -> list[ContextRow]:
     """Run (or fetch from the cache) every extraction the items need."""
     requests, uses = extraction_requests(items, config.kinds, config.detail, config.max_tokens)
     if not backend.capabilities.vision:
@@ -160,13 +145,13 @@ def extract(items: Sequence[Item], config: ContextConfig, backend: Backend,
     return context_rows(backend, requests, responses, uses)
 
 
-def write_contexts(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+def write_contexts(out_dir: Path, rows: Sequence[ContextRow], summary: dict[str, Any]) -> None:
     """Write contexts.parquet and summary.json, atomically and as one set."""
     from capjudge.atomic import atomic_path, stage_outputs, write_json
 
     with stage_outputs(out_dir):
         with atomic_path(out_dir / "contexts.parquet") as tmp:
-            pq.write_table(pa.Table.from_pylist(rows, schema=CONTEXTS_SCHEMA), tmp)
+            pq.write_table(ContextRow.table(rows), tmp)
         write_json(out_dir / "summary.json", summary)
 
 
@@ -201,8 +186,8 @@ def run_context(items: Sequence[Item] | str | Path, out_dir: str | Path, config:
     finally:
         progress.close()
     summary = {"backend": backend.describe(), "kinds": config.kinds, "pictures": len(
-        {r["media_sha256"] for r in rows}), "rows": len(rows),
-        "by_status": dict(Counter(r["status"] for r in rows)),
+        {r.media_sha256 for r in rows}), "rows": len(rows),
+        "by_status": dict(Counter(r.status for r in rows)),
         "requests": client.stats.requests,
         "model_calls": client.stats.calls, "cache_hits": client.stats.cache_hits,
         "seconds": round(time.perf_counter() - started, 2)}
