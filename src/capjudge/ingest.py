@@ -22,12 +22,11 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.atomic import atomic_path, clean_orphans, stage_outputs, write_json, write_text
@@ -52,55 +51,18 @@ from capjudge.media import (
     sha256_text,
     tile_views,
 )
+from capjudge.records import ItemRow, QuarantineRow
 
 log = logging.getLogger(__name__)
 
-ITEMS_SCHEMA = pa.schema([
-    ("id", pa.string()),
-    ("line", pa.int64()),
-    ("task", pa.string()),
-    ("media_kind", pa.string()),
-    ("media_root", pa.string()),
-    ("media_path", pa.string()),  # as written in the manifest (first view for 3D items)
-    ("view_paths", pa.list_(pa.string())),
-    ("view_sha256", pa.list_(pa.string())),
-    ("media_sha256", pa.string()),  # file hash; for views, the hash of the view hashes
-    ("width", pa.int64()),  # as displayed (EXIF orientation applied); video: frame size
-    ("height", pa.int64()),
-    ("n_frames", pa.int64()),
-    ("fps", pa.float64()),
-    ("duration_s", pa.float64()),
-    ("tile_path", pa.string()),
-    ("tile_sha256", pa.string()),
-    # The picture to send to a judge. Image items: the original (judge_sha256 = media_sha256)
-    # when a vision API takes it as is (8-bit RGB/RGBA/L JPEG, PNG or WebP, one frame, upright),
-    # else a normalised copy in judge_images/ (media_sha256 stays the original's hash).
-    # Video and 3D items: their tile (= tile_path / tile_sha256).
-    ("judge_path", pa.string()),
-    ("judge_sha256", pa.string()),
-    ("judge_note", pa.string()),  # what normalisation did ("CMYK JPEG -> ..."), or null
-    ("frame_policy", pa.string()),
-    ("frame_indices", pa.list_(pa.int64())),
-    ("frame_timestamps_s", pa.list_(pa.float64())),
-    ("candidate", pa.string()),
-    ("references", pa.list_(pa.string())),
-    ("question", pa.string()),
-    ("system", pa.string()),
-    ("labels", pa.string()),  # JSON: criterion -> number | [numbers]
-    # JSON: unknown manifest keys; values JSON cannot hold are encoded without loss (ISO 8601
-    # timestamps, decimals as exact text, {"$base64": ...} bytes; see manifest.to_json_value).
-    ("extra", pa.string()),
-])
+ITEMS_SCHEMA = ItemRow.schema()
+"""The columns of ``items.parquet`` (:class:`capjudge.records.ItemRow`)."""
 
 # Rows per row group of items.parquet (about 1 MB of items).
 ITEMS_ROW_GROUP = 1024
 
-QUARANTINE_SCHEMA = pa.schema([
-    ("id", pa.string()),
-    ("line", pa.int64()),
-    ("reason", pa.string()),
-    ("raw", pa.string()),
-])
+QUARANTINE_SCHEMA = QuarantineRow.schema()
+"""The columns of ``quarantine.parquet`` (:class:`capjudge.records.QuarantineRow`)."""
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 # Checked before _URL, which would otherwise call C:\images\a.jpg a URL with scheme "C".
@@ -351,22 +313,16 @@ class TileCache:
         return tile_views([str(p) for p in paths], str(tile))
 
 
-def _media_record(row: ValidRow, media_root: Path, tiles: TileCache,
-                  hashes: dict[Path, str]) -> dict[str, Any]:
+def _with_media(item: ItemRow, row: ValidRow, media_root: Path, tiles: TileCache,
+                hashes: dict[Path, str]) -> ItemRow:
+    """``item`` with its media columns: hashes, size, tile and the picture a judge sees."""
     def hashed(p: Path) -> str:
         if p not in hashes:
             hashes[p] = sha256_file(p)
         return hashes[p]
 
     paths = [resolve_media(media_root, m) for m in row.media]
-    rec: dict[str, Any] = {
-        "media_kind": row.media_kind, "media_path": row.media[0],
-        "view_paths": None, "view_sha256": None, "width": None, "height": None,
-        "n_frames": None, "fps": None, "duration_s": None, "tile_path": None,
-        "tile_sha256": None, "frame_policy": None, "frame_indices": None,
-        "frame_timestamps_s": None, "judge_path": None, "judge_sha256": None,
-        "judge_note": None,
-    }
+    item = replace(item, media_path=row.media[0])
     if row.media_kind == "image":
         info = check_image(paths[0])
         sha = hashed(paths[0])
@@ -374,29 +330,27 @@ def _media_record(row: ValidRow, media_root: Path, tiles: TileCache,
         # An unchanged original is named the way item_image() names it (media_root/media_path)
         # rather than by its resolved absolute path, so items.parquet stays machine-independent.
         judge_path = judge.path if judge.note else str(media_root / row.media[0])
-        rec.update(media_sha256=sha, width=judge.width, height=judge.height,
-                   judge_path=judge_path, judge_sha256=judge.sha256, judge_note=judge.note)
-    elif row.media_kind == "video":
+        return replace(item, media_sha256=sha, width=judge.width, height=judge.height,
+                       judge_path=judge_path, judge_sha256=judge.sha256, judge_note=judge.note)
+    if row.media_kind == "video":
         sha = hashed(paths[0])
         meta = tiles.video(paths[0], sha)
-        rec.update(
-            media_sha256=sha, width=meta["width"], height=meta["height"],
+        return replace(
+            item, media_sha256=sha, width=meta["width"], height=meta["height"],
             n_frames=meta["n_frames"], fps=meta["fps"], duration_s=meta["duration_s"],
             tile_path=meta["tile_path"], tile_sha256=meta["tile_sha256"],
             frame_policy=meta["policy"], frame_indices=meta["indices"],
             frame_timestamps_s=meta["timestamps_s"],
             judge_path=meta["tile_path"], judge_sha256=meta["tile_sha256"],
         )
-    else:
-        if len(paths) < 1:
-            raise MediaError("'views' is empty")
-        view_shas = [hashed(p) for p in paths]
-        sha = sha256_text(*view_shas)
-        tile_path, tile_sha = tiles.views(paths, sha)
-        rec.update(media_sha256=sha, view_paths=row.media, view_sha256=view_shas,
-                   tile_path=tile_path, tile_sha256=tile_sha, frame_policy="views",
-                   judge_path=tile_path, judge_sha256=tile_sha)
-    return rec
+    if len(paths) < 1:
+        raise MediaError("'views' is empty")
+    view_shas = [hashed(p) for p in paths]
+    sha = sha256_text(*view_shas)
+    tile_path, tile_sha = tiles.views(paths, sha)
+    return replace(item, media_sha256=sha, view_paths=tuple(row.media),
+                   view_sha256=tuple(view_shas), tile_path=tile_path, tile_sha256=tile_sha,
+                   frame_policy="views", judge_path=tile_path, judge_sha256=tile_sha)
 
 
 def stored_path(value: str | None, out: Path, relative: bool) -> str | None:
@@ -458,8 +412,8 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
     hashes: dict[Path, str] = {}
     limits = config.limits()
 
-    items: list[dict[str, Any]] = []
-    quarantine: list[dict[str, Any]] = []
+    items: list[ItemRow] = []
+    quarantine: list[QuarantineRow] = []
     first_line: dict[str, int] = {}
     n_rows = 0
     for raw in read_rows(manifest):
@@ -475,30 +429,28 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
             reasons = [f"duplicate id {row.id!r} (first at line {first_line[row.id]})"]
             row = None
         if row is None:
-            quarantine.append({"id": qid, "line": raw.line,
-                               "reason": safe_text("; ".join(reasons)), "raw": safe_text(raw.raw)})
+            quarantine.append(QuarantineRow(id=qid, line=raw.line,
+                                            reason=safe_text("; ".join(reasons)),
+                                            raw=safe_text(raw.raw)))
             continue
-        try:
-            media = _media_record(row, media_root, tiles, hashes)
-        except (MediaError, OSError) as exc:
-            quarantine.append({"id": row.id, "line": raw.line, "reason": safe_text(str(exc)),
-                               "raw": safe_text(raw.raw)})
-            continue
-        first_line[row.id] = raw.line
-        for key in ("tile_path", "judge_path"):
-            media[key] = stored_path(media[key], out, relative_paths)
-        items.append({
-            "id": row.id, "line": row.line, "task": row.task,
-            "media_root": stored_path(str(media_root), out, relative_paths),
-            **media,
-            "candidate": row.candidate, "references": row.references,
-            "question": row.question, "system": row.system,
-            "labels": json.dumps(row.labels, sort_keys=True),
+        item = ItemRow(
+            id=row.id, line=row.line, task=row.task, media_kind=row.media_kind,
+            media_root=stored_path(str(media_root), out, relative_paths),
+            candidate=row.candidate, references=tuple(row.references),
+            question=row.question, system=row.system,
+            labels=json.dumps(row.labels, sort_keys=True),
             # allow_nan=False: validate_fields already encoded what JSON cannot hold; a NaN
             # here would be a bug, not a bad row.
-            "extra": json.dumps(row.extra, sort_keys=True, ensure_ascii=False,
-                                allow_nan=False),
-        })
+            extra=json.dumps(row.extra, sort_keys=True, ensure_ascii=False, allow_nan=False))
+        try:
+            item = _with_media(item, row, media_root, tiles, hashes)
+        except (MediaError, OSError) as exc:
+            quarantine.append(QuarantineRow(id=row.id, line=raw.line,
+                                            reason=safe_text(str(exc)), raw=safe_text(raw.raw)))
+            continue
+        first_line[row.id] = raw.line
+        items.append(replace(item, tile_path=stored_path(item.tile_path, out, relative_paths),
+                             judge_path=stored_path(item.judge_path, out, relative_paths)))
         if n_rows % 50 == 0:
             log.info("ingest: %d rows read, %d items, %d quarantined", n_rows, len(items),
                      len(quarantine))
@@ -506,8 +458,8 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
     if n_rows == 0:
         # Nothing to judge is a mistake (a wrong file, an empty export), not a success.
         raise ManifestError(f"{manifest}: the manifest holds no rows")
-    by_kind = dict(Counter(i["media_kind"] for i in items))
-    reason_counts = dict(Counter(_reason_kind(q["reason"]) for q in quarantine))
+    by_kind = dict(Counter(i.media_kind for i in items))
+    reason_counts = dict(Counter(_reason_kind(q.reason) for q in quarantine))
     summary = {"manifest": str(manifest), "rows": n_rows, "items": len(items),
                "quarantined": len(quarantine), "items_by_kind": by_kind,
                "quarantined_by_reason": reason_counts, "frame_policy": config.frame_policy}
@@ -517,7 +469,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
         write_tables(out, items, quarantine)
         write_json(out / "summary.json", summary)
     for q in quarantine:
-        log.warning("quarantined line %s (id=%s): %s", q["line"], q["id"], q["reason"])
+        log.warning("quarantined line %s (id=%s): %s", q.line, q.id, q.reason)
     return IngestResult(n_rows=n_rows, n_items=len(items), n_quarantined=len(quarantine),
                         by_kind=by_kind, reasons=reason_counts, out_dir=str(out))
 
@@ -581,7 +533,7 @@ def sample_tiles(videos: list[str], out_dir: str | Path, config: IngestConfig | 
     return failures
 
 
-def write_tables(out: Path, items: list[dict[str, Any]], quarantine: list[dict[str, Any]]
+def write_tables(out: Path, items: Sequence[ItemRow], quarantine: Sequence[QuarantineRow]
                  ) -> None:
     """Write the Parquet tables and (re)build the DuckDB database from them."""
     import duckdb
@@ -591,10 +543,10 @@ def write_tables(out: Path, items: list[dict[str, Any]], quarantine: list[dict[s
     # Row groups of ITEMS_ROW_GROUP rows: a judge task reads only the groups of its chunk
     # (capjudge.item.load_items), not the whole table.
     with atomic_path(items_path) as tmp:
-        pq.write_table(pa.Table.from_pylist(items, schema=ITEMS_SCHEMA), tmp,
+        pq.write_table(ItemRow.table(items), tmp,
                        row_group_size=ITEMS_ROW_GROUP)
     with atomic_path(quarantine_path) as tmp:
-        pq.write_table(pa.Table.from_pylist(quarantine, schema=QUARANTINE_SCHEMA), tmp)
+        pq.write_table(QuarantineRow.table(quarantine), tmp)
     db_path = out / "capjudge.duckdb"
     with atomic_path(db_path) as tmp:
         con = duckdb.connect(str(tmp))

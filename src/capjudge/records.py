@@ -145,8 +145,9 @@ class ItemRow(Record):
 
     id: str
     line: int | None = None
-    task: str | None = None
-    media_kind: str | None = None
+    task: str
+    #: image | video | views | none
+    media_kind: str
     media_root: str | None = None
     media_path: str | None = None  #: as written in the manifest (first view for 3D items)
     view_paths: tuple[str, ...] | None = None
@@ -172,7 +173,7 @@ class ItemRow(Record):
     frame_policy: str | None = None
     frame_indices: tuple[int, ...] | None = None
     frame_timestamps_s: tuple[float, ...] | None = None
-    candidate: str | None = None
+    candidate: str
     references: tuple[str, ...] | None = None
     question: str | None = None
     system: str | None = None
