@@ -9,7 +9,8 @@ Kinds: ``cli`` (every subcommand's help), ``source FILE:NAME`` (a class or funct
 a test, for the worked examples), ``method NAME`` (the method's declared metadata and its
 templates.yaml: paper mapping, templates, reconstructed parts, additions), ``backends``,
 ``datasets``, ``protocols``, ``sample-metrics`` (the committed ``reports/metrics.json`` and
-``reports/lineage.json`` of the bundled sample run).
+``reports/lineage.json`` of the bundled sample run), ``records`` (the columns of every row
+record in :mod:`capjudge.records`).
 """
 
 from __future__ import annotations
@@ -302,10 +303,44 @@ def gen_sample_metrics(_: str | None) -> str:
     return "\n".join(out) + "\n"
 
 
+def _field_docs(path: Path) -> dict[str, dict[str, str]]:
+    """Per class of a module, each field's docstring (the string literal after it)."""
+    import ast
+
+    out: dict[str, dict[str, str]] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        docs = out.setdefault(node.name, {})
+        for field, after in zip(node.body, node.body[1:] + [None], strict=True):
+            if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) \
+                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) \
+                    and isinstance(after.value.value, str):
+                docs[field.target.id] = " ".join(after.value.value.split())
+    return out
+
+
+def gen_records(_: str | None) -> str:
+    """Every row record of capjudge.records: its table, and each column's type and meaning."""
+    import capjudge.records as records
+
+    docs = _field_docs(Path(records.__file__))
+    out = []
+    for cls in records.ROW_RECORDS:
+        name = cls.__name__
+        summary = (cls.__doc__ or "").strip().splitlines()[0]
+        out += [f"### {name}", "", summary, "", "| column | Arrow type | meaning |",
+                "|---|---|---|"]
+        out += [f"| `{f.name}` | `{f.type}` | {_cell(docs.get(name, {}).get(f.name, ''))} |"
+                for f in cls.schema()]
+        out.append("")
+    return "\n".join(out)
+
+
 GENERATORS: dict[str, Callable[[str | None], str]] = {
     "cli": gen_cli, "method": gen_method, "backends": gen_backends, "datasets": gen_datasets,
     "protocols": gen_protocols, "sample-metrics": gen_sample_metrics, "source": gen_source,
-    "params": gen_params,
+    "params": gen_params, "records": gen_records,
 }
 
 

@@ -146,30 +146,31 @@ class ItemRow(Record):
     id: str
     line: int | None = None
     task: str
-    #: image | video | views | none
     media_kind: str
+    """``image`` | ``video`` | ``views`` | ``none``."""
     media_root: str | None = None
-    media_path: str | None = None  #: as written in the manifest (first view for 3D items)
+    media_path: str | None = None
+    """As written in the manifest (first view for 3D items)."""
     view_paths: tuple[str, ...] | None = None
     view_sha256: tuple[str, ...] | None = None
-    #: file hash; for views, the hash of the view hashes
     media_sha256: str | None = None
-    #: as displayed (EXIF orientation applied); video: frame size
+    """File hash; for views, the hash of the view hashes."""
     width: int | None = None
+    """As displayed (EXIF orientation applied); video: frame size."""
     height: int | None = None
     n_frames: int | None = None
     fps: float | None = None
     duration_s: float | None = None
     tile_path: str | None = None
     tile_sha256: str | None = None
-    # The picture to send to a judge. Image items: the original (judge_sha256 = media_sha256)
-    # when a vision API takes it as is (8-bit RGB/RGBA/L JPEG, PNG or WebP, one frame,
-    # upright), else a normalised copy in judge_images/ (media_sha256 stays the original's
-    # hash). Video and 3D items: their tile (= tile_path / tile_sha256).
     judge_path: str | None = None
+    """The picture to send to a judge. Image items: the original (judge_sha256 =
+    media_sha256) when a vision API takes it as is (8-bit RGB/RGBA/L JPEG, PNG or WebP, one
+    frame, upright), else a normalised copy in judge_images/ (media_sha256 stays the
+    original's hash). Video and 3D items: their tile (= tile_path / tile_sha256)."""
     judge_sha256: str | None = None
-    #: what normalisation did ("CMYK JPEG -> ..."), or null
     judge_note: str | None = None
+    """What normalisation did ("CMYK JPEG -> ..."), or null."""
     frame_policy: str | None = None
     frame_indices: tuple[int, ...] | None = None
     frame_timestamps_s: tuple[float, ...] | None = None
@@ -177,11 +178,12 @@ class ItemRow(Record):
     references: tuple[str, ...] | None = None
     question: str | None = None
     system: str | None = None
-    #: JSON: criterion -> number | [numbers]
     labels: str | None = None
-    # JSON: unknown manifest keys; values JSON cannot hold are encoded without loss (ISO 8601
-    # timestamps, decimals as exact text, {"$base64": ...} bytes; see manifest.to_json_value).
+    """JSON: criterion -> number | [numbers]."""
     extra: str | None = None
+    """JSON: unknown manifest keys; values JSON cannot hold are encoded without loss (ISO
+    8601 timestamps, decimals as exact text, {"$base64": ...} bytes; see
+    manifest.to_json_value)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,35 +209,35 @@ class Judgement(Record):
     criterion: str
     status: str
     reason: str | None = None
-    #: the method's score (its paper's definition unless an option)
     score: float | None = None
-    #: expected value over the renormalised distribution
+    """The method's score (its paper's definition unless an option)."""
     expected: float | None = None
-    #: the distribution's argmax is not the printed number
+    """Expected value over the renormalised distribution."""
     paths_disagree: bool | None = None
+    """The distribution's argmax is not the printed number."""
     argmax: int | None = None
     sd: float | None = None
     entropy: float | None = None
     mass: float | None = None
-    #: the number the judge wrote, if any
     printed: float | None = None
+    """The number the judge wrote, if any."""
     values: list[int] | None = None
     probs: list[float] | None = None
-    #: logprobs | teacher_forcing | text | none
     source: str | None = None
+    """``logprobs`` | ``teacher_forcing`` | ``text`` | ``none``."""
     anchor_forced: bool | None = False
     reasoning: str | None = None
-    #: the method's optional explanation turn
     explanation: str | None = None
-    #: id@version
+    """The method's optional explanation turn."""
     template: str | None = None
-    #: the method's named options: "prompt_variant=paper; score=..."
+    """``id@version``."""
     settings: str | None = None
+    """The method's named options: "prompt_variant=paper; score=..."."""
     backend: str | None = None
-    #: as reported by the backend
     model: str | None = None
-    #: what the cache is keyed on (snapshot name, weights hash)
+    """As reported by the backend."""
     snapshot: str | None = None
+    """What the cache is keyed on (snapshot name, weights hash)."""
     system_fingerprint: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -245,10 +247,10 @@ class Judgement(Record):
     cached: bool | None = False
     cache_key: str | None = None
     media_sha256: str | None = None
-    #: which captioner wrote the candidate
     system: str | None = None
-    #: test-retest repeat index (JudgeConfig.repeats); 0 otherwise
+    """Which captioner wrote the candidate."""
     repeat: int | None = 0
+    """Test-retest repeat index (JudgeConfig.repeats); 0 otherwise."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -283,10 +285,11 @@ class ItemScore(Record):
     item_id: str
     system: str | None = None
     score: float | None = None
-    #: ok | low_mass | partial | failed | skipped (capjudge.methods.verdict)
     status: str
-    #: why a failed item failed (the worst criterion status)
+    """``ok`` | ``low_mass`` | ``partial`` | ``failed`` | ``skipped`` (the one rule:
+    capjudge.methods.verdict)."""
     cause: str | None = None
+    """Why a failed item failed (the worst criterion status)."""
     reason: str | None = None
     criteria_scored: int
     criteria_total: int
@@ -366,10 +369,14 @@ class ContextRow(Record):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached: bool | None = None
-    #: how many items share the picture
     items: int | None = None
+    """How many items share the picture."""
 
 
-__all__ = ["CellValue", "ContextRow", "CriterionScore", "ItemRow", "ItemScore", "JSONObject",
-           "JSONScalar", "JSONValue", "Judgement", "QuarantineRow", "Record", "RepeatScore",
-           "SystemScore", "arrow_type"]
+ROW_RECORDS: tuple[type[Record], ...] = (ItemRow, QuarantineRow, Judgement, CriterionScore,
+                                          ItemScore, RepeatScore, SystemScore, ContextRow)
+"""Every row record, in pipeline order."""
+
+__all__ = ["ROW_RECORDS", "CellValue", "ContextRow", "CriterionScore", "ItemRow", "ItemScore",
+           "JSONObject", "JSONScalar", "JSONValue", "Judgement", "QuarantineRow", "Record",
+           "RepeatScore", "SystemScore", "arrow_type"]
