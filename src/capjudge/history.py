@@ -19,9 +19,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat
+
+from capjudge.records import BackendLineage, HistoryEntry, RunLineage
 
 HISTORY_FILE = "history.jsonl"
 
@@ -31,32 +33,39 @@ def history_path(registry: Path) -> Path:
     return Path(registry) / HISTORY_FILE
 
 
-def load_history(registry: Path, judge: str | None = None) -> list[dict[str, Any]]:
+def load_history(registry: Path, judge: str | None = None) -> list[HistoryEntry]:
     """Every history entry (optionally of one judge), in the order they were appended."""
     path = history_path(registry)
     if not path.is_file():
         return []
-    entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    entries: list[HistoryEntry] = [json.loads(line) for line in path.read_text().splitlines()
+                                   if line.strip()]
     return [e for e in entries if judge is None or e["judge"] == judge]
 
 
-def identity(backend: dict[str, Any]) -> str:
-    """A short hash of what says which model answered: backend, snapshot, models, fingerprints."""
-    facts = {k: backend.get(k) for k in ("backend", "snapshot", "models", "fingerprints")}
+def identity(backend: BackendLineage | None) -> str:
+    """A short hash of what says which model answered: backend, snapshot, models, fingerprints.
+
+    None (a judge the lineage does not list) hashes as a backend with none of them.
+    """
+    facts = {k: backend.get(k) if backend else None
+             for k in ("backend", "snapshot", "models", "fingerprints")}
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()
                           ).hexdigest()[:12]
 
 
-def _finite(value: Any) -> float | None:
+def _finite(value: object) -> float | None:
     if value is None:
         return None
-    value = float(value)
-    return None if math.isnan(value) else value
+    if not isinstance(value, SupportsFloat):
+        raise TypeError(f"not a number: {value!r}")
+    number = float(value)
+    return None if math.isnan(number) else number
 
 
-def run_entries(run: dict[str, Any], agreement: Sequence[dict[str, Any]],
-                judges: dict[str, dict[str, Any]], systems: Sequence[dict[str, Any]]
-                ) -> list[dict[str, Any]]:
+def run_entries(run: RunLineage, agreement: Sequence[dict[str, Any]],
+                judges: Mapping[str, Mapping[str, object]],
+                systems: Sequence[Mapping[str, object]]) -> list[HistoryEntry]:
     """History entries (without the paired difference) for one run's scored series.
 
     Args:
@@ -66,11 +75,11 @@ def run_entries(run: dict[str, Any], agreement: Sequence[dict[str, Any]],
         systems: the ``system_scores`` rows (judge, mode, system, mean_score).
     """
     backends = {b["judge"]: b for b in run.get("backends") or []}
-    out = []
+    out: list[HistoryEntry] = []
     for a in agreement:
         if "kendall_tau_b" not in a:
             continue  # not scored: nothing to put on a curve (the report says why)
-        backend = backends.get(a["judge"], {})
+        backend = backends.get(a["judge"])
         summary = judges.get(a["judge"], {})
         ci = (a.get("ci95") or {}).get("kendall_tau_b")
         means = {str(s["system"]): _finite(s.get("mean_score")) for s in systems
@@ -79,10 +88,11 @@ def run_entries(run: dict[str, Any], agreement: Sequence[dict[str, Any]],
         out.append({
             "run_id": run["run_id"], "time": run["time"], "judge": a["judge"],
             "mode": a["mode"], "series": f"{a['judge']}/{a['mode']}", "method": a["method"],
-            "templates": list(backend.get("templates") or []),
-            "backend": backend.get("backend"), "snapshot": backend.get("snapshot"),
-            "models": list(backend.get("models") or []),
-            "fingerprints": list(backend.get("fingerprints") or []),
+            "templates": list(backend["templates"] or []) if backend else [],
+            "backend": backend["backend"] if backend else None,
+            "snapshot": backend["snapshot"] if backend else None,
+            "models": list(backend["models"] or []) if backend else [],
+            "fingerprints": list(backend["fingerprints"] or []) if backend else [],
             "identity": identity(backend),
             "data_version": run.get("dataset_sha256"),
             "code_version": (f"{revision}{'-dirty' if run.get('git_dirty') else ''}"
@@ -97,8 +107,8 @@ def run_entries(run: dict[str, Any], agreement: Sequence[dict[str, Any]],
     return out
 
 
-def paired_to_previous(entry: dict[str, Any], previous: dict[str, Any] | None,
-                       db: Path, previous_db: Path, n_boot: int) -> dict[str, Any]:
+def paired_to_previous(entry: HistoryEntry, previous: HistoryEntry | None,
+                       db: Path, previous_db: Path, n_boot: int) -> HistoryEntry:
     """``entry`` with its difference to ``previous`` (the series' last run) filled in.
 
     The difference is :func:`capjudge.compare.compare_series` on the items both runs scored
@@ -106,10 +116,13 @@ def paired_to_previous(entry: dict[str, Any], previous: dict[str, Any] | None,
     """
     from capjudge.compare import compare_series, load_run
 
+    entry = entry.copy()
+    entry["previous_run"] = previous["run_id"] if previous else None
+    entry["snapshot_changed"] = previous is not None \
+        and previous["identity"] != entry["identity"]
+    entry["paired"] = None
     if previous is None:
-        return {**entry, "previous_run": None, "snapshot_changed": False, "paired": None}
-    entry = {**entry, "previous_run": previous["run_id"],
-             "snapshot_changed": previous["identity"] != entry["identity"], "paired": None}
+        return entry
     if not previous_db.is_file():
         entry["paired_note"] = f"the previous run's database is gone ({previous_db})"
         return entry
@@ -130,16 +143,17 @@ def paired_to_previous(entry: dict[str, Any], previous: dict[str, Any] | None,
     return entry
 
 
-def record_run(registry: Path, run: dict[str, Any], agreement: Sequence[dict[str, Any]],
-               judges: dict[str, dict[str, Any]], systems: Sequence[dict[str, Any]],
-               n_boot: int = 500) -> list[dict[str, Any]]:
+def record_run(registry: Path, run: RunLineage, agreement: Sequence[dict[str, Any]],
+               judges: Mapping[str, Mapping[str, object]],
+               systems: Sequence[Mapping[str, object]], n_boot: int = 500
+               ) -> list[HistoryEntry]:
     """Append the run's entries to the registry's history; returns them.
 
     The run must already be registered (:func:`capjudge.lineage.register`): the paired
     difference reads its database and the previous run's from the registry.
     """
     registry = Path(registry)
-    last: dict[str, dict[str, Any]] = {}
+    last: dict[str, HistoryEntry] = {}
     for e in load_history(registry):
         if e["run_id"] != run["run_id"]:
             last[e["series"]] = e
@@ -156,15 +170,15 @@ def record_run(registry: Path, run: dict[str, Any], agreement: Sequence[dict[str
     return entries
 
 
-def series_history(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def series_history(entries: Sequence[HistoryEntry]) -> dict[str, list[HistoryEntry]]:
     """Entries grouped by judge/mode series, oldest first."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[HistoryEntry]] = {}
     for e in sorted(entries, key=lambda e: e["time"]):
         out.setdefault(e["series"], []).append(e)
     return dict(sorted(out.items()))
 
 
-def alerts(entries: Sequence[dict[str, Any]], *, alert_drop: float = 0.05,
+def alerts(entries: Sequence[HistoryEntry], *, alert_drop: float = 0.05,
            max_failure_rate: float | None = None, max_low_mass_rate: float | None = None
            ) -> list[str]:
     """Alert lines for a run's history entries (empty: nothing to alert on).
@@ -177,11 +191,13 @@ def alerts(entries: Sequence[dict[str, Any]], *, alert_drop: float = 0.05,
     judges_seen: set[str] = set()
     for e in entries:
         paired = e.get("paired")
-        if paired and paired["ci95"][1] is not None and paired["ci95"][1] < -alert_drop:
+        upper = paired["ci95"][1] if paired else None
+        drop = -paired["difference"] if paired and paired["difference"] is not None else None
+        if paired and upper is not None and upper < -alert_drop and drop is not None:
             lines.append(
-                f"{e['series']}: Kendall tau-b dropped by {-paired['difference']:.3f} "
+                f"{e['series']}: Kendall tau-b dropped by {drop:.3f} "
                 f"({e['kendall_tau_b']:.3f} now, previous run {e['previous_run']}); paired "
-                f"95 % CI of the change [{paired['ci95'][0]:.3f}, {paired['ci95'][1]:.3f}] "
+                f"95 % CI of the change [{paired['ci95'][0]:.3f}, {upper:.3f}] "
                 f"lies below -{alert_drop:.3f}; permutation p = {paired['p_value']:.3f}; "
                 f"n = {paired['n']} shared items; snapshot {e['snapshot']}"
                 + (" (changed)" if e.get("snapshot_changed") else ""))
@@ -193,7 +209,7 @@ def alerts(entries: Sequence[dict[str, Any]], *, alert_drop: float = 0.05,
     return lines
 
 
-def rate_alerts(judge: str, summary: dict[str, Any], *, max_failure_rate: float | None = None,
+def rate_alerts(judge: str, summary: Mapping[str, object], *, max_failure_rate: float | None = None,
                 max_low_mass_rate: float | None = None, run: str | None = None) -> list[str]:
     """Alert lines for a judge whose failure or low-mass rate is above its limit.
 
@@ -204,13 +220,13 @@ def rate_alerts(judge: str, summary: dict[str, Any], *, max_failure_rate: float 
     for name, key, limit in (("failure rate", "failure_rate", max_failure_rate),
                              ("low-mass rate", "low_mass_rate", max_low_mass_rate)):
         value = summary.get(key)
-        if limit is not None and value is not None and value > limit:
+        if limit is not None and isinstance(value, int | float) and value > limit:
             lines.append(f"{judge}: {name} {value:.3f} is above the limit {limit:.3f}"
                          + (f" (run {run})" if run else ""))
     return lines
 
 
-def format_history(entries: Sequence[dict[str, Any]]) -> str:
+def format_history(entries: Sequence[HistoryEntry]) -> str:
     """The series as plain text: one block per judge/mode, one line per run."""
     blocks = []
     for series, points in series_history(entries).items():
@@ -232,5 +248,5 @@ def format_history(entries: Sequence[dict[str, Any]]) -> str:
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 
-def _num(value: Any) -> str:
+def _num(value: float | None) -> str:
     return "     -" if value is None else f"{value:6.3f}"

@@ -19,11 +19,12 @@ import uuid
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import pyarrow.parquet as pq
 
 from capjudge.credentials import redact_value
+from capjudge.records import BackendLineage, RunLineage
 
 PACKAGES = ("capjudge", "torch", "transformers", "openai", "prefect", "dvc", "duckdb",
             "great-expectations", "pyarrow", "pillow", "av", "pycocoevalcap")
@@ -33,7 +34,14 @@ def _sha256(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
-def git_revision(root: Path = Path(".")) -> dict[str, Any]:
+class GitState(TypedDict):
+    """HEAD's commit and whether tracked files differ from it."""
+
+    git_revision: str | None
+    git_dirty: bool | None
+
+
+def git_revision(root: Path = Path(".")) -> GitState:
     """HEAD's commit and whether tracked files differ from it (None outside a repository)."""
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
@@ -57,9 +65,9 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
-def backend_lineage(judge_dirs: list[Path]) -> list[dict[str, Any]]:
+def backend_lineage(judge_dirs: list[Path]) -> list[BackendLineage]:
     """Per judge: backend id, snapshot, and the models/fingerprints its answers reported."""
-    rows = []
+    rows: list[BackendLineage] = []
     for d in judge_dirs:
         # redact_value: a summary written before base URLs were checked may hold user-info;
         # none of it reaches lineage.json, the report database or the registry.
@@ -87,12 +95,13 @@ def backend_lineage(judge_dirs: list[Path]) -> list[dict[str, Any]]:
 
 
 def collect(params_path: Path, ingest_dir: Path, judge_dirs: list[Path],
-            root: Path = Path(".")) -> dict[str, Any]:
+            root: Path = Path(".")) -> RunLineage:
     """Everything needed to say what produced a report."""
+    git = git_revision(root)
     return {
         "run_id": datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8],
         "time": datetime.now(UTC).isoformat(timespec="seconds"),
-        **git_revision(root),
+        "git_revision": git["git_revision"], "git_dirty": git["git_dirty"],
         "dvc_lock_sha256": _sha256(root / "dvc.lock"),
         "params_sha256": _sha256(params_path),
         "dataset_sha256": _sha256(ingest_dir / "items.parquet"),
@@ -101,7 +110,7 @@ def collect(params_path: Path, ingest_dir: Path, judge_dirs: list[Path],
     }
 
 
-def register(run: dict[str, Any], report_dir: Path, registry: Path) -> Path:
+def register(run: RunLineage, report_dir: Path, registry: Path) -> Path:
     """Copy the run's database and lineage into the registry; returns the run's folder."""
     target = registry / run["run_id"]
     target.mkdir(parents=True, exist_ok=True)
@@ -110,9 +119,9 @@ def register(run: dict[str, Any], report_dir: Path, registry: Path) -> Path:
     return target
 
 
-def list_runs(registry: Path) -> list[dict[str, Any]]:
+def list_runs(registry: Path) -> list[RunLineage]:
     """Registered runs, oldest first."""
-    runs = []
+    runs: list[RunLineage] = []
     for p in sorted(registry.glob("*/lineage.json")):
         runs.append(json.loads(p.read_text()))
     return sorted(runs, key=lambda r: r["time"])

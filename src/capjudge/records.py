@@ -28,7 +28,7 @@ import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, TypeVar, Union
+from typing import ClassVar, NotRequired, TypedDict, TypeVar, Union
 
 import pyarrow as pa
 
@@ -373,10 +373,119 @@ class ContextRow(Record):
     """How many items share the picture."""
 
 
+# --- Rows read back from the report database and JSON documents --------------------------------
+# These stay plain dicts at run time (TypedDicts): they come from DuckDB queries and JSON files
+# and go to JSON files and the report templates unchanged; the type says which keys they have.
+
+
+class ScoredItem(TypedDict):
+    """One row of the report database's ``scored_items`` view: an item score and its human label.
+
+    ``human`` is the mean of the annotators' values for the report's human criterion.
+    """
+
+    judge: str
+    method: str
+    mode: str
+    series: str
+    item_id: str
+    system: str | None
+    score: float | None
+    status: str
+    cause: str | None
+    reason: str | None
+    human: float | None
+
+
+class ReliabilityItem(TypedDict):
+    """A ``scored_items`` row joined with its item's text (the reliability sections' input)."""
+
+    judge: str
+    method: str
+    mode: str
+    series: str
+    item_id: str
+    system: str | None
+    score: float | None
+    human: float | None
+    candidate: str | None
+    extra: str | None
+    media_sha256: str | None
+
+
+class BackendLineage(TypedDict):
+    """Per judge of a run: the backend and what its answers reported (``lineage.json``)."""
+
+    judge: str
+    method: str | None
+    backend: str | None
+    snapshot: str | None
+    backend_facts: str
+    models: list[str]
+    fingerprints: list[str]
+    templates: list[str]
+    settings: list[str]
+    judgements: int
+
+
+class RunLineage(TypedDict):
+    """What produced a report (``lineage.json``; the registry files it under ``run_id``)."""
+
+    run_id: str
+    time: str
+    git_revision: str | None
+    git_dirty: bool | None
+    dvc_lock_sha256: str | None
+    params_sha256: str | None
+    dataset_sha256: str | None
+    packages: dict[str, str | None]
+    backends: list[BackendLineage]
+
+
+class PairedDifference(TypedDict):
+    """A series' Kendall τ-b change to its previous run, on the items both scored."""
+
+    n: int
+    difference: float | None
+    ci95: list[float | None]
+    p_value: float | None
+
+
+class HistoryEntry(TypedDict):
+    """One line of the registry's ``history.jsonl``: one run of one judge/mode series."""
+
+    run_id: str
+    time: str
+    judge: str
+    mode: str
+    series: str
+    method: str
+    templates: list[str]
+    backend: str | None
+    snapshot: str | None
+    models: list[str]
+    fingerprints: list[str]
+    identity: str
+    data_version: str | None
+    code_version: str | None
+    protocol: str | None
+    n: int
+    kendall_tau_b: float | None
+    ci95: list[float | None] | None
+    failure_rate: float | None
+    low_mass_rate: float | None
+    system_means: dict[str, float | None]
+    previous_run: NotRequired[str | None]
+    snapshot_changed: NotRequired[bool]
+    paired: NotRequired[PairedDifference | None]
+    paired_note: NotRequired[str]
+
+
 ROW_RECORDS: tuple[type[Record], ...] = (ItemRow, QuarantineRow, Judgement, CriterionScore,
                                           ItemScore, RepeatScore, SystemScore, ContextRow)
 """Every row record, in pipeline order."""
 
-__all__ = ["ROW_RECORDS", "CellValue", "ContextRow", "CriterionScore", "ItemRow", "ItemScore",
-           "JSONObject", "JSONScalar", "JSONValue", "Judgement", "QuarantineRow", "Record",
-           "RepeatScore", "SystemScore", "arrow_type"]
+__all__ = ["ROW_RECORDS", "BackendLineage", "CellValue", "ContextRow", "CriterionScore",
+           "HistoryEntry", "ItemRow", "ItemScore", "JSONObject", "JSONScalar", "JSONValue",
+           "Judgement", "PairedDifference", "QuarantineRow", "Record", "ReliabilityItem",
+           "RepeatScore", "RunLineage", "ScoredItem", "SystemScore", "arrow_type"]

@@ -6,13 +6,14 @@ declared overall scale.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from capjudge.methods import get_method
+from capjudge.records import HistoryEntry
 from capjudge.report.agreement import MIN_POINTS
 
 
@@ -85,7 +86,7 @@ def make_plots(rows: Sequence[dict[str, Any]], out_dir: Path, criterion: str
     return files
 
 
-def history_plots(history: dict[str, list[dict[str, Any]]], out_dir: Path
+def history_plots(history: Mapping[str, Sequence[HistoryEntry]], out_dir: Path
                   ) -> dict[str, list[dict[str, str]]]:
     """Per series with at least two runs: τ-b with its CI per run, and mean score per system.
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.aggregate import REPEAT_SCHEMA
+from capjudge.records import HistoryEntry
 from capjudge.report.agreement import agreement, clean, criterion_matrices
 from capjudge.report.database import (
     LABELS_SCHEMA,
@@ -372,7 +373,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         lead = headline[0]["series"]
         gallery = build_gallery(lead, [r for r in rows if r["series"] == lead],
                                 {r["id"]: r for r in items.to_pylist()}, reasoning, ingest, out)
-    history: dict[str, list[dict[str, Any]]] = {}
+    history: dict[str, list[HistoryEntry]] = {}
     if config.registry:
         # Filed before rendering: the History section shows this run with its paired
         # difference to the previous one, read from the two registered databases.
