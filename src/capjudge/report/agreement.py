@@ -11,12 +11,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from capjudge.records import ScoredItem
 from capjudge.stats import STATS, bootstrap_ci, kendall_tau_b, system_level, system_level_ci
 
 MIN_POINTS = 3
 
 
-def series_agreement(judge: str, method: str, mode: str, rows: Sequence[dict[str, Any]],
+def series_agreement(judge: str, method: str, mode: str, rows: Sequence[ScoredItem],
                      n_boot: int, protocol: str) -> dict[str, Any]:
     """One judge/mode's agreement with the human label over its items.
 
@@ -44,8 +45,8 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[dict[str
                              "text_only": sum(r.get("status") == "text_only" for r in scored)}
     if len(scored) < MIN_POINTS:
         return entry
-    x = [float(r["score"]) for r in scored]
-    y = [float(r["human"]) for r in scored]
+    x = [float(s) for r in scored if (s := r["score"]) is not None]
+    y = [float(h) for r in scored if (h := r["human"]) is not None]
     for name, stat in STATS.items():
         entry[name] = stat(x, y)
         if n_boot:
@@ -59,10 +60,10 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[dict[str
     return entry
 
 
-def agreement(rows: Sequence[dict[str, Any]], n_boot: int, protocol: str
+def agreement(rows: Sequence[ScoredItem], n_boot: int, protocol: str
               ) -> list[dict[str, Any]]:
     """Per judge and mode (rows from the ``scored_items`` view), the statistics."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str], list[ScoredItem]] = {}
     for r in rows:
         groups.setdefault((r["judge"], r["method"], r["mode"]), []).append(r)
     return [series_agreement(j, m, mode, g, n_boot, protocol)

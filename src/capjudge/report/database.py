@@ -21,6 +21,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from capjudge.records import ScoredItem
+
 LABELS_SCHEMA = pa.schema([("item_id", pa.string()), ("criterion", pa.string()),
                            ("annotator", pa.int64()), ("value", pa.float64())])
 
@@ -76,9 +78,9 @@ def add_table(con: Any, name: str, table: pa.Table) -> None:
     con.unregister(f"_{name}")
 
 
-def scored_items(con: Any) -> list[dict[str, Any]]:
+def scored_items(con: Any) -> list[ScoredItem]:
     """Every judge/mode's items with their score, status and the human label's mean."""
-    rows: list[dict[str, Any]] = con.execute(
+    rows: list[ScoredItem] = con.execute(
         "SELECT * FROM scored_items ORDER BY series, item_id").df().to_dict("records")
     for r in rows:  # pandas turns SQL NULL into NaN in float columns
         for key in ("score", "human"):

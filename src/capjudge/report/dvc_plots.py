@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from capjudge.records import ScoredItem
+
 CALIBRATION_BINS = 10
 
 
@@ -49,7 +51,7 @@ def calibration_curve(scores: Sequence[float], human: Sequence[float],
     return out
 
 
-def write_dvc_plots(out_dir: Path, ctx: dict[str, Any], rows: Sequence[dict[str, Any]]
+def write_dvc_plots(out_dir: Path, ctx: dict[str, Any], rows: Sequence[ScoredItem]
                     ) -> list[Path]:
     """Write every plot file under ``out_dir`` (replacing the previous ones); returns them."""
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -68,20 +70,19 @@ def write_dvc_plots(out_dir: Path, ctx: dict[str, Any], rows: Sequence[dict[str,
                  p["n"], p["kendall_tau_b"], *(p.get("ci95") or (None, None)))
                 for k, p in enumerate(points)])
         written.append(path)
-    by_series: dict[str, list[dict[str, Any]]] = {}
+    by_series: dict[str, list[tuple[ScoredItem, float]]] = {}
     for r in rows:
-        if r.get("score") is not None:
-            by_series.setdefault(r["series"], []).append(r)
+        if (score := r["score"]) is not None:
+            by_series.setdefault(r["series"], []).append((r, float(score)))
     for series, items in sorted(by_series.items()):
         path = out_dir / "scores" / f"{_name(series)}.csv"
         _write(path, ["system", "item_id", "score"],
-               [(r.get("system") or "(none)", r["item_id"], float(r["score"])) for r in items])
+               [(r.get("system") or "(none)", r["item_id"], s) for r, s in items])
         written.append(path)
-        labelled = [r for r in items if r.get("human") is not None]
+        labelled = [(s, float(h)) for r, s in items if (h := r["human"]) is not None]
         if len(labelled) >= 3:
             path = out_dir / "calibration" / f"{_name(series)}.csv"
-            curve = calibration_curve([float(r["score"]) for r in labelled],
-                                      [float(r["human"]) for r in labelled])
+            curve = calibration_curve([s for s, _ in labelled], [h for _, h in labelled])
             _write(path, ["bin", "mean_score", "mean_human", "items"],
                    [(k, s, h, n) for k, (s, h, n) in enumerate(curve)])
             written.append(path)

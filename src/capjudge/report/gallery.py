@@ -15,11 +15,12 @@ from typing import Any
 from scipy.stats import rankdata
 
 from capjudge.methods import get_method
+from capjudge.records import ScoredItem
 
 THUMB_PX = 240
 
 
-def disagreements(rows: Sequence[dict[str, Any]], k: int = 6) -> list[dict[str, Any]]:
+def disagreements(rows: Sequence[ScoredItem], k: int = 6) -> list[dict[str, Any]]:
     """The ``k`` scored, labelled rows whose judge rank and human rank differ most.
 
     Ranks are normalised to [0, 1] (ties share their mean rank), so the gap reads as "the
@@ -29,8 +30,8 @@ def disagreements(rows: Sequence[dict[str, Any]], k: int = 6) -> list[dict[str, 
     if len(scored) < 3:
         return []
     n = len(scored)
-    judge = rankdata([float(r["score"]) for r in scored])
-    human = rankdata([float(r["human"]) for r in scored])
+    judge = rankdata([float(s) for r in scored if (s := r["score"]) is not None])
+    human = rankdata([float(h) for r in scored if (h := r["human"]) is not None])
     gaps = [(abs(j - h) / max(1, n - 1), i) for i, (j, h) in enumerate(zip(judge, human,
                                                                            strict=True))]
     out = []
@@ -81,7 +82,7 @@ def picture_of(item: dict[str, Any], ingest_dir: Path) -> Path | None:
     return None
 
 
-def build_gallery(series: str, rows: Sequence[dict[str, Any]], items: dict[str, dict[str, Any]],
+def build_gallery(series: str, rows: Sequence[ScoredItem], items: dict[str, dict[str, Any]],
                   reasoning: dict[tuple[str, str, str], str], ingest_dir: Path, out_dir: Path,
                   k: int = 6) -> list[dict[str, Any]]:
     """Gallery entries for one series: item, candidate, human, score, reasoning, thumbnail."""

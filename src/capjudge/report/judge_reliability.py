@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from capjudge.methods import get_method
+from capjudge.records import ReliabilityItem, RepeatScore
 from capjudge.reliability import TwinCandidate, find_twins, is_adversarial, quoted_score
 from capjudge.stats import (
     calibrate,
@@ -82,7 +83,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _series_key(row: dict[str, Any]) -> str:
+def _series_key(row: ReliabilityItem) -> str:
     return f"{row['judge']}/{row['mode']}"
 
 
@@ -94,7 +95,7 @@ def _scale(method: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def retest_tables(repeat_rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
+def retest_tables(repeat_rows: Sequence[RepeatScore], n_boot: int, seed: int = 0
                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Test-retest tables for each series run with more than one repeat.
 
@@ -107,21 +108,21 @@ def retest_tables(repeat_rows: Sequence[dict[str, Any]], n_boot: int, seed: int 
         n_boot: bootstrap resamples.
         seed: the bootstrap seed.
     """
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[RepeatScore]] = defaultdict(list)
     for r in repeat_rows:
-        groups[(r["judge"], r["method"], r["mode"])].append(r)
+        groups[(r.judge, r.method, r.mode)].append(r)
     summary, items = [], []
     for (judge, method, mode), rows in sorted(groups.items()):
-        repeats = 1 + max(int(r["repeat"]) for r in rows)
+        repeats = 1 + max(int(r.repeat) for r in rows)
         if repeats < 2:
             continue
         series = f"{judge}/{mode}"
         by_item: dict[str, dict[str, Any]] = {}
         for r in rows:
-            entry = by_item.setdefault(r["item_id"], {"system": r.get("system"),
-                                                      "scores": [math.nan] * repeats})
-            if r.get("score") is not None and not math.isnan(r["score"]):
-                entry["scores"][int(r["repeat"])] = float(r["score"])
+            entry = by_item.setdefault(r.item_id, {"system": r.system,
+                                                   "scores": [math.nan] * repeats})
+            if r.score is not None and not math.isnan(r.score):
+                entry["scores"][int(r.repeat)] = float(r.score)
         ids = sorted(i for i, e in by_item.items() if not all(map(math.isnan, e["scores"])))
         matrix = np.array([by_item[i]["scores"] for i in ids], float).reshape(-1, repeats)
         spread = item_spread(matrix)
@@ -141,7 +142,7 @@ def retest_tables(repeat_rows: Sequence[dict[str, Any]], n_boot: int, seed: int 
     return summary, items
 
 
-def injection_tables(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
+def injection_tables(rows: Sequence[ReliabilityItem], n_boot: int, seed: int = 0
                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per series with adversarial items: the score inflation against their clean twins.
 
@@ -161,7 +162,7 @@ def injection_tables(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
         (one row per series and case: ``all``, ``instruction``, ``quoted verdict``;
         one row per adversarial item with twins).
     """
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[ReliabilityItem]] = defaultdict(list)
     for r in rows:
         groups[_series_key(r)].append(r)
     summary, items = [], []
@@ -180,17 +181,18 @@ def injection_tables(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
         case_of = {i: "instruction" if q is None else "quoted verdict" for i, q in quotes.items()}
         per_item = []
         for r in adversarial:
-            if r["item_id"] not in twins:
+            score = r["score"]
+            if r["item_id"] not in twins or score is None:  # twins are scored items only
                 continue
             kind, ids = twins[r["item_id"]]
             quoted = quotes[r["item_id"]]
             twin_score = float(np.mean([scored[t]["score"] for t in ids]))
             per_item.append({"series": series, "item_id": r["item_id"],
                              "case": case_of[r["item_id"]],
-                             "quoted": quoted, "score": float(r["score"]), "twin_kind": kind,
+                             "quoted": quoted, "score": float(score), "twin_kind": kind,
                              "twins": len(ids), "twin_score": twin_score,
-                             "inflation": float(r["score"]) - twin_score,
-                             "echoed": quoted is not None and round(r["score"]) == quoted})
+                             "inflation": float(score) - twin_score,
+                             "echoed": quoted is not None and round(score) == quoted})
         items += per_item
         method = group[0]["method"]
         for offset, case in enumerate(("all", "instruction", "quoted verdict")):
@@ -205,7 +207,7 @@ def injection_tables(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
                             "case": case, "adversarial_items": len(among),
                             "not_scored": sum(r.get("score") is None for r in among),
                             "n": len(chosen), **est.as_dict("inflation"),
-                            "echoed": sum(p["echoed"] for p in chosen)})
+                            "echoed": sum(p["echoed"] is True for p in chosen)})
     return summary, items
 
 
@@ -232,7 +234,7 @@ def candidate_length(text: str) -> int:
     return len(text.split())
 
 
-def length_bias_table(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
+def length_bias_table(rows: Sequence[ReliabilityItem], n_boot: int, seed: int = 0
                       ) -> list[dict[str, Any]]:
     """Per series: partial correlation of score with candidate length given the human label.
 
@@ -240,7 +242,7 @@ def length_bias_table(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
     given the human label, over labelled, scored, non-adversarial items (an injection is not
     a caption whose length means anything), with bootstrap CIs.
     """
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[ReliabilityItem]] = defaultdict(list)
     for r in rows:
         if r.get("score") is not None and r.get("human") is not None \
                 and not is_adversarial(_extra(r.get("extra"))):
@@ -258,14 +260,14 @@ def length_bias_table(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
     return out
 
 
-def calibration_table(rows: Sequence[dict[str, Any]], n_boot: int, *,
+def calibration_table(rows: Sequence[ReliabilityItem], n_boot: int, *,
                       fit_fraction: float = 0.5, seed: int = 0) -> list[dict[str, Any]]:
     """Per series: an isotonic map from the judge's score to the human scale.
 
     The map is fitted on a seeded split of the labelled, scored items and evaluated on the
     rest (before and after).
     """
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[ReliabilityItem]] = defaultdict(list)
     for r in rows:
         if r.get("score") is not None and r.get("human") is not None:
             groups[_series_key(r)].append(r)
@@ -290,7 +292,7 @@ def calibration_table(rows: Sequence[dict[str, Any]], n_boot: int, *,
     return out
 
 
-def comparison_table(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
+def comparison_table(rows: Sequence[ReliabilityItem], n_boot: int, seed: int = 0
                      ) -> list[dict[str, Any]]:
     """Every pair of series scored on the same labelled items, compared.
 
@@ -298,7 +300,7 @@ def comparison_table(rows: Sequence[dict[str, Any]], n_boot: int, seed: int = 0
     paired permutation p-value, Holm-adjusted over all pairs) and of their system-level
     Pearson (paired bootstrap CI).
     """
-    by_series: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    by_series: dict[str, dict[str, ReliabilityItem]] = defaultdict(dict)
     for r in rows:
         if r.get("score") is not None and r.get("human") is not None:
             by_series[_series_key(r)][r["item_id"]] = r

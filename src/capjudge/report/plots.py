@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from capjudge.methods import get_method
-from capjudge.records import HistoryEntry
+from capjudge.records import HistoryEntry, ScoredItem
 from capjudge.report.agreement import MIN_POINTS
 
 
@@ -24,7 +23,7 @@ def axis_range(method: str, scores: Sequence[float]) -> tuple[float, float]:
     return float(scale.low), float(high)
 
 
-def make_plots(rows: Sequence[dict[str, Any]], out_dir: Path, criterion: str
+def make_plots(rows: Sequence[ScoredItem], out_dir: Path, criterion: str
                ) -> dict[str, list[dict[str, str]]]:
     """PNG files per judge/mode with at least 3 scored, labelled items.
 
@@ -38,9 +37,9 @@ def make_plots(rows: Sequence[dict[str, Any]], out_dir: Path, criterion: str
 
     series: dict[str, list[tuple[str, float, float]]] = {}
     for r in rows:
-        if r.get("score") is not None and r.get("human") is not None:
-            series.setdefault(r["series"], []).append((r["method"], float(r["score"]),
-                                                       float(r["human"])))
+        s, h = r["score"], r["human"]
+        if s is not None and h is not None:
+            series.setdefault(r["series"], []).append((r["method"], float(s), float(h)))
     files: dict[str, list[dict[str, str]]] = {}
     plot_dir = out_dir / "plots"
     plot_dir.mkdir(parents=True, exist_ok=True)

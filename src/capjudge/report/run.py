@@ -19,13 +19,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.aggregate import REPEAT_SCHEMA
-from capjudge.records import HistoryEntry
+from capjudge.records import HistoryEntry, ReliabilityItem, RepeatScore
 from capjudge.report.agreement import agreement, clean, criterion_matrices
 from capjudge.report.database import (
     LABELS_SCHEMA,
@@ -275,10 +275,11 @@ def _reliability(con: Any, config: ReportConfig) -> dict[str, list[dict[str, Any
         FROM scored_items s JOIN items i ON i.id = s.item_id
         ORDER BY s.series, s.item_id""")
     names = [d[0] for d in cursor.description]
-    rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    rows = [cast(ReliabilityItem, dict(zip(names, r, strict=True))) for r in cursor.fetchall()]
     cursor = con.execute("SELECT * FROM repeat_scores ORDER BY judge, mode, item_id, repeat")
     names = [d[0] for d in cursor.description]
-    repeats = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    repeats = [RepeatScore.from_row(dict(zip(names, r, strict=True)))
+               for r in cursor.fetchall()]
     n_boot, seed = config.bootstrap, config.seed
     retest, retest_items = retest_tables(repeats, n_boot, seed)
     injection, injection_items = injection_tables(rows, n_boot, seed)
