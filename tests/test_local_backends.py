@@ -11,6 +11,7 @@ from tiny_vlm import build_tiny_llava
 
 from capjudge.backends import create_backend
 from capjudge.backends.hf import HFBackend
+from capjudge.item import load_items
 from capjudge.judge import JudgeConfig, plan, run_judge
 
 
@@ -23,8 +24,8 @@ def tiny_vlm(tmp_path_factory: pytest.TempPathFactory) -> HFBackend:
 
 
 def test_tiny_vlm_judges_images_and_frame_tiles(tiny_vlm: HFBackend, ingested: Path) -> None:
-    items = pq.read_table(ingested / "items.parquet").to_pylist()
-    chosen = [items[0], next(i for i in items if i["media_kind"] == "video")]
+    items = load_items(ingested / "items.parquet")
+    chosen = [items[0], next(i for i in items if i.media_kind == "video")]
     config = JudgeConfig(method="gveval", backend=tiny_vlm.backend_id,
                          modes=["ref-free", "combined", "ref-only"], max_tokens=6)
     planned, skipped = plan(chosen, config, tiny_vlm.capabilities.vision)
@@ -58,7 +59,7 @@ def test_text_only_backend_refuses_images_with_a_reason(ingested: Path) -> None:
     from capjudge.backends.fake import FakeBackend
 
     backend = FakeBackend("hash")
-    items = pq.read_table(ingested / "items.parquet").to_pylist()[:2]
+    items = load_items(ingested / "items.parquet")[:2]
     config = JudgeConfig(method="gveval", backend="fake/hash", modes=["ref-free", "ref-only"])
     planned, skipped = plan(items, config, backend.capabilities.vision)
     assert [s.mode for s in skipped] == ["ref-free", "ref-free"]

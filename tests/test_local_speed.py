@@ -16,7 +16,7 @@ from capjudge.backends import create_backend
 from capjudge.backends.base import JudgeRequest
 from capjudge.backends.hf import HFBackend, _buckets
 from capjudge.client import JudgeClient
-from capjudge.item import Item
+from capjudge.item import Item, load_items
 from capjudge.judge import JudgeConfig, judge_items, shared_context_order
 from capjudge.methods import get_method
 from capjudge.methods.base import Planned
@@ -151,7 +151,7 @@ def test_tree_mask_on_the_vlm_path_with_an_image(tmp_path_factory: pytest.TempPa
     backend = create_backend(f"hf/{path}", tree_mask=True)
     assert isinstance(backend, HFBackend) and backend.is_vlm
     backend.prune = 0.0
-    items = pq.read_table(ingested / "items.parquet").to_pylist()[:1]
+    items = load_items(ingested / "items.parquet")[:1]
     config = JudgeConfig(method="gveval", backend=backend.backend_id, modes=["ref-free"],
                          max_tokens=4)
     planned, _ = plan(items, config, True)

@@ -355,23 +355,22 @@ def judge_modes(config: JudgeConfig, method: Method) -> list[str]:
     return modes
 
 
-def plan(items: Sequence[Item | dict[str, Any]], config: JudgeConfig, vision: bool = True,
+def plan(items: Sequence[Item], config: JudgeConfig, vision: bool = True,
          options: MethodOptions | None = None) -> tuple[list[Planned], list[Skip]]:
     """Every (item, mode[, criterion]) as a request to send or a recorded skip.
 
     Args:
-        items: typed items (``items.parquet`` rows as dicts are accepted too).
+        items: typed items (:func:`capjudge.item.load_items`).
         config: the judge.
         vision: whether the backend accepts images (ignored when ``options`` is given).
         options: method options (default: from the config).
     """
     method = get_method(config.method)
     options = options or method_options(config, method, vision)
-    typed = [i if isinstance(i, Item) else Item.from_row(i) for i in items]
     modes = judge_modes(config, method)
     planned: list[Planned] = []
     skipped: list[Skip] = []
-    for item in typed:
+    for item in items:
         for mode in modes:
             try:
                 results = method.plan(item, mode, options)
