@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 from scipy import stats
@@ -31,7 +32,41 @@ from capjudge.stats import (
 )
 
 
-def load_run(db: Path) -> dict[str, Any]:
+class SeriesItem(TypedDict):
+    """One item of a series in a run: its system, the judge's score and the human label."""
+
+    system: str | None
+    score: float | None
+    human: float | None
+
+
+class RunSeries(TypedDict):
+    """One judge/mode series of a run: its method and its items by id."""
+
+    method: str
+    items: dict[str, SeriesItem]
+
+
+class JudgeCost(TypedDict):
+    """What one judge of a run spent."""
+
+    usd: float
+    tokens: int
+    calls: int
+
+
+class RunData(TypedDict):
+    """What :func:`load_run` reads from a run's report database."""
+
+    series: dict[str, RunSeries]
+    costs: dict[str, JudgeCost]
+    run: Mapping[str, object]
+    """The ``runs`` table's row (the run's lineage, flattened); empty for older databases."""
+    backends: list[Mapping[str, object]]
+    human_criterion: str | None
+
+
+def load_run(db: Path) -> RunData:
     """A run's series (items with score, system, human), costs and lineage from its database."""
     import duckdb
 
@@ -55,18 +90,18 @@ def load_run(db: Path) -> dict[str, Any]:
             if "run_backends" in tables else []
     finally:
         con.close()
-    series: dict[str, dict[str, Any]] = {}
+    series: dict[str, RunSeries] = {}
     for key, method, item, system, score, human in scores:
-        s = series.setdefault(key, {"method": method, "items": {}})
-        s["items"][item] = {"system": system, "score": score, "human": human}
-    return {"series": series, "costs": {r[0]: {"usd": r[1], "tokens": r[2], "calls": r[3]}
-                                        for r in costs},
-            "run": run, "backends": backends,
-            "human_criterion": criterion[0] if criterion else None}
+        s = series.setdefault(key, RunSeries(method=method, items={}))
+        s["items"][item] = SeriesItem(system=system, score=score, human=human)
+    return RunData(series=series,
+                   costs={r[0]: JudgeCost(usd=r[1], tokens=r[2], calls=r[3]) for r in costs},
+                   run=run, backends=backends,
+                   human_criterion=criterion[0] if criterion else None)
 
 
-def compare_series(a: dict[str, Any], b: dict[str, Any], method: str, n_boot: int,
-                   threshold: float | None, human_criterion: str | None = None
+def compare_series(a: Mapping[str, SeriesItem], b: Mapping[str, SeriesItem], method: str,
+                   n_boot: int, threshold: float | None, human_criterion: str | None = None
                    ) -> dict[str, Any]:
     """Shifts, flips, rank changes and agreement of one series between two runs."""
     common = sorted(k for k in a if k in b and a[k]["score"] is not None
@@ -139,16 +174,21 @@ def compare_runs(db_a: Path, db_b: Path, *, series: tuple[str, str] | None = Non
             a["human_criterion"])
     judges_a = {p[0].split("/")[0] for p in pairs}
     judges_b = {p[1].split("/")[0] for p in pairs}
-    usd_a = sum(a["costs"].get(j, {}).get("usd", 0) or 0 for j in judges_a)
-    usd_b = sum(b["costs"].get(j, {}).get("usd", 0) or 0 for j in judges_b)
-    tok_a = sum(a["costs"].get(j, {}).get("tokens", 0) or 0 for j in judges_a)
-    tok_b = sum(b["costs"].get(j, {}).get("tokens", 0) or 0 for j in judges_b)
+    usd_a, usd_b = _spent(a["costs"], judges_a, "usd"), _spent(b["costs"], judges_b, "usd")
+    tok_a = _spent(a["costs"], judges_a, "tokens")
+    tok_b = _spent(b["costs"], judges_b, "tokens")
     result["cost"] = {"usd_a": usd_a, "usd_b": usd_b, "usd_difference": usd_b - usd_a,
                       "tokens_a": tok_a, "tokens_b": tok_b, "tokens_difference": tok_b - tok_a}
     return result
 
 
-def _run_facts(data: dict[str, Any]) -> dict[str, Any]:
+def _spent(costs: Mapping[str, JudgeCost], judges: set[str],
+           key: Literal["usd", "tokens"]) -> float:
+    """What the judges spent in ``key`` (a judge without judgements spent nothing)."""
+    return sum((costs[j][key] or 0) if j in costs else 0 for j in judges)
+
+
+def _run_facts(data: RunData) -> dict[str, Any]:
     run = data["run"]
     return {"run_id": run.get("run_id"), "time": run.get("time"),
             "git_revision": run.get("git_revision"),

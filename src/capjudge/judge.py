@@ -25,7 +25,7 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,7 @@ from capjudge.methods import (
     get_method,
     verdict,
 )
-from capjudge.records import Judgement
+from capjudge.records import Judgement, JudgeSummary
 
 log = logging.getLogger(__name__)
 
@@ -648,7 +648,7 @@ def rows_table(rows: Sequence[Judgement]) -> pa.Table:
 
 
 def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
-              backend: dict[str, Any], seconds: float) -> dict[str, Any]:
+              backend: Mapping[str, object], seconds: float) -> JudgeSummary:
     """The run's counts for summary.json (and DVC metrics).
 
     They come from the judgement table and the merged statistics of every call that produced
@@ -725,7 +725,7 @@ def combine_parts(parts: Iterable[str | Path], out: str | Path) -> pa.Table:
     return pa.concat_tables(kept)
 
 
-def write_summary(out_dir: str | Path, summary: dict[str, Any]) -> None:
+def write_summary(out_dir: str | Path, summary: JudgeSummary) -> None:
     """Write summary.json."""
     write_json(Path(out_dir) / "summary.json", summary)
 
@@ -771,7 +771,7 @@ def check_writable_dir(out_dir: str | Path) -> Path:
 
 def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
               backend: Backend | None = None,
-              progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[int, int], None] | None = None) -> JudgeSummary:
     """Run one judge over the ingested items in this process and write its outputs.
 
     Returns the summary (the same one the Prefect flow writes). ``progress`` is called with

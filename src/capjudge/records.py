@@ -378,6 +378,44 @@ class ContextRow(Record):
 # and go to JSON files and the report templates unchanged; the type says which keys they have.
 
 
+class ItemCounts(TypedDict):
+    """How many items a judge stage judged, of how many ingested (``limit``)."""
+
+    judged: int
+    total: int
+
+
+class JudgeSummary(TypedDict):
+    """A judge stage's ``summary.json``: counts from its rows and its clients' statistics."""
+
+    method: str
+    backend: Mapping[str, object]
+    """What the backend says about itself (:meth:`capjudge.backends.base.Backend.describe`)."""
+    modes_ran: list[str]
+    modes_skipped: dict[str, dict[str, int]]
+    """Modes with no judged row: mode -> skip reason -> rows."""
+    skips: dict[str, dict[str, int]]
+    rows: int
+    by_status: dict[str, int]
+    failure_rate: float
+    low_mass_rate: float
+    requests: int
+    model_calls: int
+    cache_hits: int
+    retries: int
+    cache_write_failures: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    templates: list[str]
+    settings: list[str]
+    seconds: float
+    text_only_rate: float
+    reasoning_cut: int
+    notes: list[str]
+    items: NotRequired[ItemCounts]
+
+
 class ScoredItem(TypedDict):
     """One row of the report database's ``scored_items`` view: an item score and its human label.
 
@@ -486,6 +524,7 @@ ROW_RECORDS: tuple[type[Record], ...] = (ItemRow, QuarantineRow, Judgement, Crit
 """Every row record, in pipeline order."""
 
 __all__ = ["ROW_RECORDS", "BackendLineage", "CellValue", "ContextRow", "CriterionScore",
-           "HistoryEntry", "ItemRow", "ItemScore", "JSONObject", "JSONScalar", "JSONValue",
-           "Judgement", "PairedDifference", "QuarantineRow", "Record", "ReliabilityItem",
-           "RepeatScore", "RunLineage", "ScoredItem", "SystemScore", "arrow_type"]
+           "HistoryEntry", "ItemCounts", "ItemRow", "ItemScore", "JSONObject", "JSONScalar",
+           "JSONValue", "JudgeSummary", "Judgement", "PairedDifference", "QuarantineRow",
+           "Record", "ReliabilityItem", "RepeatScore", "RunLineage", "ScoredItem",
+           "SystemScore", "arrow_type"]
