@@ -145,10 +145,12 @@ class ItemRow(Record):
 
     id: str
     line: int | None = None
+    """The manifest line the item came from."""
     task: str
     media_kind: str
     """``image`` | ``video`` | ``views`` | ``none``."""
     media_root: str | None = None
+    """The folder media paths are relative to."""
     media_path: str | None = None
     """As written in the manifest (first view for 3D items)."""
     view_paths: tuple[str, ...] | None = None
@@ -193,7 +195,9 @@ class QuarantineRow(Record):
     id: str | None
     line: int | None
     reason: str
+    """Why the row was refused."""
     raw: str | None
+    """The manifest line as read."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,11 +208,17 @@ class Judgement(Record):
     """
 
     item_id: str
+    """The item (``items.parquet`` ``id``)."""
     method: str
     mode: str
+    """The method's mode (e.g. G-VEval ``ref-free``)."""
     criterion: str
+    """The criterion scored; ``*`` for a skip of the whole (item, mode)."""
     status: str
+    """A :data:`capjudge.backends.base.Status`: ``ok``, ``low_mass``, ``text_only`` (scored);
+    ``parse_failure``, ``refused``, ``error``, ``undefined`` (no score); ``skipped``."""
     reason: str | None = None
+    """Why the status is not ``ok`` (never empty for a failure or skip)."""
     score: float | None = None
     """The method's score (its paper's definition unless an option)."""
     expected: float | None = None
@@ -219,10 +229,13 @@ class Judgement(Record):
     sd: float | None = None
     entropy: float | None = None
     mass: float | None = None
+    """The probability mass the score values captured before renormalising."""
     printed: float | None = None
     """The number the judge wrote, if any."""
     values: list[int] | None = None
+    """The score values the distribution is over."""
     probs: list[float] | None = None
+    """Their probabilities (renormalised over ``values``)."""
     source: str | None = None
     """``logprobs`` | ``teacher_forcing`` | ``text`` | ``none``."""
     anchor_forced: bool | None = False
@@ -242,10 +255,12 @@ class Judgement(Record):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cost_usd: float | None = None
+    """What the answer cost (0 from the cache; null without a price)."""
     latency_s: float | None = None
     attempts: int | None = None
     cached: bool | None = False
     cache_key: str | None = None
+    """The request cache's key for the answer."""
     media_sha256: str | None = None
     system: str | None = None
     """Which captioner wrote the candidate."""
@@ -292,6 +307,7 @@ class ItemScore(Record):
     """Why a failed item failed (the worst criterion status)."""
     reason: str | None = None
     criteria_scored: int
+    """Criteria with a score."""
     criteria_total: int
     backend: str | None = None
     snapshot: str | None = None
@@ -307,6 +323,7 @@ class RepeatScore(Record):
     item_id: str
     system: str | None = None
     repeat: int
+    """The test-retest repeat index."""
     score: float | None = None
     status: str
     cause: str | None = None
@@ -327,9 +344,12 @@ class SystemScore(Record):
     mode: str
     system: str
     mean_score: float | None = None
+    """Mean overall score of the scored items."""
     items: int
     scored: int
+    """Items with a score."""
     failed: int
+    """Items whose status is ``failed``."""
     aggregates: Mapping[str, float | None] = field(default_factory=dict)
 
     @classmethod
@@ -358,9 +378,11 @@ class ContextRow(Record):
 
     media_sha256: str
     kind: str
+    """``context`` or ``description``."""
     status: str
     reason: str | None = None
     text: str | None = None
+    """The extraction (only when ``status`` is ``ok``)."""
     template: str | None = None
     backend: str | None = None
     snapshot: str | None = None
