@@ -35,7 +35,14 @@ import pyarrow.parquet as pq
 
 from capjudge.atomic import atomic_path, check_complete, stage_outputs, write_json
 from capjudge.methods import Criterion, Verdict, get_method, verdict
-from capjudge.records import CriterionScore, ItemScore, Judgement, RepeatScore, SystemScore
+from capjudge.records import (
+    AggregateSummary,
+    CriterionScore,
+    ItemScore,
+    Judgement,
+    RepeatScore,
+    SystemScore,
+)
 
 if TYPE_CHECKING:
     from capjudge.backends.base import Status
@@ -171,7 +178,7 @@ def system_schema(systems: Sequence[SystemScore]) -> pa.Schema:
 
 
 def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
-                  config: AggregateConfig) -> dict[str, Any]:
+                  config: AggregateConfig) -> AggregateSummary:
     """Aggregate every judge directory (its name is the judge's name)."""
     all_criteria: list[CriterionScore] = []
     all_items: list[ItemScore] = []
@@ -202,9 +209,10 @@ def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for it in all_items:
         counts[f"{it.judge}/{it.mode}"][it.status] += 1
-    summary = {"gamma": config.gamma, "include_low_mass": config.include_low_mass,
-               "judges": [Path(d).name for d in judge_dirs],
-               "item_status": {k: dict(v) for k, v in sorted(counts.items())}}
+    summary: AggregateSummary = {
+        "gamma": config.gamma, "include_low_mass": config.include_low_mass,
+        "judges": [Path(d).name for d in judge_dirs],
+        "item_status": {k: dict(v) for k, v in sorted(counts.items())}}
     # The five files are one set (capjudge.atomic.stage_outputs).
     with stage_outputs(out_dir) as out:
         for name, table in tables.items():

@@ -438,6 +438,16 @@ class JudgeSummary(TypedDict):
     items: NotRequired[ItemCounts]
 
 
+class AggregateSummary(TypedDict):
+    """The aggregate stage's ``summary.json``."""
+
+    gamma: float
+    include_low_mass: bool
+    judges: list[str]
+    item_status: dict[str, dict[str, int]]
+    """``judge/mode`` -> item status -> items."""
+
+
 class ScoredItem(TypedDict):
     """One row of the report database's ``scored_items`` view: an item score and its human label.
 
@@ -545,8 +555,8 @@ ROW_RECORDS: tuple[type[Record], ...] = (ItemRow, QuarantineRow, Judgement, Crit
                                           ItemScore, RepeatScore, SystemScore, ContextRow)
 """Every row record, in pipeline order."""
 
-__all__ = ["ROW_RECORDS", "BackendLineage", "CellValue", "ContextRow", "CriterionScore",
-           "HistoryEntry", "ItemCounts", "ItemRow", "ItemScore", "JSONObject", "JSONScalar",
-           "JSONValue", "JudgeSummary", "Judgement", "PairedDifference", "QuarantineRow",
-           "Record", "ReliabilityItem", "RepeatScore", "RunLineage", "ScoredItem",
-           "SystemScore", "arrow_type"]
+__all__ = ["ROW_RECORDS", "AggregateSummary", "BackendLineage", "CellValue", "ContextRow",
+           "CriterionScore", "HistoryEntry", "ItemCounts", "ItemRow", "ItemScore", "JSONObject",
+           "JSONScalar", "JSONValue", "JudgeSummary", "Judgement", "PairedDifference",
+           "QuarantineRow", "Record", "ReliabilityItem", "RepeatScore", "RunLineage",
+           "ScoredItem", "SystemScore", "arrow_type"]
