@@ -201,6 +201,17 @@ class QuarantineRow(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LabelRow(Record):
+    """One human label in long form (the report database's ``labels`` table)."""
+
+    item_id: str
+    criterion: str
+    annotator: int
+    """The annotator's position in the item's list of values for the criterion."""
+    value: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class Judgement(Record):
     """One row of ``judgements.parquet``: one criterion of one answered (or skipped) request.
 
@@ -552,11 +563,12 @@ class HistoryEntry(TypedDict):
 
 
 ROW_RECORDS: tuple[type[Record], ...] = (ItemRow, QuarantineRow, Judgement, CriterionScore,
-                                          ItemScore, RepeatScore, SystemScore, ContextRow)
+                                          ItemScore, RepeatScore, SystemScore, ContextRow,
+                                          LabelRow)
 """Every row record, in pipeline order."""
 
 __all__ = ["ROW_RECORDS", "AggregateSummary", "BackendLineage", "CellValue", "ContextRow",
            "CriterionScore", "HistoryEntry", "ItemCounts", "ItemRow", "ItemScore", "JSONObject",
-           "JSONScalar", "JSONValue", "JudgeSummary", "Judgement", "PairedDifference",
-           "QuarantineRow", "Record", "ReliabilityItem", "RepeatScore", "RunLineage",
-           "ScoredItem", "SystemScore", "arrow_type"]
+           "JSONScalar", "JSONValue", "JudgeSummary", "Judgement", "LabelRow",
+           "PairedDifference", "QuarantineRow", "Record", "ReliabilityItem", "RepeatScore",
+           "RunLineage", "ScoredItem", "SystemScore", "arrow_type"]

@@ -21,10 +21,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from capjudge.records import ScoredItem
+from capjudge.records import ItemRow, LabelRow, ScoredItem
 
-LABELS_SCHEMA = pa.schema([("item_id", pa.string()), ("criterion", pa.string()),
-                           ("annotator", pa.int64()), ("value", pa.float64())])
+LABELS_SCHEMA = LabelRow.schema()
+"""The ``labels`` table's columns (:class:`capjudge.records.LabelRow`)."""
 
 HUMAN_VIEW = """
 CREATE OR REPLACE VIEW human AS
@@ -42,15 +42,15 @@ LEFT JOIN human h ON h.item_id = s.item_id
 """
 
 
-def label_rows(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def label_rows(items: Sequence[ItemRow]) -> list[LabelRow]:
     """items.labels (JSON) in long form: one row per item, criterion and annotator."""
     rows = []
     for item in items:
-        for criterion, value in json.loads(item.get("labels") or "{}").items():
+        for criterion, value in json.loads(item.labels or "{}").items():
             values = value if isinstance(value, list) else [value]
             for k, v in enumerate(values):
-                rows.append({"item_id": item["id"], "criterion": criterion, "annotator": k,
-                             "value": float(v)})
+                rows.append(LabelRow(item_id=item.id, criterion=criterion, annotator=k,
+                                     value=float(v)))
     return rows
 
 

@@ -8,14 +8,14 @@ the score and the judge's reasoning.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from scipy.stats import rankdata
 
 from capjudge.methods import get_method
-from capjudge.records import ScoredItem
+from capjudge.records import ItemRow, ScoredItem
 
 THUMB_PX = 240
 
@@ -62,44 +62,44 @@ def thumbnail(source: Path, out_dir: Path, key: str) -> Path | None:
     return target
 
 
-def picture_of(item: dict[str, Any], ingest_dir: Path) -> Path | None:
+def picture_of(item: ItemRow, ingest_dir: Path) -> Path | None:
     """The file the judge was shown for an item (normalised image or tile).
 
     It is resolved against the ingest folder when stored relative to it.
     """
-    for key in ("judge_path", "tile_path"):
-        value = item.get(key)
+    for value in (item.judge_path, item.tile_path):
         if value:
             path = Path(value)
             for candidate in (path, ingest_dir / path, ingest_dir.parent / path):
                 if candidate.is_file():
                     return candidate
-    if item.get("media_path"):
-        root = Path(item.get("media_root") or ".")
+    if item.media_path:
+        root = Path(item.media_root or ".")
         for base in (root, ingest_dir / root, ingest_dir.parent / root):
-            if (base / item["media_path"]).is_file():
-                return base / item["media_path"]
+            if (base / item.media_path).is_file():
+                return base / item.media_path
     return None
 
 
-def build_gallery(series: str, rows: Sequence[ScoredItem], items: dict[str, dict[str, Any]],
+def build_gallery(series: str, rows: Sequence[ScoredItem], items: Mapping[str, ItemRow],
                   reasoning: dict[tuple[str, str, str], str], ingest_dir: Path, out_dir: Path,
                   k: int = 6) -> list[dict[str, Any]]:
     """Gallery entries for one series: item, candidate, human, score, reasoning, thumbnail."""
     entries = []
     for r in disagreements(rows, k):
-        item = items.get(r["item_id"], {})
-        source = picture_of(item, ingest_dir)
-        thumb = thumbnail(source, out_dir / "thumbs", f"{item.get('media_sha256') or r['item_id']}"
-                          ) if source else None
+        item = items.get(r["item_id"])
+        source = picture_of(item, ingest_dir) if item else None
+        key = (item.media_sha256 if item else None) or r["item_id"]
+        thumb = thumbnail(source, out_dir / "thumbs", f"{key}") if source else None
         entries.append({
             "series": series, "item_id": r["item_id"], "system": r.get("system"),
-            "candidate": item.get("candidate", ""), "human": r["human"], "score": r["score"],
+            "candidate": item.candidate if item else "", "human": r["human"],
+            "score": r["score"],
             "rank_gap": r["rank_gap"], "direction": r["direction"],
             # The method says what its recorded reasoning means (numbers -> words).
             "reasoning": get_method(r["method"]).explain(
                 reasoning.get((r["judge"], r["mode"], r["item_id"])) or "", r["mode"])[:600],
             "thumb": str(thumb) if thumb else None,
             "thumb_rel": thumb.relative_to(out_dir).as_posix() if thumb else None,
-            "media_kind": item.get("media_kind")})
+            "media_kind": item.media_kind if item else None})
     return entries

@@ -25,10 +25,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.aggregate import REPEAT_SCHEMA
-from capjudge.records import HistoryEntry, ReliabilityItem, RepeatScore
+from capjudge.records import HistoryEntry, ItemRow, LabelRow, ReliabilityItem, RepeatScore
 from capjudge.report.agreement import agreement, clean, criterion_matrices
 from capjudge.report.database import (
-    LABELS_SCHEMA,
     add_table,
     build_database,
     human_by_criterion,
@@ -315,6 +314,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
     for d in judge_dirs:
         check_complete(d, "the judge stage")
     items = pq.read_table(ingest / "items.parquet")
+    item_rows = ItemRow.from_table(items)
     judgement_tables = []
     judges: dict[str, Any] = {}
     for d in judge_dirs:
@@ -331,7 +331,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         # Aggregates written before test-retest existed have no per-repeat scores.
         "repeat_scores": pq.read_table(agg / "repeat_scores.parquet")
         if (agg / "repeat_scores.parquet").is_file() else REPEAT_SCHEMA.empty_table(),
-        "labels": pa.Table.from_pylist(label_rows(items.to_pylist()), schema=LABELS_SCHEMA),
+        "labels": LabelRow.table(label_rows(item_rows)),
     }
     con = build_database(out / "capjudge.duckdb", tables, config.human_criterion)
     try:
@@ -373,7 +373,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
     if headline:  # the series the report leads with
         lead = headline[0]["series"]
         gallery = build_gallery(lead, [r for r in rows if r["series"] == lead],
-                                {r["id"]: r for r in items.to_pylist()}, reasoning, ingest, out)
+                                {r.id: r for r in item_rows}, reasoning, ingest, out)
     history: dict[str, list[HistoryEntry]] = {}
     if config.registry:
         # Filed before rendering: the History section shows this run with its paired
