@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 import pyarrow.parquet as pq
 
@@ -196,6 +196,23 @@ def resolve_media(media_root: Path, value: str) -> Path:
     return full
 
 
+class VideoTile(TypedDict):
+    """A video's frame tile and its facts (the tile's JSON sidecar in ``tiles/``)."""
+
+    tile_path: str
+    tile_sha256: str
+    policy: str
+    """The frame policy, ``uniform<N>`` for the uniform one."""
+    indices: list[int]
+    timestamps_s: list[float]
+    width: int
+    height: int
+    n_frames: int
+    fps: float
+    duration_s: float
+    codec: str
+
+
 class TileCache:
     """Frame and view tiles keyed by (content hash, policy), shared by ingest and `capjudge score`.
 
@@ -210,7 +227,7 @@ class TileCache:
         self.dir = tiles_dir
         self.config = config
         self.judge_dir = judge_dir or tiles_dir.parent / "judge_images"
-        self.videos: dict[tuple[str, str], dict[str, Any]] = {}
+        self.videos: dict[tuple[str, str], VideoTile] = {}
         self.judge_images: dict[str, JudgeImage] = {}
         # Videos (by content hash) whose sampling already failed in this run, e.g. in the
         # parallel pre-pass of the ingest flow: their reason is reused rather than paying the
@@ -229,7 +246,7 @@ class TileCache:
             self.judge_images[sha] = prepare_judge_image(path, sha, self.judge_dir, info)
         return self.judge_images[sha]
 
-    def video(self, path: Path, sha: str) -> dict[str, Any]:
+    def video(self, path: Path, sha: str) -> VideoTile:
         """The frame tile of a video under the configured policy, made or reused.
 
         Args:
@@ -262,7 +279,7 @@ class TileCache:
             self.config.decode_timeout_s,
         )
         info = result.info
-        meta = {
+        meta: VideoTile = {
             "tile_path": str(tile), "tile_sha256": result.tile_sha256, "policy": policy,
             "indices": result.indices, "timestamps_s": result.timestamps_s,
             "width": info.width, "height": info.height, "n_frames": info.n_frames,
@@ -272,7 +289,7 @@ class TileCache:
         self.videos[key] = meta
         return meta
 
-    def _reuse(self, tile: Path, sidecar: Path) -> dict[str, Any] | None:
+    def _reuse(self, tile: Path, sidecar: Path) -> VideoTile | None:
         """A made tile's metadata if its sidecar is whole and matches it, else None (remake).
 
         A sidecar half-written by a killed run of an earlier version (or damaged since) is
@@ -284,7 +301,8 @@ class TileCache:
                 raise ValueError("not an object")
             # The tile's path as seen now (the sidecar may have been written from another
             # working directory).
-            meta = {**data, "tile_path": str(tile)}
+            # The sidecar is what video() wrote (checked against the tile below).
+            meta = cast(VideoTile, {**data, "tile_path": str(tile)})
             # A tile made under an earlier index rule (gveval_code was [0, n//3, 2n//3]
             # before it followed the repository's linspace) is made again, not reused.
             same_frames = bool(meta.get("n_frames")) and meta.get("indices") == frame_indices(
@@ -339,8 +357,8 @@ def _with_media(item: ItemRow, row: ValidRow, media_root: Path, tiles: TileCache
             item, media_sha256=sha, width=meta["width"], height=meta["height"],
             n_frames=meta["n_frames"], fps=meta["fps"], duration_s=meta["duration_s"],
             tile_path=meta["tile_path"], tile_sha256=meta["tile_sha256"],
-            frame_policy=meta["policy"], frame_indices=meta["indices"],
-            frame_timestamps_s=meta["timestamps_s"],
+            frame_policy=meta["policy"], frame_indices=tuple(meta["indices"]),
+            frame_timestamps_s=tuple(meta["timestamps_s"]),
             judge_path=meta["tile_path"], judge_sha256=meta["tile_sha256"],
         )
     if len(paths) < 1:
