@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from capjudge.aggregate import AggregateConfig, run_aggregate
-from capjudge.backends.base import STATUSES
 from capjudge.judge import JudgeConfig, run_judge
 from capjudge.methods import get_method, method_names
+from capjudge.protocol import STATUSES
 from capjudge.report import ReportConfig, run_report
 from capjudge.testing.openai_server import MockOpenAIServer
 from capjudge.validate import ValidateConfig, run_validate

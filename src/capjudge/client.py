@@ -9,8 +9,9 @@ about *calling* them lives here, once:
 - retries of transient failures (429, 5xx, timeouts, malformed bodies) with exponential backoff
   and full jitter, honouring ``Retry-After`` when the server sends one: the wait is capped
   (``max_retry_after_s``; past the cap the request fails with the reason instead of sleeping
-  for a day), and every worker of the client pauses until the window ends (:class:`SharedPause`),
-  so the others do not keep sending into a window the server asked us to leave alone;
+  for a day), and every worker of the client pauses until the window ends
+  (:class:`~capjudge.limits.SharedPause`), so the others do not keep sending into a window the
+  server asked us to leave alone;
 - a client-side requests-per-minute and tokens-per-minute limiter;
 - a thread pool of ``concurrency`` workers;
 - per-request statuses: a request that still fails is an ``error`` (or ``refused``) response
@@ -25,17 +26,18 @@ import logging
 import random
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from capjudge.backends.base import Backend, BackendError, JudgeRequest, JudgeResponse
+from capjudge.backends.base import Backend
 from capjudge.cache import RequestCache, is_cacheable
 from capjudge.cost import request_tokens
 from capjudge.credentials import redact
+from capjudge.limits import Limiter, Pause, RateLimiter, SharedPause, shared_limits
+from capjudge.protocol import BackendError, JudgeRequest, JudgeResponse
 
 log = logging.getLogger(__name__)
 
@@ -46,106 +48,6 @@ CONSERVATIVE_REQUEST_TOKENS = 4000
 # Rounds of follow-ups an answer may take (a 0-100 score needs at most two: the leading digits,
 # then "10" on the way to "100").
 MAX_FOLLOW_UP_ROUNDS = 4
-
-
-class Limiter(Protocol):
-    """What the client asks before every send.
-
-    :class:`RateLimiter` for the threads of one process,
-    :class:`capjudge.limits.FileRateLimiter` for workers in several processes or on several
-    hosts.
-    """
-
-    def acquire(self, tokens: int = 0, requests: int = 1) -> float:
-        """Block until ``requests`` requests carrying ``tokens`` tokens fit.
-
-        Returns the seconds waited.
-        """
-
-
-def window_budget(per_minute: float | None, window_s: float) -> float | None:
-    """A per-minute budget scaled to a window of ``window_s`` seconds (None: unlimited)."""
-    return None if per_minute is None else per_minute * window_s / 60.0
-
-
-class RateLimiter:
-    """Sliding-window limiter on requests and tokens per minute (thread-safe).
-
-    ``rpm`` and ``tpm`` are per-minute budgets, enforced over sliding windows of ``window_s``
-    seconds with the budget scaled to the window (``rpm * window_s / 60`` requests per
-    window): providers that enforce a minute's budget in shorter quanta are met by a shorter
-    window. A batch counts as its number of requests, not as one.
-    """
-
-    def __init__(self, rpm: float | None = None, tpm: float | None = None,
-                 window_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self.rpm, self.tpm, self.window = rpm, tpm, window_s
-        self._max_requests = window_budget(rpm, window_s)
-        self._max_tokens = window_budget(tpm, window_s)
-        self._events: deque[tuple[float, int, int]] = deque()  # (time, requests, tokens)
-        self._lock = threading.Lock()
-        self._clock, self._sleep = clock, sleep
-
-    def acquire(self, tokens: int = 0, requests: int = 1) -> float:
-        """Block until ``requests`` requests of ``tokens`` tokens in all fit.
-
-        Returns the time waited. A batch larger than the whole budget still goes, alone in its
-        window.
-        """
-        if self.rpm is None and self.tpm is None:
-            return 0.0
-        waited = 0.0
-        while True:
-            with self._lock:
-                now = self._clock()
-                while self._events and self._events[0][0] <= now - self.window:
-                    self._events.popleft()
-                fits = not self._events or (
-                    (self._max_requests is None
-                     or sum(e[1] for e in self._events) + requests <= self._max_requests)
-                    and (self._max_tokens is None
-                         or sum(e[2] for e in self._events) + tokens <= self._max_tokens))
-                if fits:
-                    self._events.append((now, requests, tokens))
-                    return waited
-                delay = max(0.01, self._events[0][0] + self.window - now)
-            self._sleep(delay)
-            waited += delay
-
-
-class Pause(Protocol):
-    """A pause shared by every worker that calls one server: what a ``Retry-After`` sets.
-
-    :class:`SharedPause` shares it between the threads of one client; a runner that spreads a
-    judge over processes or hosts can pass its own implementation (a timestamp in a shared file
-    or key-value store) as ``JudgeClient(pause=...)``.
-    """
-
-    def pause_for(self, seconds: float) -> None:
-        """Ask every worker to send nothing for ``seconds`` from now (windows only extend)."""
-
-    def remaining(self) -> float:
-        """Seconds until the current window ends (0 when no pause is in force)."""
-
-
-class SharedPause:
-    """:class:`Pause` for the threads of one process (thread-safe)."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._until = 0.0
-        self._lock = threading.Lock()
-        self._clock = clock
-
-    def pause_for(self, seconds: float) -> None:
-        """Ask every thread to send nothing for ``seconds`` from now (windows only extend)."""
-        with self._lock:
-            self._until = max(self._until, self._clock() + max(0.0, seconds))
-
-    def remaining(self) -> float:
-        """Seconds until the current window ends (0 when no pause is in force)."""
-        with self._lock:
-            return max(0.0, self._until - self._clock())
 
 
 DEFAULT_MAX_RETRY_AFTER_S = 120.0
@@ -637,8 +539,8 @@ def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
 
     ``max_retry_after_s`` caps a ``Retry-After`` wait; ``pause`` replaces the per-client
     ``Retry-After`` pause (for a runner that shares it between processes). ``rate_window_s``
-    is the window rpm/tpm are enforced over (:class:`RateLimiter`). With ``shared_dir`` the
-    rpm/tpm window and the ``Retry-After`` pause live in files there
+    is the window rpm/tpm are enforced over (:class:`~capjudge.limits.RateLimiter`). With
+    ``shared_dir`` the rpm/tpm window and the ``Retry-After`` pause live in files there
     (:func:`capjudge.limits.shared_limits`), so they hold across every process and host that
     builds its client with the same folder.
     """
@@ -653,8 +555,6 @@ def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
         _clean_once(cache)
     limiter: Limiter | None = None
     if shared_dir is not None:
-        from capjudge.limits import shared_limits
-
         limiter, file_pause = shared_limits(shared_dir, backend.describe(), rpm, tpm,
                                             rate_window_s)
         pause = pause or file_pause

@@ -20,7 +20,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from capjudge.backends.base import Backend, BackendError
+from capjudge.backends.base import Backend
+from capjudge.protocol import BackendError
 from capjudge.registry import Registry
 
 DEFAULT_BACKEND = "embedded/gemma-3-270m"

@@ -16,8 +16,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import Backend, BackendError
+from capjudge.backends.base import Backend
 from capjudge.backends.hf import HFBackend
+from capjudge.protocol import BackendError
 
 log = logging.getLogger(__name__)
 

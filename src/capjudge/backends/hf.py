@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import (
-    Backend,
+from capjudge.backends.base import Backend, Capabilities
+from capjudge.backends.logprobs import find_printed
+from capjudge.protocol import (
     BackendError,
-    Capabilities,
     ImagePart,
     JudgeRequest,
     JudgeResponse,
@@ -53,7 +53,6 @@ from capjudge.backends.base import (
     Usage,
     worst_status,
 )
-from capjudge.backends.logprobs import find_printed
 from capjudge.scoring import normalise
 
 log = logging.getLogger(__name__)
