@@ -596,6 +596,8 @@ def _arrow_column(name: str, column: Any, errors: dict[int, str]) -> list[Any]:
         # datetime.time has microseconds only, and pyarrow silently truncates to them.
         return [None if v is None else _time_ns(v)
                 for v in column.cast(pa.int64()).to_pylist()]
+    # ``column`` is a pyarrow ChunkedArray (untyped here): to_pylist gives the column's values.
+    values: list[Any]
     try:
         values = column.to_pylist()
     except Exception:  # noqa: BLE001 - e.g. a timestamp out of datetime's range

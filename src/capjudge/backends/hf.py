@@ -249,10 +249,13 @@ class HFBackend(Backend):
         """
         if self._digit_ids is not None and value >= 0:
             return [self._digit_ids[d] for d in str(value)]
-        head = self.tokenizer.encode("$", add_special_tokens=False)
-        full = self.tokenizer.encode(f"${value}", add_special_tokens=False)
-        return full[len(head):] if full[:len(head)] == head else \
-            self.tokenizer.encode(str(value), add_special_tokens=False)
+        # transformers is untyped here (ignore_missing_imports); encode returns token ids.
+        head: list[int] = self.tokenizer.encode("$", add_special_tokens=False)
+        full: list[int] = self.tokenizer.encode(f"${value}", add_special_tokens=False)
+        if full[:len(head)] == head:
+            return full[len(head):]
+        alone: list[int] = self.tokenizer.encode(str(value), add_special_tokens=False)
+        return alone
 
     def _digit_start_mask(self) -> Any:
         """Boolean mask over the vocabulary: tokens whose text starts with a digit.
