@@ -338,88 +338,112 @@ class JudgeClient:
         attempt = 0
         while todo:
             attempt += 1
-            if self.auth_failure is not None:
+            not_sent = self._not_sent_reason()
+            if not_sent is not None:
                 for i in todo:
-                    out[i] = JudgeResponse(status="error", attempts=attempt - 1, reason=(
-                        f"not sent: the server rejected the credentials "
-                        f"({self.auth_failure})"))
-                break
-            refused = self._wait_for_pause()
-            if refused is not None:
-                # The server asked every worker to stay away longer than we may wait: fail
-                # what is left with that reason rather than send into the window.
-                for i in todo:
-                    out[i] = JudgeResponse(status="error", reason=refused, attempts=attempt - 1)
+                    out[i] = JudgeResponse(status="error", reason=not_sent, attempts=attempt - 1)
                 break
             # Every request of the batch counts against rpm (a batch of 16 is 16 requests).
             self.limiter.acquire(sum(self._tokens(batch[i]) for i in todo), len(todo))
-            started = time.perf_counter()
-            try:
-                with self._slots:
-                    started = time.perf_counter()  # latency, not the wait for a slot
-                    answers = self.backend.generate([batch[i] for i in todo])
-            except BackendError as exc:
-                # Raised rather than returned (e.g. a picture that changed since ingest, found
-                # while building the request): an expected failure, recorded with its reason.
-                log.warning("backend %s: %s", self.backend.backend_id, exc)
-                answers = [exc] * len(todo)
-            except Exception as exc:  # noqa: BLE001 - a backend bug must not lose the batch
-                log.exception("backend %s raised", self.backend.backend_id)
-                answers = [BackendError(f"backend raised {type(exc).__name__}: {exc}",
-                                        transient=False)] * len(todo)
-            elapsed = time.perf_counter() - started
+            answers, elapsed = self._generate([batch[i] for i in todo])
             with self._lock:
                 stats.calls += len(todo)
             retry_later: list[int] = []
             retry_after: float | None = None
             for i, answer in zip(todo, answers, strict=True):
                 if isinstance(answer, JudgeResponse):
-                    answer = self._follow_up(batch[i], answer, stats)
-                    answer.attempts = attempt
-                    if not answer.latency_s:
-                        answer.latency_s = elapsed / len(todo)
-                    out[i] = answer
-                    with self._lock:
-                        stats.prompt_tokens += answer.usage.prompt_tokens
-                        stats.completion_tokens += answer.usage.completion_tokens
-                    if self.cache is not None:
-                        answer.read_with = self._read_with()
-                        self._store(keys[i], answer, batch[i], stats)
-                elif getattr(answer, "auth", False):
-                    # Stop at once: every further request would be rejected the same way.
-                    with self._lock:
-                        self.auth_failure = self.auth_failure or str(answer)
-                        stats.auth_failure = stats.auth_failure or str(answer)
-                    out[i] = JudgeResponse(status="error", attempts=attempt, reason=(
-                        f"authentication failed: {answer}"))
-                elif (answer.transient and answer.retry_after is not None
-                      and answer.retry_after > self.retry.max_retry_after_s):
-                    # Everyone else stays away too (see _wait_for_pause).
-                    self.pause.pause_for(answer.retry_after)
-                    out[i] = JudgeResponse(status=answer.status, attempts=attempt, reason=(
-                        f"{answer} (the server asked to retry after {answer.retry_after:g} s, "
-                        f"over the {self.retry.max_retry_after_s:g} s cap, max_retry_after_s; "
-                        f"not retried; after {attempt} attempt{'s' if attempt > 1 else ''})"))
-                elif answer.transient and attempt < self.retry.max_attempts:
-                    retry_later.append(i)
-                    if answer.retry_after is not None:
-                        retry_after = max(retry_after or 0.0, answer.retry_after)
-                else:
-                    why = f"{answer} (after {attempt} attempt{'s' if attempt > 1 else ''})"
-                    out[i] = JudgeResponse(status=answer.status, reason=why, attempts=attempt)
+                    out[i] = self._accept(batch[i], keys[i], answer, attempt,
+                                          elapsed / len(todo), stats)
+                    continue
+                final = self._failed(answer, attempt, stats)
+                if final is not None:
+                    out[i] = final
+                    continue
+                retry_later.append(i)
+                if answer.retry_after is not None:
+                    retry_after = max(retry_after or 0.0, answer.retry_after)
             todo = retry_later
             if todo:
-                if retry_after is not None:
-                    # The window is the server's, not this worker's: every worker waits it out.
-                    self.pause.pause_for(retry_after)
-                with self._lock:
-                    stats.retries += len(todo)
-                    delay = self.retry.delay(attempt, retry_after, self._rng)
-                log.info("retrying %d request(s) in %.2f s (attempt %d)", len(todo), delay,
-                         attempt + 1)
-                self._sleep(delay)
+                self._back_off(len(todo), attempt, retry_after, stats)
         return [o if o is not None else JudgeResponse(status="error", reason="not answered")
                 for o in out]
+
+    def _not_sent_reason(self) -> str | None:
+        """Why nothing more may be sent (credentials rejected, a pause past the cap), or None."""
+        if self.auth_failure is not None:
+            return f"not sent: the server rejected the credentials ({self.auth_failure})"
+        # The server asked every worker to stay away longer than we may wait: fail what is
+        # left with that reason rather than send into the window.
+        return self._wait_for_pause()
+
+    def _generate(self, requests: list[JudgeRequest]
+                  ) -> tuple[list[JudgeResponse | BackendError], float]:
+        """One backend call: per request an answer or its error, and the seconds it took."""
+        started = time.perf_counter()
+        try:
+            with self._slots:
+                started = time.perf_counter()  # latency, not the wait for a slot
+                answers = self.backend.generate(requests)
+        except BackendError as exc:
+            # Raised rather than returned (e.g. a picture that changed since ingest, found
+            # while building the request): an expected failure, recorded with its reason.
+            log.warning("backend %s: %s", self.backend.backend_id, exc)
+            answers = [exc] * len(requests)
+        except Exception as exc:  # noqa: BLE001 - a backend bug must not lose the batch
+            log.exception("backend %s raised", self.backend.backend_id)
+            answers = [BackendError(f"backend raised {type(exc).__name__}: {exc}",
+                                    transient=False)] * len(requests)
+        return answers, time.perf_counter() - started
+
+    def _accept(self, request: JudgeRequest, key: str, answer: JudgeResponse, attempt: int,
+                latency_s: float, stats: ClientStats) -> JudgeResponse:
+        """An answer finished (follow-ups), counted and cached."""
+        answer = self._follow_up(request, answer, stats)
+        answer.attempts = attempt
+        if not answer.latency_s:
+            answer.latency_s = latency_s
+        with self._lock:
+            stats.prompt_tokens += answer.usage.prompt_tokens
+            stats.completion_tokens += answer.usage.completion_tokens
+        if self.cache is not None:
+            answer.read_with = self._read_with()
+            self._store(key, answer, request, stats)
+        return answer
+
+    def _failed(self, error: BackendError, attempt: int, stats: ClientStats
+                ) -> JudgeResponse | None:
+        """A failed request's final response, or None when it is to be retried."""
+        if getattr(error, "auth", False):
+            # Stop at once: every further request would be rejected the same way.
+            with self._lock:
+                self.auth_failure = self.auth_failure or str(error)
+                stats.auth_failure = stats.auth_failure or str(error)
+            return JudgeResponse(status="error", attempts=attempt, reason=(
+                f"authentication failed: {error}"))
+        if (error.transient and error.retry_after is not None
+                and error.retry_after > self.retry.max_retry_after_s):
+            # Everyone else stays away too (see _wait_for_pause).
+            self.pause.pause_for(error.retry_after)
+            return JudgeResponse(status=error.status, attempts=attempt, reason=(
+                f"{error} (the server asked to retry after {error.retry_after:g} s, "
+                f"over the {self.retry.max_retry_after_s:g} s cap, max_retry_after_s; "
+                f"not retried; after {attempt} attempt{'s' if attempt > 1 else ''})"))
+        if error.transient and attempt < self.retry.max_attempts:
+            return None
+        why = f"{error} (after {attempt} attempt{'s' if attempt > 1 else ''})"
+        return JudgeResponse(status=error.status, reason=why, attempts=attempt)
+
+    def _back_off(self, n: int, attempt: int, retry_after: float | None,
+                  stats: ClientStats) -> None:
+        """Wait before retrying ``n`` requests (a ``Retry-After`` pauses every worker)."""
+        if retry_after is not None:
+            # The window is the server's, not this worker's: every worker waits it out.
+            self.pause.pause_for(retry_after)
+        with self._lock:
+            stats.retries += n
+            delay = self.retry.delay(attempt, retry_after, self._rng)
+        log.info("retrying %d request(s) in %.2f s (attempt %d)", n, delay, attempt + 1)
+        self._sleep(delay)
 
     def _follow_up(self, request: JudgeRequest, answer: JudgeResponse, stats: ClientStats
                    ) -> JudgeResponse:
