@@ -5,6 +5,7 @@
 - No module imports another module's private names.
 - The library never imports Prefect or DVC (orchestration stays in flows/ and tasks/).
 - The import graph of src/capjudge has no cycle and no arrow up the declared layers.
+- No function in src/capjudge is longer than 80 lines.
 """
 
 from __future__ import annotations
@@ -218,3 +219,21 @@ def test_the_graph_sees_relative_and_function_level_imports(tmp_path: Path) -> N
     assert "capjudge.protocol" in graph["capjudge.prompts"]
     assert "capjudge.backends.base" not in graph["capjudge.prompts"]
 
+
+
+# -- function length -------------------------------------------------------------------------
+
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_function_in_the_library_is_longer_than_80_lines() -> None:
+    # A function longer than a screen hides its steps; split it into named helpers. The length
+    # counts from the ``def`` line to the last line of the body (docstring included).
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length}")
+    assert found == [], "\n".join(found)
