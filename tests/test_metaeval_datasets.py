@@ -29,16 +29,16 @@ from capjudge.metaeval.datasets import (
     dataset_names,
     get_dataset,
     load,
-    load_vatex_eval,
     register_dataset,
     unregister_dataset,
 )
+from capjudge.metaeval.datasets.loaders.vatex_eval import load_vatex_eval
 from capjudge.metaeval.protocols import (
-    PROTOCOLS,
     Protocol,
     get_protocol,
     protocol_names,
     register_protocol,
+    unregister_protocol,
 )
 
 BUILTIN = {"flickr8k-expert", "flickr8k-cf", "composite", "thumb", "pascal50s", "foil",
@@ -504,7 +504,7 @@ def test_register_a_dataset_from_outside(tmp_path: Path) -> None:
             stats.pearsonr([0, 1, 2], [1.5, 3.5, 5]).statistic)
     finally:
         unregister_dataset("toy-set")
-        PROTOCOLS.pop("toy-set-mean", None)
+        unregister_protocol("toy-set-mean")
     assert "toy-set" not in dataset_names()
 
 
