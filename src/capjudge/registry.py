@@ -47,6 +47,20 @@ Check = Callable[[str, Any], "str | None"]
 """``check(name, component)``: what is wrong with a loaded component, or None."""
 
 
+_REGISTRIES: list[Registry[Any]] = []
+
+
+def refresh_plugins() -> None:
+    """Read every registry's entry points again (after installing a plugin in a running process).
+
+    Calls :func:`importlib.invalidate_caches` first, so a distribution that appeared on
+    ``sys.path`` since the last read is found.
+    """
+    importlib.invalidate_caches()
+    for registry in list(_REGISTRIES):
+        registry.refresh()
+
+
 class RegistryError(KeyError):
     """An unknown name, a name claimed twice, or a component that cannot be loaded.
 
@@ -97,6 +111,7 @@ class Registry(Generic[T]):
         self._plugins: dict[str, list[_Entry]] = {}  # entry points, every claimant of a name
         self._scanned = group is None
         self._lock = threading.RLock()
+        _REGISTRIES.append(self)
 
     # -- registering ------------------------------------------------------------------------
 
