@@ -161,6 +161,8 @@ def gen_method(name: str | None) -> str:
 def gen_source(arg: str | None) -> str:
     """``FILE:NAME``: the source of a top-level class or function, as a python code block.
 
+    ``FILE`` alone: the whole file (small files only: a plugin's ``entry_points.txt``).
+
     Worked examples quote the tests that run them, so an example that stops working fails the
     test suite, and one that is renamed or removed fails the strict build here.
     """
@@ -169,6 +171,10 @@ def gen_source(arg: str | None) -> str:
     path_text, _, name = (arg or "").partition(":")
     path = ROOT / path_text
     source = path.read_text(encoding="utf-8")
+    if not name:  # a whole small file (a plugin's entry_points.txt, a templates.yaml)
+        language = {".py": "python", ".txt": "ini", ".yaml": "yaml", ".j2": "jinja"}.get(
+            path.suffix, "text")
+        return "\n".join([f"```{language} title=\"{path_text}\"", source.rstrip(), "```", ""])
     for node in ast.parse(source).body:
         if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == name:
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
