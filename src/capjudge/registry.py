@@ -48,6 +48,17 @@ Check = Callable[[str, Any], "str | None"]
 
 
 _REGISTRIES: list[Registry[Any]] = []
+_ENTRY_POINTS: Any = None  # every installed entry point, read once (EntryPoints/SelectableGroups)
+_EP_LOCK = threading.Lock()
+
+
+def _entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
+    """The group's entry points; the installed distributions are read once for all groups."""
+    global _ENTRY_POINTS
+    with _EP_LOCK:
+        if _ENTRY_POINTS is None:
+            _ENTRY_POINTS = importlib.metadata.entry_points()
+        return list(_ENTRY_POINTS.select(group=group))
 
 
 def refresh_plugins() -> None:
@@ -56,9 +67,12 @@ def refresh_plugins() -> None:
     Calls :func:`importlib.invalidate_caches` first, so a distribution that appeared on
     ``sys.path`` since the last read is found.
     """
+    global _ENTRY_POINTS
     importlib.invalidate_caches()
+    with _EP_LOCK:
+        _ENTRY_POINTS = None
     for registry in list(_REGISTRIES):
-        registry.refresh()
+        registry.refresh(reread=False)
 
 
 class RegistryError(KeyError):
@@ -168,12 +182,21 @@ class Registry(Generic[T]):
 
     # -- entry points -----------------------------------------------------------------------
 
-    def refresh(self) -> None:
+    def refresh(self, reread: bool = True) -> None:
         """Read the entry points again (after a package was installed or put on the path).
 
         Components registered by the project or from code are kept; entry-point ones are
         read afresh (and loaded again when asked for).
+
+        Args:
+            reread: read the installed distributions again (False: :func:`refresh_plugins`
+                has just dropped what was read, for every registry at once).
         """
+        if reread:
+            global _ENTRY_POINTS
+            importlib.invalidate_caches()
+            with _EP_LOCK:
+                _ENTRY_POINTS = None
         with self._lock:
             self._plugins.clear()
             self._scanned = self.group is None
@@ -185,7 +208,7 @@ class Registry(Generic[T]):
             return
         self._scanned = True
         assert self.group is not None
-        for ep in importlib.metadata.entry_points(group=self.group):
+        for ep in _entry_points(self.group):
             claimants = self._plugins.setdefault(ep.name, [])
             # The same distribution found twice on the path (an editable install and a copy).
             if not any(c.entry_point is not None and c.entry_point.value == ep.value
