@@ -37,6 +37,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -47,7 +48,7 @@ Check = Callable[[str, Any], "str | None"]
 """``check(name, component)``: what is wrong with a loaded component, or None."""
 
 
-_REGISTRIES: list[Registry[Any]] = []
+_REGISTRIES: weakref.WeakSet[Registry[Any]] = weakref.WeakSet()
 _ENTRY_POINTS: Any = None  # every installed entry point, read once (EntryPoints/SelectableGroups)
 _EP_LOCK = threading.Lock()
 
@@ -125,7 +126,7 @@ class Registry(Generic[T]):
         self._plugins: dict[str, list[_Entry]] = {}  # entry points, every claimant of a name
         self._scanned = group is None
         self._lock = threading.RLock()
-        _REGISTRIES.append(self)
+        _REGISTRIES.add(self)
 
     # -- registering ------------------------------------------------------------------------
 
