@@ -218,6 +218,11 @@ def test_the_graph_sees_relative_and_function_level_imports(tmp_path: Path) -> N
     # The protocol types sit below prompts and methods.
     assert "capjudge.protocol" in graph["capjudge.prompts"]
     assert "capjudge.backends.base" not in graph["capjudge.prompts"]
+    # The order the layering check enforces, on the modules #23 named.
+    assert (layer_of("capjudge.protocol") < layer_of("capjudge.prompts")
+            < layer_of("capjudge.backends.base") < layer_of("capjudge.client")
+            < layer_of("capjudge.methods.gveval") < layer_of("capjudge.judge")
+            < layer_of("capjudge.report.run") < layer_of("capjudge.cli.judge"))
 
 
 
