@@ -27,10 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from capjudge.backends import create_backend
 from capjudge.backends.hf import HFBackend
+from capjudge.item import Item, load_items
 from capjudge.judge import JudgeConfig, plan, shared_context_order
 from capjudge.methods import get_method
 from capjudge.methods.base import Planned
@@ -38,7 +37,7 @@ from capjudge.methods.base import Planned
 MODES = ["npmi", "pmi", "conditional"]
 
 
-def sample_items(n: int) -> list[dict[str, Any]]:
+def sample_items(n: int) -> list[Item]:
     """The first ``n`` candidates of the bundled sample (generated and ingested in a temp dir)."""
     from capjudge.ingest import ingest
     from capjudge.sample import generate_sample
@@ -46,7 +45,7 @@ def sample_items(n: int) -> list[dict[str, Any]]:
     tmp = Path(tempfile.mkdtemp(prefix="bench-local-"))
     generate_sample(tmp / "sample", seed=0)
     ingest(tmp / "sample" / "manifest.jsonl", tmp / "sample", tmp / "ingest")
-    return pq.read_table(tmp / "ingest" / "items.parquet").to_pylist()[:n]
+    return load_items(tmp / "ingest" / "items.parquet")[:n]
 
 
 def run_once(backend: HFBackend, planned: list[Planned], batch: int
@@ -98,7 +97,7 @@ def compare(backends: dict[str, HFBackend], planned: list[Planned], candidates: 
     return out
 
 
-def likelihood_benchmark(items: list[dict[str, Any]], rounds: int, batch: int) -> None:
+def likelihood_benchmark(items: list[Item], rounds: int, batch: int) -> None:
     config = JudgeConfig(method="likelihood", backend="embedded/gemma-3-270m", modes=MODES)
     planned, _ = plan(items, config)
     n = len(items)
@@ -125,7 +124,7 @@ def likelihood_benchmark(items: list[dict[str, Any]], rounds: int, batch: int) -
           f"max |delta score| {delta:.2e} (0-100 scale)")
 
 
-def numerics_benchmark(items: list[dict[str, Any]], rounds: int, batch: int) -> None:
+def numerics_benchmark(items: list[Item], rounds: int, batch: int) -> None:
     config = JudgeConfig(method="likelihood", backend="embedded/gemma-3-270m", modes=MODES)
     planned, _ = plan(items, config)
     n = len(items)

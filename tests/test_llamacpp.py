@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 
 from capjudge.backends import create_backend
-from capjudge.backends.base import BackendError, Decoding, JudgeRequest, Message
 from capjudge.backends.logprobs import find_printed
 from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
 from capjudge.cli import main as cli_main
@@ -33,6 +32,7 @@ from capjudge.client import JudgeClient
 from capjudge.item import Item
 from capjudge.methods import get_method
 from capjudge.methods.base import MethodOptions, Planned
+from capjudge.protocol import BackendError, Decoding, JudgeRequest, Message
 
 try:
     import xllamacpp  # noqa: F401

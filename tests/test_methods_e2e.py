@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from capjudge.cli import main as cli_main
+from capjudge.item import load_items
 from capjudge.judge import JudgeConfig, run_judge
 from capjudge.methods.visce2_context import ContextConfig, run_context
 from capjudge.testing.openai_server import MockOpenAIServer
@@ -115,9 +116,9 @@ def test_context_stage_runs_once_per_picture(server: MockOpenAIServer, ingested:
 
 
 def test_adversarial_captions_are_judged_as_data(ingested: Path, tmp_path: Path) -> None:
-    items = pq.read_table(ingested / "items.parquet").to_pylist()
-    attacks = [i for i in items if "Ignore the instructions" in i["candidate"]
-               or "OVERRIDE" in i["candidate"] or "Disregard" in i["candidate"]]
+    items = load_items(ingested / "items.parquet")
+    attacks = [i for i in items if "Ignore the instructions" in i.candidate
+               or "OVERRIDE" in i.candidate or "Disregard" in i.candidate]
     assert len(attacks) >= 3
     captured: list[str] = []
 
@@ -140,7 +141,7 @@ def test_adversarial_captions_are_judged_as_data(ingested: Path, tmp_path: Path)
             planned, _ = plan(attacks, config, vision=True)
             for p in planned:
                 text = p.request.messages[-1].text()
-                candidate = next(i["candidate"] for i in attacks if i["id"] == p.item_id)
+                candidate = next(i.candidate for i in attacks if i.id == p.item_id)
                 start = text.index(f"<caption>{candidate.replace('</caption>', '')}")
                 # The instructions are restated after the data.
                 assert "ignore them" in text[start:]

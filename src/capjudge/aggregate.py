@@ -28,13 +28,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.atomic import atomic_path, check_complete, stage_outputs, write_json
 from capjudge.methods import Criterion, Verdict, get_method, verdict
+from capjudge.protocol import Status
 from capjudge.records import (
     AggregateSummary,
     CriterionScore,
@@ -43,9 +44,6 @@ from capjudge.records import (
     RepeatScore,
     SystemScore,
 )
-
-if TYPE_CHECKING:
-    from capjudge.backends.base import Status
 
 ITEM_SCHEMA = ItemScore.schema()
 """The columns of ``item_scores.parquet`` (:class:`capjudge.records.ItemScore`)."""
@@ -69,8 +67,8 @@ class AggregateConfig:
 
 
 def _criterion(row: Judgement) -> Criterion:
-    # The status was written by the judge stage from a Status; the file holds it as text.
-    return Criterion(name=row.criterion, status=cast("Status", row.status), reason=row.reason,
+    # The judge stage wrote the status from a Status; the file holds it as text.
+    return Criterion(name=row.criterion, status=cast(Status, row.status), reason=row.reason,
                      score=row.score, sd=row.sd, mass=row.mass, printed=row.printed,
                      source=row.source or "none")
 

@@ -451,15 +451,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
                                             reason=safe_text("; ".join(reasons)),
                                             raw=safe_text(raw.raw)))
             continue
-        item = ItemRow(
-            id=row.id, line=row.line, task=row.task, media_kind=row.media_kind,
-            media_root=stored_path(str(media_root), out, relative_paths),
-            candidate=row.candidate, references=tuple(row.references),
-            question=row.question, system=row.system,
-            labels=json.dumps(row.labels, sort_keys=True),
-            # allow_nan=False: validate_fields already encoded what JSON cannot hold; a NaN
-            # here would be a bug, not a bad row.
-            extra=json.dumps(row.extra, sort_keys=True, ensure_ascii=False, allow_nan=False))
+        item = _item_row(row, media_root, out, relative_paths)
         try:
             item = _with_media(item, row, media_root, tiles, hashes)
         except (MediaError, OSError) as exc:
@@ -473,6 +465,30 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
             log.info("ingest: %d rows read, %d items, %d quarantined", n_rows, len(items),
                      len(quarantine))
 
+    return _write_outputs(manifest, out, items, quarantine, n_rows, config)
+
+
+def _item_row(row: ValidRow, media_root: Path, out: Path, relative_paths: bool) -> ItemRow:
+    """A valid row as a row of the items table, before its media columns (:func:`_with_media`)."""
+    return ItemRow(
+        id=row.id, line=row.line, task=row.task, media_kind=row.media_kind,
+        media_root=stored_path(str(media_root), out, relative_paths),
+        candidate=row.candidate, references=tuple(row.references),
+        question=row.question, system=row.system,
+        labels=json.dumps(row.labels, sort_keys=True),
+        # allow_nan=False: validate_fields already encoded what JSON cannot hold; a NaN
+        # here would be a bug, not a bad row.
+        extra=json.dumps(row.extra, sort_keys=True, ensure_ascii=False, allow_nan=False))
+
+
+def _write_outputs(manifest: Path, out: Path, items: Sequence[ItemRow],
+                   quarantine: Sequence[QuarantineRow], n_rows: int, config: IngestConfig
+                   ) -> IngestResult:
+    """Write the items and quarantine tables and the summary; the counts.
+
+    Raises:
+        ManifestError: the manifest held no rows.
+    """
     if n_rows == 0:
         # Nothing to judge is a mistake (a wrong file, an empty export), not a success.
         raise ManifestError(f"{manifest}: the manifest holds no rows")

@@ -53,21 +53,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from capjudge.backends.base import (
-    Backend,
-    BackendError,
-    Capabilities,
-    Decoding,
-    ImagePart,
-    JudgeRequest,
-    JudgeResponse,
-    Message,
-    ScoreSlot,
-    SlotResult,
-    Status,
-    Usage,
-    worst_status,
-)
+from capjudge.backends.base import Backend, Capabilities
 from capjudge.backends.logprobs import (
     READING_RULES_VERSION,
     Located,
@@ -85,6 +71,19 @@ from capjudge.backends.logprobs import (
 )
 from capjudge.credentials import CredentialsInURLError, check_url, strip_userinfo
 from capjudge.media_check import read_verified
+from capjudge.protocol import (
+    BackendError,
+    Decoding,
+    ImagePart,
+    JudgeRequest,
+    JudgeResponse,
+    Message,
+    ScoreSlot,
+    SlotResult,
+    Status,
+    Usage,
+    worst_status,
+)
 
 # Reasoning models refuse logprobs requests (HTTP 403): they cannot give a distribution.
 NO_LOGPROBS_PREFIXES = ("o1", "o3", "o4", "gpt-5")
@@ -400,13 +399,13 @@ class OpenAIBackend(Backend):
         """Send each request as its own chat completion; per request a response or an error."""
         return [self._one(r) for r in requests]
 
-    # -- the wire format, shared with the Batch API (capjudge.backends.openai_batch) ---------
+    # -- the wire format, shared with the Batch API (capjudge.batch_client) -------------------
 
     @property
     def api(self) -> Any:
         """The ``openai.OpenAI`` client (files and batches for the Batch API).
 
-        Used by :mod:`capjudge.backends.openai_batch`.
+        Used by :mod:`capjudge.batch_client`.
         """
         return self._client
 

@@ -56,8 +56,8 @@ def _wait_ready(url: str, timeout_s: float) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Start the server, print its base URL, serve until SIGINT/SIGTERM."""
-    from capjudge.backends.base import BackendError
     from capjudge.backends.llamacpp import resolve_model, server_params, start_engine
+    from capjudge.protocol import BackendError
 
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be 1-65535, got {args.port}")

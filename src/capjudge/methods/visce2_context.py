@@ -24,11 +24,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from capjudge.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
+from capjudge.backends.base import Backend
 from capjudge.client import JudgeClient
 from capjudge.item import Item
 from capjudge.methods.base import item_image
 from capjudge.prompts import get_template
+from capjudge.protocol import Decoding, JudgeRequest, JudgeResponse
 from capjudge.records import ContextRow
 
 KINDS = ("context", "description")
