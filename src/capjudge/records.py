@@ -32,14 +32,9 @@ from typing import ClassVar, NotRequired, TypedDict, TypeVar, Union
 
 import pyarrow as pa
 
-JSONScalar = None | bool | int | float | str
-"""A JSON scalar."""
-JSONValue = Union[JSONScalar, list["JSONValue"], dict[str, "JSONValue"]]  # noqa: UP007
-"""Any JSON value (what ``json.loads`` returns): the honest type of a JSON payload."""
-JSONObject = dict[str, JSONValue]
-"""A JSON object."""
-
-CellValue = Union[JSONScalar, Sequence[JSONScalar]]  # noqa: UP007
+Scalar = None | bool | int | float | str
+"""A scalar cell of a table."""
+CellValue = Scalar | Sequence[Scalar]
 """What one cell of a record's table holds: a scalar or a list of scalars."""
 
 _SCALARS: dict[object, pa.DataType] = {
@@ -568,7 +563,7 @@ ROW_RECORDS: tuple[type[Record], ...] = (ItemRow, QuarantineRow, Judgement, Crit
 """Every row record, in pipeline order."""
 
 __all__ = ["ROW_RECORDS", "AggregateSummary", "BackendLineage", "CellValue", "ContextRow",
-           "CriterionScore", "HistoryEntry", "ItemCounts", "ItemRow", "ItemScore", "JSONObject",
-           "JSONScalar", "JSONValue", "JudgeSummary", "Judgement", "LabelRow",
-           "PairedDifference", "QuarantineRow", "Record", "ReliabilityItem", "RepeatScore",
-           "RunLineage", "ScoredItem", "SystemScore", "arrow_type"]
+           "CriterionScore", "HistoryEntry", "ItemCounts", "ItemRow", "ItemScore",
+           "JudgeSummary", "Judgement", "LabelRow", "PairedDifference", "QuarantineRow",
+           "Record", "ReliabilityItem", "RepeatScore", "RunLineage", "Scalar", "ScoredItem",
+           "SystemScore", "arrow_type"]
