@@ -7,9 +7,11 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
+# A .venv left half-made (set-up interrupted while creating it) is made again from scratch.
+if [ ! -x .venv/bin/python ] || [ ! -f .venv/bin/activate ]; then
   echo "[setup] creating .venv with $($PY --version)"
-  "$PY" -m venv .venv
+  "$PY" -m venv --clear .venv
+  rm -f .venv/.setup-stamp
 fi
 # Reinstall only when the lock or the project metadata changed (a second run costs ~1 s).
 stamp=$(cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)
