@@ -300,3 +300,38 @@ def test_a_shared_instruction_prefix_is_computed_once(in_process: OpenAIBackend)
     before = stats.cached_tokens
     JudgeClient(in_process, None, concurrency=1).run([_gveval_request(2, max_tokens=2)])
     assert stats.cached_tokens - before > 100  # the instructions came from the slot's cache
+
+
+def test_timings_are_recorded_per_judgement_row(in_process: OpenAIBackend,
+                                                tmp_path: Path) -> None:
+    from capjudge.judge import JudgeConfig, judge_items, rows_table
+
+    candidate, refs = CAPTIONS[0]
+    config = JudgeConfig(method="gveval", backend=f"llamacpp/{MODEL}", modes=["ref-only"],
+                         max_tokens=8, cache_dir=str(tmp_path / "cache"))
+    items = [Item(id="row-timings", candidate=candidate, references=refs)]
+    result = judge_items(items, config, backend=in_process)
+    [response] = result.responses
+    timings = response.timings
+    assert timings is not None, response.reason
+    # Summed over the answer and its digit follow-ups, as the usage is: llama.cpp counts
+    # every prompt token either as computed (prompt_n) or as taken from its cache (cache_n).
+    assert timings.prompt_n + timings.cache_n == response.usage.prompt_tokens
+    assert timings.predicted_n == response.usage.completion_tokens
+    assert timings.cache_n > 100  # the follow-ups continue the cached conversation
+    assert timings.prompt_ms > 0 and timings.predicted_ms > 0
+    table = rows_table(result.rows)
+    [row] = [r for r in table.to_pylist() if r["mode"] == "ref-only"]
+    assert row["server_timings"] == timings.to_json()
+    # A cached answer keeps what the server spent when it was asked.
+    again = judge_items(items, config, backend=in_process)
+    assert again.responses[0].cached and again.responses[0].timings == timings
+
+
+def test_no_timings_from_a_server_that_sends_none() -> None:
+    from capjudge.backends.base import JudgeResponse, ServerTimings
+
+    assert ServerTimings.from_server(None) is None
+    assert JudgeResponse.from_json({"status": "ok"}).timings is None
+    data = JudgeResponse(status="ok", timings=ServerTimings(3, 1.5, 2, 4.0, 300)).to_json()
+    assert JudgeResponse.from_json(data).timings == ServerTimings(3, 1.5, 2, 4.0, 300)

@@ -97,6 +97,11 @@ JUDGEMENTS_SCHEMA = pa.schema([
     ("media_sha256", pa.string()),
     ("system", pa.string()),  # which captioner wrote the candidate
     ("repeat", pa.int64()),  # test-retest repeat index (JudgeConfig.repeats); 0 otherwise
+    # What the server says it spent on the judgement (llama.cpp's timings, summed over the
+    # digit follow-ups; cache_n: prompt tokens from its prompt cache); null for other servers.
+    ("server_timings", pa.struct([("prompt_n", pa.int64()), ("prompt_ms", pa.float64()),
+                                  ("predicted_n", pa.int64()), ("predicted_ms", pa.float64()),
+                                  ("cache_n", pa.int64())])),
 ])
 
 FAILURES = ("error", "refused", "parse_failure")
@@ -626,6 +631,7 @@ def _response_rows(p: Planned, response: JudgeResponse, results: Sequence[Criter
         "cached": response.cached, "cache_key": response.cache_key,
         "media_sha256": item.media_sha256, "system": item.system,
         "repeat": p.request.decoding.sample,
+        "server_timings": None if response.timings is None else response.timings.to_json(),
     }
     return [{**common, "criterion": c.name, "status": c.status, "reason": c.reason,
              "values": c.values, "probs": c.probs, "mass": c.mass,

@@ -184,6 +184,54 @@ class Usage:
 
 
 @dataclass
+class ServerTimings:
+    """What a server says it spent on one answer (llama.cpp's ``timings`` object).
+
+    Summed over a judgement's calls (its answer and its digit follow-ups). Servers that send
+    no timings (OpenAI, vLLM, the PyTorch backends) leave a response's ``timings`` None.
+
+    Attributes:
+        prompt_n: prompt tokens the server computed (not taken from its cache).
+        prompt_ms: milliseconds it spent on them.
+        predicted_n: tokens it generated.
+        predicted_ms: milliseconds it spent generating.
+        cache_n: prompt tokens it reused from its prompt cache.
+    """
+
+    prompt_n: int = 0
+    prompt_ms: float = 0.0
+    predicted_n: int = 0
+    predicted_ms: float = 0.0
+    cache_n: int = 0
+
+    @classmethod
+    def from_server(cls, timings: Any) -> ServerTimings | None:
+        """A server's ``timings`` dict as a record; None when there is none."""
+        if not isinstance(timings, dict):
+            return None
+        return cls(prompt_n=int(timings.get("prompt_n") or 0),
+                   prompt_ms=float(timings.get("prompt_ms") or 0.0),
+                   predicted_n=int(timings.get("predicted_n") or 0),
+                   predicted_ms=float(timings.get("predicted_ms") or 0.0),
+                   cache_n=int(timings.get("cache_n") or 0))
+
+    def plus(self, other: ServerTimings | None) -> ServerTimings:
+        """The sum of two answers' timings (``other`` None adds nothing)."""
+        if other is None:
+            return self
+        return ServerTimings(self.prompt_n + other.prompt_n, self.prompt_ms + other.prompt_ms,
+                             self.predicted_n + other.predicted_n,
+                             self.predicted_ms + other.predicted_ms,
+                             self.cache_n + other.cache_n)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as a dict (a row's ``server_timings`` struct, a cache entry's field)."""
+        return {"prompt_n": self.prompt_n, "prompt_ms": self.prompt_ms,
+                "predicted_n": self.predicted_n, "predicted_ms": self.predicted_ms,
+                "cache_n": self.cache_n}
+
+
+@dataclass
 class SlotResult:
     """The distribution read for one score slot."""
 
@@ -222,6 +270,9 @@ class JudgeResponse:
     # The settings the statuses were derived with ({"min_mass": .., "reading_rules": ..});
     # set by the client when it stores the answer, compared when it reads it back.
     read_with: dict[str, Any] = field(default_factory=dict)
+    # What the server says it spent (llama.cpp's timings, summed over the follow-ups); None
+    # for servers that send none.
+    timings: ServerTimings | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: the shape (and key order) of ``asdict`` less ``cache_key``.
@@ -263,6 +314,7 @@ class JudgeResponse:
             "lengths": list(self.lengths),
             "raw": self.raw,
             "read_with": dict(self.read_with),
+            "timings": None if self.timings is None else self.timings.to_json(),
         }
 
     @classmethod
@@ -316,6 +368,7 @@ class JudgeResponse:
             lengths=list(get("lengths") or []),
             raw=get("raw"),
             read_with=dict(get("read_with") or {}),
+            timings=ServerTimings.from_server(get("timings")),
         )
 
 
