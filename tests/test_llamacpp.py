@@ -335,3 +335,89 @@ def test_no_timings_from_a_server_that_sends_none() -> None:
     assert JudgeResponse.from_json({"status": "ok"}).timings is None
     data = JudgeResponse(status="ok", timings=ServerTimings(3, 1.5, 2, 4.0, 300)).to_json()
     assert JudgeResponse.from_json(data).timings == ServerTimings(3, 1.5, 2, 4.0, 300)
+
+
+def _text_items(folder: Path, n: int) -> Path:
+    """An ``items.parquet`` of ``n`` text-only items (a judge stage's input)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from capjudge.ingest import ITEMS_SCHEMA
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": f"i{i}", "line": i, "task": "image", "media_kind": "image",
+             "candidate": f"{CAPTIONS[i % 3][0]} ({i})", "references": list(CAPTIONS[i % 3][1])}
+            for i in range(n)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=ITEMS_SCHEMA), folder / "items.parquet")
+    return folder / "items.parquet"
+
+
+def test_a_judge_stage_with_the_engine_loaded_stops_on_sigterm(tmp_path: Path) -> None:
+    import time
+
+    import yaml
+
+    _text_items(tmp_path / "ingest", 64)
+    params = {"ingest": {"out": str(tmp_path / "ingest")},
+              "runner": {"kind": "threads", "workers": 1},
+              "judge": {"cache_dir": str(tmp_path / "cache")},
+              "judges": {"t": {"method": "gveval", "backend": f"llamacpp/{MODEL}",
+                               "modes": ["ref-only"], "max_tokens": 24,
+                               "backend_options": {"parallel": 2, "threads": 1},
+                               "out": str(tmp_path / "judge")}}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    log = (tmp_path / "log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "flows.judge", "--name", "t", "--params",
+                             str(tmp_path / "params.yaml")], stdout=log,
+                            stderr=subprocess.STDOUT, cwd=Path(__file__).parents[1])
+    try:
+        deadline = time.monotonic() + 180
+        # Signalled while the engine is answering: once requests are claimed in the cache.
+        while not any(p.is_file() for p in (tmp_path / "cache").rglob("*")):
+            assert proc.poll() is None, (tmp_path / "log").read_text()
+            assert time.monotonic() < deadline, (tmp_path / "log").read_text()
+            time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        # Before capjudge.stopping it ran on for minutes (measured: still running 60 s later).
+        code = proc.wait(timeout=20)
+        assert time.monotonic() - t0 < 10
+        assert code in (0, 1, 128 + signal.SIGTERM, -signal.SIGTERM), code
+        assert not (tmp_path / "judge" / "judgements.parquet").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+
+
+def test_serve_stops_on_sigterm_with_a_request_in_flight() -> None:
+    import threading
+    import time
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capjudge.cli", "serve", "--port", str(port), "--parallel", "1",
+         "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url, proc.stderr.read() if proc.stderr else ""
+        body = {"model": MODEL, "messages": [{"role": "user", "content": "Tell a long story."}],
+                "max_tokens": 4000, "temperature": 0, "ignore_eos": True}
+        threading.Thread(target=lambda: _post_quietly(url, body), daemon=True).start()
+        time.sleep(2)  # the long generation is under way
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        # Before, the engine's destructor waited for the generation: still running 20 s later.
+        assert proc.wait(timeout=20) == 0
+        assert time.monotonic() - t0 < 10
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _post_quietly(url: str, body: dict[str, Any]) -> None:
+    try:
+        _post(url, body)
+    except OSError:
+        pass  # the server went away mid-answer: expected here

@@ -28,6 +28,7 @@ from typing import Any
 from capjudge.backends.base import BackendError, Capabilities
 from capjudge.backends.embedded import EMBEDDED_MODELS, models_dir
 from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
+from capjudge.stopping import exit_promptly_on_signals
 
 log = logging.getLogger(__name__)
 
@@ -219,6 +220,9 @@ class LlamaCppBackend(OpenAIBackend):
         self.engine = start_engine(server_params(gguf, alias=alias, mmproj=mmproj,
                                                  parallel=self.parallel, threads=self.threads,
                                                  ctx=ctx))
+        # SIGTERM/SIGINT end the process within seconds while the engine's threads are busy
+        # (from the main thread only; judge stages install it in their flow).
+        exit_promptly_on_signals()
         self.capabilities = Capabilities(vision=bool(mmproj), distribution="logprobs",
                                          max_batch=1,
                                          concurrency=int(concurrency or self.parallel))
