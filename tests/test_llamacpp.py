@@ -29,7 +29,7 @@ from capjudge.backends.base import BackendError, Decoding, JudgeRequest, Message
 from capjudge.backends.logprobs import find_printed
 from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
 from capjudge.cli import main as cli_main
-from capjudge.client import JudgeClient
+from capjudge.client import JudgeClient, RetryPolicy
 from capjudge.item import Item
 from capjudge.methods import get_method
 from capjudge.methods.base import MethodOptions, Planned
@@ -256,6 +256,70 @@ def test_context_overflow_is_a_non_transient_error(served: str, in_process: Open
         [answer] = backend.generate([huge])
         assert isinstance(answer, BackendError)
         assert not answer.transient and "context overflow" in str(answer)
+
+
+def test_context_overflow_ends_as_a_recorded_error_status_not_retried() -> None:
+    """A G-VEval prompt (~330 tokens) on a server whose slot holds 256: an error row."""
+    request = _gveval_request(0)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capjudge.cli", "serve", "--port", str(port), "--parallel", "1",
+         "--threads", "1", "--ctx", "256"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url, proc.stderr.read() if proc.stderr else ""
+        small = create_backend(f"llamacpp/{MODEL}", parallel=1, threads=1, ctx=256)
+        for backend in (create_backend(f"openai/{MODEL}", base_url=url), small):
+            client = JudgeClient(backend, None, retry=RetryPolicy(max_attempts=5))
+            [answer] = client.run([request])
+            assert answer.status == "error", answer
+            assert answer.reason is not None and "context overflow (HTTP 400)" in answer.reason
+            assert "exceeds the available context size" in answer.reason  # llama.cpp's words
+            assert answer.attempts == 1 and client.stats.retries == 0  # retrying cannot help
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_a_loading_server_is_unavailable_then_answers() -> None:
+    """llama.cpp answers 503 ``unavailable_error`` "Loading model" until its model is loaded.
+
+    That is the real server's "unavailable": with every slot busy it queues requests instead
+    (no error), so a client that starts with the server is the way to meet it. It is a
+    transient error; the same request answers once the model is loaded.
+    """
+    import time
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    backend = create_backend(f"openai/{MODEL}", base_url=url, continue_digits=False)
+    probe = JudgeRequest(messages=(Message("user", ("Say OK.",)),), slots=(),
+                         decoding=Decoding(max_tokens=1), template="t@1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capjudge.cli", "serve", "--port", str(port), "--parallel", "1",
+         "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    errors: list[BackendError] = []
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert time.monotonic() < deadline and proc.poll() is None
+            [answer] = backend.generate([probe])
+            if not isinstance(answer, BackendError):
+                break
+            errors.append(answer)
+            time.sleep(0.005)
+        unavailable = [e for e in errors if "server unavailable (HTTP 503)" in str(e)]
+        assert unavailable, [str(e) for e in errors[-3:]]
+        assert all(e.transient for e in unavailable)  # retried by the client
+        assert "Loading model" in str(unavailable[0])
+        # The client turns it into a retry, not a row: a request sent while the server loads
+        # is answered (the connection refusals before the listener opens are retried alike).
+        assert answer.status == "ok"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
 
 
 def test_llamacpp_error_shapes_become_statuses() -> None:
