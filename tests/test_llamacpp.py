@@ -485,3 +485,27 @@ def _post_quietly(url: str, body: dict[str, Any]) -> None:
         _post(url, body)
     except OSError:
         pass  # the server went away mid-answer: expected here
+
+
+def test_an_image_without_an_mmproj_is_a_recorded_refusal(in_process: OpenAIBackend,
+                                                          tmp_path: Path) -> None:
+    """The image part reaches llama.cpp's own parser, which needs an mmproj to take it.
+
+    (No vision GGUF here: the mmproj path itself is not exercised.)
+    """
+    import hashlib
+
+    from PIL import Image
+
+    from capjudge.backends.base import ImagePart
+
+    picture = tmp_path / "red.png"
+    Image.new("RGB", (8, 8), (255, 0, 0)).save(picture)
+    part = ImagePart(str(picture), hashlib.sha256(picture.read_bytes()).hexdigest())
+    assert not in_process.capabilities.vision  # methods skip vision modes on it
+    request = JudgeRequest(messages=(Message("user", ("What is this?", part)),), slots=(),
+                           decoding=Decoding(max_tokens=1), template="t@1")
+    [answer] = JudgeClient(in_process, None).run([request])
+    assert answer.status == "error" and answer.attempts == 1
+    assert answer.reason is not None and "mmproj" in answer.reason
+    assert "llama.cpp refused the request" in answer.reason

@@ -255,7 +255,9 @@ class LlamaCppBackend(OpenAIBackend):
 
         try:
             answer = self.engine.handle_chat_completions(body)
-        except ValueError as exc:  # the engine's own validation of the body
+        except (ValueError, RuntimeError) as exc:
+            # The engine's own validation of the body (ValueError), or what its parser refuses
+            # (RuntimeError: e.g. "image input is not supported" without an mmproj).
             return BackendError(f"llama.cpp refused the request: {exc}", transient=False)
         if isinstance(answer, str):  # older engines answer JSON text
             try:
