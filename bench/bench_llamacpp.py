@@ -150,8 +150,9 @@ def ab(settings: list[str], items: int, concurrency: int) -> None:
           f"{load0:.1f} -> {load1:.1f}")
     for text, t in zip(settings, totals, strict=True):
         computed = t["prompt_tokens"] - t["cached_tokens"]
-        print(f"  {text:<22} {t['wall'] / items:6.3f} s/item wall {t['cpu'] / items:6.3f} CPU s/item"
-              f"  {t['calls'] / items:5.1f} calls/item  engine prompt "
+        print(f"  {text:<22} {t['wall'] / items:6.3f} s/item wall "
+              f"{t['cpu'] / items:6.3f} CPU s/item  {t['calls'] / items:5.1f} calls/item  "
+              f"engine prompt "
               f"{t['prompt_ms'] / items:6.0f} ms/item ({computed / items:.0f} tokens computed, "
               f"{t['cached_tokens'] / items:.0f} from the cache), generation "
               f"{t['predicted_ms'] / items:6.0f} ms/item")

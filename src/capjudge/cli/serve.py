@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         params = server_params(gguf, alias=alias, mmproj=args.mmproj, parallel=args.parallel,
                                threads=args.threads, ctx=args.ctx, host=args.host,
                                port=args.port)
-        engine = start_engine(params)
+        engine = start_engine(params)  # noqa: F841 - must stay alive until the process ends
     except BackendError as exc:
         raise UsageError(str(exc)) from None
     probe_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host  # noqa: S104
