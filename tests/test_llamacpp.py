@@ -221,12 +221,12 @@ def test_gveval_cli_on_the_served_model(served: str, tmp_path: Path,
         assert set(map(int, crit["distribution"])) <= set(range(101))
         masses.append(crit["mass"])
     # The issue's bar: most of the probability on the 0-100 scale for ordinary captions.
-    # Measured 0.35-0.52 (median 0.49) with the current template, which shows the model the
-    # literal format "${{score}}$" (the template is being rewritten in issue 18); after the
-    # forced "The final score is $" much of the rest goes to "${", "({", "{{".
-    if sorted(masses)[len(masses) // 2] < 0.5:
-        pytest.xfail(f"median captured mass {sorted(masses)[len(masses) // 2]:.2f} < 0.5 "
-                     f"({', '.join(f'{m:.2f}' for m in masses)}): see the comment above")
+    # Measured 0.65-0.77 on these three (1 or 2 engine threads; median 0.68 on the 138
+    # sample items). The base model writes no score in 24 tokens: it is read after the forced
+    # "The final score is $", where the rest of the mass goes to the paper's literal format
+    # ("${", "{{", "({"), a space, "$." and other text (docs/guides/local-servers.md).
+    median = sorted(masses)[len(masses) // 2]
+    assert median >= 0.5, masses
 
 
 def test_harmoniceval_text_criteria_each_from_a_1_to_5_distribution(
