@@ -30,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from capjudge.backends.base import JudgeResponse, SlotResult, Usage
 from capjudge.cache import RequestCache, decode_entry, encode_entry
+from capjudge.protocol import JudgeResponse, SlotResult, Usage
 
 STORES = ("files", "sqlite-wal", "diskcache", "lmdb")
 

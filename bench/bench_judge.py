@@ -18,10 +18,10 @@ import tempfile
 import time
 
 from capjudge.backends import create_backend
-from capjudge.backends.base import Decoding, JudgeRequest, Message
 from capjudge.cache import RequestCache
 from capjudge.client import JudgeClient
 from capjudge.methods.gveval import score_slot
+from capjudge.protocol import Decoding, JudgeRequest, Message
 
 
 def api_benchmark(n: int, latency: float, concurrency: int) -> None:

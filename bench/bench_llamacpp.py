@@ -30,11 +30,12 @@ import time
 from typing import Any
 
 from capjudge.backends import create_backend
-from capjudge.backends.base import Backend, Decoding, JudgeRequest
+from capjudge.backends.base import Backend
 from capjudge.client import JudgeClient
 from capjudge.item import Item
 from capjudge.methods import get_method
 from capjudge.methods.base import MethodOptions, Planned
+from capjudge.protocol import Decoding, JudgeRequest
 
 CAPTIONS = [
     ("A brown dog runs across a grassy field.", ["A dog running on the grass.",

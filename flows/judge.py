@@ -26,9 +26,9 @@ from prefect.futures import PrefectFuture
 
 from capjudge.atomic import stage_outputs
 from capjudge.backends import default_concurrency
-from capjudge.backends.base import BackendError
 from capjudge.client import AuthError, ClientStats
 from capjudge.judge import JudgeConfig, combine_parts, summarise, write_summary
+from capjudge.protocol import BackendError
 from capjudge.stopping import exit_promptly_on_signals
 from flows.artifacts import Progress
 from flows.params import load_params

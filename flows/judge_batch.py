@@ -22,9 +22,9 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from capjudge.backends.base import BackendError
 from capjudge.cache import default_cache_dir
 from capjudge.judge import JudgeConfig, run_judge
+from capjudge.protocol import BackendError
 
 
 def batch_state_dir(config: JudgeConfig, name: str) -> Path:

@@ -161,6 +161,8 @@ def gen_method(name: str | None) -> str:
 def gen_source(arg: str | None) -> str:
     """``FILE:NAME``: the source of a top-level class or function, as a python code block.
 
+    ``FILE`` alone: the whole file (small files only: a plugin's ``entry_points.txt``).
+
     Worked examples quote the tests that run them, so an example that stops working fails the
     test suite, and one that is renamed or removed fails the strict build here.
     """
@@ -169,6 +171,10 @@ def gen_source(arg: str | None) -> str:
     path_text, _, name = (arg or "").partition(":")
     path = ROOT / path_text
     source = path.read_text(encoding="utf-8")
+    if not name:  # a whole small file (a plugin's entry_points.txt, a templates.yaml)
+        language = {".py": "python", ".txt": "ini", ".yaml": "yaml", ".j2": "jinja"}.get(
+            path.suffix, "text")
+        return "\n".join([f"```{language} title=\"{path_text}\"", source.rstrip(), "```", ""])
     for node in ast.parse(source).body:
         if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == name:
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
@@ -227,7 +233,8 @@ def gen_backends(_: str | None) -> str:
     from capjudge.backends import BACKEND_REGISTRY
 
     out = ["| kind | class | options | default concurrency | summary |", "|---|---|---|---|---|"]
-    for kind in BACKEND_REGISTRY.names():
+    # The project's own kinds: the page must not depend on which plugins are installed.
+    for kind in filter(BACKEND_REGISTRY.is_builtin, BACKEND_REGISTRY.names()):
         cls = BACKEND_REGISTRY.get(kind)
         doc = (cls.__doc__ or "").strip().split("\n")[0]
         out.append(f"| `{kind}/...` | `{cls.__module__}.{cls.__name__}` | "
@@ -237,12 +244,12 @@ def gen_backends(_: str | None) -> str:
 
 
 def gen_datasets(_: str | None) -> str:
-    """The registered meta-eval datasets."""
+    """The built-in meta-eval datasets (one module each under ``metaeval/datasets/loaders/``)."""
     from capjudge.metaeval import datasets
 
     out = ["| `--dataset` | published file | default protocol | references | kind | about |",
            "|---|---|---|---|---|---|"]
-    for name in datasets.dataset_names():
+    for name in filter(datasets.DATASET_REGISTRY.is_builtin, datasets.dataset_names()):
         spec = datasets.get_dataset(name)
         out.append(f"| `{name}` | {_cell(spec.file) or '—'} | `{spec.default_protocol}` | "
                    f"{'yes' if spec.has_references else 'no'} | "
@@ -252,13 +259,13 @@ def gen_datasets(_: str | None) -> str:
 
 
 def gen_protocols(_: str | None) -> str:
-    """The registered meta-eval protocols."""
-    from capjudge.metaeval import protocols
+    """The protocols the built-in meta-eval datasets declare."""
+    from capjudge.metaeval import datasets
 
     out = ["| `--protocol` | dataset | rows | criterion | headline | references | rounding | "
            "description |", "|---|---|---|---|---|---|---|---|"]
-    for name in protocols.protocol_names():
-        p = protocols.PROTOCOLS[name]
+    builtin = filter(datasets.DATASET_REGISTRY.is_builtin, datasets.dataset_names())
+    for p in (p for name in builtin for p in datasets.get_dataset(name).protocols):
         refs = "all" if p.refs is None else str(p.refs)
         if p.ref_settings:
             refs += " (also " + ", ".join(str(r) for r in p.ref_settings) + ")"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,32 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared is not present")
     return SHARED
+
+
+PLUGINS = ROOT / "tests" / "plugins"
+
+
+def install_plugin_path(path: Path) -> None:
+    """Put a folder holding ``*.dist-info`` distributions on the path, as ``pip install`` would."""
+    from capjudge.registry import refresh_plugins
+
+    sys.path.insert(0, str(path))
+    refresh_plugins()
+
+
+def uninstall_plugin_path(path: Path, *modules: str) -> None:
+    """Undo :func:`install_plugin_path` and forget the plugin's imported modules."""
+    from capjudge.registry import refresh_plugins
+
+    sys.path.remove(str(path))
+    for name in [m for m in sys.modules if m.split(".")[0] in modules]:
+        del sys.modules[name]
+    refresh_plugins()
+
+
+@pytest.fixture(scope="module")
+def demo_plugin() -> Iterator[Path]:
+    """tests/plugins/capjudge_demo_plugin, "installed" (its dist-info found on sys.path)."""
+    install_plugin_path(PLUGINS)
+    yield PLUGINS
+    uninstall_plugin_path(PLUGINS, "capjudge_demo_plugin")

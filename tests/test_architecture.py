@@ -4,10 +4,13 @@
   report, aggregate, the CLI and the context stage ask the method for its metadata.
 - No module imports another module's private names.
 - The library never imports Prefect or DVC (orchestration stays in flows/ and tasks/).
+- The import graph of src/capjudge has no cycle and no arrow up the declared layers.
+- No function in src/capjudge is longer than 80 lines.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -48,4 +51,194 @@ def test_the_library_does_not_import_orchestration() -> None:
     found = [f"{p.relative_to(ROOT)}: {line.strip()}"
              for p in (ROOT / "src/capjudge").rglob("*.py")
              for line in p.read_text().splitlines() if rx.match(line)]
+    assert found == [], "\n".join(found)
+
+
+# -- the import graph ------------------------------------------------------------------------
+#
+# Every module of src/capjudge with the capjudge modules it imports, read from the source with
+# ast. Imports inside functions count like top-level ones: a lazy import defers the cost of a
+# dependency (torch, a backend's SDK, the report's plotting), not the dependency itself, so it
+# must respect the layers too and may not close a cycle (a function-level import that exists
+# only to dodge a cycle is what this test is for). ``if TYPE_CHECKING:`` imports would count
+# the same way (an annotation is a dependency of the design); there are none today.
+# ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``.
+# The implicit import of a parent package's ``__init__`` is not an edge: packages import their
+# own submodules, and those edges would make every package a cycle by construction.
+
+PACKAGE = ROOT / "src" / "capjudge"
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts = parts[:-1]
+        out[".".join(parts)] = (path, is_package)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the capjudge modules it imports (anywhere in its body)."""
+    modules = _modules()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, (path, is_package) in modules.items():
+        here = module if is_package else module.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = here
+                    for _ in range(node.level - 1):
+                        anchor = anchor.rpartition(".")[0]
+                    base = f"{anchor}.{base}" if base else anchor
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                         for a in node.names]
+            else:
+                continue
+            for name in names:
+                target = resolve(name) if name.startswith("capjudge") else None
+                if target and target != module:
+                    targets.add(target)
+        graph[module] = targets
+    return graph
+
+
+# The layers, lowest first; a module may import its own layer and the ones below, never one
+# above. Why this order:
+# - base: what knows nothing of judging (files, credentials, the registry mechanism, maths,
+#   statistics, manifests and items, media, the rate limiters).
+# - protocol: the request/response types (capjudge.protocol) and what reads only them: the
+#   request cache, the token cost estimate, the media checks of a request.
+# - prompts: templates render messages (protocol types), nothing else.
+# - backends: answer requests; they may use the cost estimate and media checks below them.
+# - client: retries, caching and rate limits around a backend (and the Batch API client,
+#   which is a JudgeClient).
+# - methods: build requests and read responses; VisCE2's context stage runs a client.
+# - stages: the pipeline's library stages (judge, aggregate, validate, compare, ingest,
+#   meta-eval, lineage, watch) use methods, clients and backends.
+# - report: reads what the stages wrote.
+# - entry: what drives everything: the CLI, the params schema (it checks ids against every
+#   registry and section against every stage's config) and the test servers/helpers.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("capjudge", "capjudge.atomic", "capjudge.credentials", "capjudge.registry",
+              "capjudge.scoring", "capjudge.progress", "capjudge.stats", "capjudge.reliability",
+              "capjudge.manifest", "capjudge.sample", "capjudge.item", "capjudge.media",
+              "capjudge.limits")),
+    ("protocol", ("capjudge.protocol", "capjudge.cache", "capjudge.cost",
+                  "capjudge.media_check")),
+    ("prompts", ("capjudge.prompts",)),
+    ("backends", ("capjudge.backends",)),
+    ("client", ("capjudge.client", "capjudge.batch_client")),
+    ("methods", ("capjudge.methods",)),
+    ("stages", ("capjudge.judge", "capjudge.aggregate", "capjudge.parts", "capjudge.validate",
+                "capjudge.compare", "capjudge.ingest", "capjudge.metaeval", "capjudge.history",
+                "capjudge.lineage", "capjudge.watch")),
+    ("report", ("capjudge.report",)),
+    ("entry", ("capjudge.cli", "capjudge.params", "capjudge.testing")),
+]
+
+
+def layer_of(module: str) -> int:
+    """The index of the layer whose longest prefix names ``module``."""
+    best, rank = -1, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), i
+    return rank
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = sorted(m for m in import_graph() if layer_of(m) < 0)
+    assert unplaced == [], f"add these modules to LAYERS: {unplaced}"
+
+
+def test_no_import_points_up_a_layer() -> None:
+    found = []
+    for module, targets in sorted(import_graph().items()):
+        for target in sorted(targets):
+            if layer_of(target) > layer_of(module):
+                found.append(f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} "
+                             f"({LAYERS[layer_of(target)][0]})")
+    assert found == [], "\n".join(found)
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` (its modules in order, the first repeated), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_cycle_and_accepts_a_dag() -> None:
+    # The check above passes on an empty result; this shows it can fail.
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_the_graph_sees_relative_and_function_level_imports(tmp_path: Path) -> None:
+    graph = import_graph()
+    # A function-level import (cli.judge imports the judge stage inside its command).
+    assert "capjudge.judge" in graph["capjudge.cli.judge"]
+    # ``from capjudge.backends import masking`` names the submodule.
+    assert "capjudge.backends.masking" in graph["capjudge.methods.cap3d"]
+    # The protocol types sit below prompts and methods.
+    assert "capjudge.protocol" in graph["capjudge.prompts"]
+    assert "capjudge.backends.base" not in graph["capjudge.prompts"]
+    # The order the layering check enforces, on the modules #23 named.
+    assert (layer_of("capjudge.protocol") < layer_of("capjudge.prompts")
+            < layer_of("capjudge.backends.base") < layer_of("capjudge.client")
+            < layer_of("capjudge.methods.gveval") < layer_of("capjudge.judge")
+            < layer_of("capjudge.report.run") < layer_of("capjudge.cli.judge"))
+
+
+
+# -- function length -------------------------------------------------------------------------
+
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_function_in_the_library_is_longer_than_80_lines() -> None:
+    # A function longer than a screen hides its steps; split it into named helpers. The length
+    # counts from the ``def`` line to the last line of the body (docstring included).
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length}")
     assert found == [], "\n".join(found)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from capjudge.backends.base import JudgeResponse, SlotResult, Usage
 from capjudge.cache import RequestCache, decode_entry, encode_entry
+from capjudge.protocol import JudgeResponse, SlotResult, Usage
 
 KEY = "ab" + "0" * 62
 

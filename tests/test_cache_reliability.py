@@ -22,9 +22,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from capjudge.atomic import HOST, clean_orphans
-from capjudge.backends.base import JudgeResponse, SlotResult, apply_min_mass
 from capjudge.cache import RequestCache
 from capjudge.cli import main as cli_main
+from capjudge.protocol import JudgeResponse, SlotResult, apply_min_mass
 from capjudge.testing.openai_server import MockOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +101,7 @@ def test_apply_min_mass_changes_only_what_min_mass_decides() -> None:
 WORKER = textwrap.dedent("""
     import json, sys
     from capjudge.backends import create_backend
-    from capjudge.backends.base import JudgeRequest, Message, ScoreSlot, Decoding
+    from capjudge.protocol import JudgeRequest, Message, ScoreSlot, Decoding
     from capjudge.client import build_client
     url, cache, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     backend = create_backend("openai/gpt-4o-2024-08-06", base_url=url, concurrency=4)

@@ -21,9 +21,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from capjudge.aggregate import AggregateConfig, run_aggregate
-from capjudge.backends.base import STATUSES
+from capjudge.backends import BACKEND_REGISTRY
 from capjudge.judge import JudgeConfig, run_judge
 from capjudge.methods import get_method, method_names
+from capjudge.protocol import STATUSES
 from capjudge.report import ReportConfig, run_report
 from capjudge.testing.openai_server import MockOpenAIServer
 from capjudge.validate import ValidateConfig, run_validate
@@ -69,11 +70,38 @@ def _backend(kind: str, server: MockOpenAIServer, tiny: str) -> tuple[str, dict[
     return f"hf/{tiny}", {"batch_size": 4}
 
 
+# Every method registered, plugins included: the demo plugin (tests/plugins) is installed for
+# this module, and any other installed plugin is listed by the registries like a built-in.
+pytestmark = pytest.mark.usefixtures("demo_plugin")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_every_method_on_every_backend(kind: str, subset: Path, server: MockOpenAIServer,
                                        tiny_vlm_path: str, tmp_path: Path) -> None:
     backend, options = _backend(kind, server, tiny_vlm_path)
+    _check_contract(backend, options, kind in TEXT_ONLY, subset, tmp_path)
+
+
+@pytest.mark.slow
+def test_every_method_on_every_plugin_backend(subset: Path, tmp_path: Path) -> None:
+    """Backend kinds from installed packages (here the demo plugin's ``demo``).
+
+    A plugin backend is built from its class's ``example_id`` (default ``KIND/example``).
+    """
+    plugins = [k for k in BACKEND_REGISTRY.names() if not BACKEND_REGISTRY.is_builtin(k)]
+    assert "demo" in plugins
+    for kind in plugins:
+        cls = BACKEND_REGISTRY.get(kind)
+        backend = getattr(cls, "example_id", f"{kind}/example")
+        _check_contract(backend, {}, not cls(backend.partition("/")[2]).capabilities.vision,
+                        subset, tmp_path / kind)
+
+
+def _check_contract(backend: str, options: dict[str, Any], text_only: bool, subset: Path,
+                    tmp_path: Path) -> None:
+    """Every method on ``backend``: the rows, the aggregate, validation and the report."""
+    kind = backend
     cache = str(tmp_path / "cache")
     dirs = []
     for name in method_names():
@@ -97,7 +125,7 @@ def test_every_method_on_every_backend(kind: str, subset: Path, server: MockOpen
         rows = pq.read_table(out / "judgements.parquet").to_pylist()
         assert rows and summary["rows"] == len(rows)
         judged = [r for r in rows if r["status"] != "skipped"]
-        if kind in TEXT_ONLY and not judged:
+        if text_only and not judged:
             # A method that needs the picture in every mode: recorded skips that say why.
             assert all("no vision input" in r["reason"] for r in rows), summary["skips"]
         else:

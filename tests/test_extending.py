@@ -17,16 +17,7 @@ import pytest
 
 from capjudge.aggregate import AggregateConfig, run_aggregate
 from capjudge.backends import BACKEND_REGISTRY, create_backend, register_backend
-from capjudge.backends.base import (
-    Backend,
-    BackendError,
-    Capabilities,
-    JudgeRequest,
-    JudgeResponse,
-    ScoreSlot,
-    SlotResult,
-    Usage,
-)
+from capjudge.backends.base import Backend, Capabilities
 from capjudge.compare import compare_series
 from capjudge.item import Item
 from capjudge.judge import JudgeConfig, run_judge
@@ -40,6 +31,14 @@ from capjudge.methods import (
     Scale,
     Skip,
     register_method,
+)
+from capjudge.protocol import (
+    BackendError,
+    JudgeRequest,
+    JudgeResponse,
+    ScoreSlot,
+    SlotResult,
+    Usage,
 )
 from capjudge.report import ReportConfig, run_report
 from capjudge.validate import ValidateConfig, ValidationFailed, run_validate
@@ -60,7 +59,7 @@ class ToyMethod(Method):
         self.check_mode(mode)
         if not item.references:
             return [Skip(item.id, mode, "toy needs references", "toy@1")]
-        from capjudge.backends.base import Message
+        from capjudge.protocol import Message
 
         text = f"{item.candidate}\n---\n" + "\n".join(item.references)
         slots = tuple(ScoreSlot(c.name, 0, 10) for c in self.criteria)

@@ -27,13 +27,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from capjudge.backends import create_backend
-from capjudge.backends.base import Decoding, JudgeRequest, Message
 from capjudge.backends.openai_backend import to_openai_messages
 from capjudge.cache import RequestCache
 from capjudge.client import JudgeClient, RetryPolicy
 from capjudge.item import load_items
 from capjudge.judge import JudgeConfig, JudgeResult, judge_items, run_judge
 from capjudge.methods.gveval import score_slot
+from capjudge.protocol import Decoding, JudgeRequest, Message
 from capjudge.testing.openai_server import FAULT_KINDS, FaultPlan, MockOpenAIServer, prompt_key
 
 TRANSPORT = ("429", "500", "503", "stall", "drop", "malformed")

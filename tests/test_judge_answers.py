@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from capjudge.backends.base import JudgeRequest, JudgeResponse, worst_status
 from capjudge.backends.logprobs import END, TokenLogprob, read_slot
 from capjudge.methods import Planned, get_method, verdict
+from capjudge.protocol import JudgeRequest, JudgeResponse, worst_status
 
 CORPUS = json.loads((Path(__file__).parent / "data" / "judge_answers.json").read_text())
 ANSWERS: list[dict[str, Any]] = CORPUS["answers"]

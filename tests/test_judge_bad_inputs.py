@@ -315,8 +315,8 @@ def test_judge_stage_survives_bad_input(setup: Setup | None, check: Check, tmp_p
 def test_token_estimate_of_an_unreadable_picture_is_the_worst_case(tmp_path: Path) -> None:
     """The cost estimate (and the client's token limiter) must not end a stage on a picture
     that is not an image any more (it raised UnidentifiedImageError)."""
-    from capjudge.backends.base import Decoding, ImagePart, JudgeRequest, Message
     from capjudge.cost import WORST_CASE_SIZE, image_tokens, request_tokens
+    from capjudge.protocol import Decoding, ImagePart, JudgeRequest, Message
 
     (tmp_path / "x.png").write_text("not an image")
     request = JudgeRequest(messages=(Message("user", (ImagePart(str(tmp_path / "x.png"),

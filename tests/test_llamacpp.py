@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 
 from capjudge.backends import create_backend
-from capjudge.backends.base import BackendError, Decoding, JudgeRequest, Message
 from capjudge.backends.logprobs import find_printed
 from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
 from capjudge.cli import main as cli_main
@@ -33,6 +32,7 @@ from capjudge.client import JudgeClient, RetryPolicy
 from capjudge.item import Item
 from capjudge.methods import get_method
 from capjudge.methods.base import MethodOptions, Planned
+from capjudge.protocol import BackendError, Decoding, JudgeRequest, Message
 
 try:
     import xllamacpp  # noqa: F401
@@ -393,7 +393,7 @@ def test_timings_are_recorded_per_judgement_row(in_process: OpenAIBackend,
 
 
 def test_no_timings_from_a_server_that_sends_none() -> None:
-    from capjudge.backends.base import JudgeResponse, ServerTimings
+    from capjudge.protocol import JudgeResponse, ServerTimings
 
     assert ServerTimings.from_server(None) is None
     assert JudgeResponse.from_json({"status": "ok"}).timings is None
@@ -497,7 +497,7 @@ def test_an_image_without_an_mmproj_is_a_recorded_refusal(in_process: OpenAIBack
 
     from PIL import Image
 
-    from capjudge.backends.base import ImagePart
+    from capjudge.protocol import ImagePart
 
     picture = tmp_path / "red.png"
     Image.new("RGB", (8, 8), (255, 0, 0)).save(picture)

@@ -149,3 +149,28 @@ def test_embedded_likelihood_judge_scores_the_sample(ingested: Path, tmp_path: P
     assert all("forward_share" in r["reasoning"] for r in shares)
     again = run_judge(ingested / "items.parquet", tmp_path / "out2", config)
     assert again["model_calls"] == 0 and again["cache_hits"] == summary["requests"]
+
+
+def test_one_gguf_parse_reads_each_file_once_and_restores_the_reader(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The embedded model's conversion opens its GGUF three times (tokenizer, config, weights);
+    # within one_gguf_parse each distinct file is parsed once and the same reader is reused.
+    import gguf
+
+    from capjudge.backends.embedded import one_gguf_parse
+
+    opened: list[str] = []
+
+    class CountingReader:
+        def __init__(self, path: str, mode: str = "r") -> None:
+            opened.append(f"{path}:{mode}")
+            self.path = path
+
+    monkeypatch.setattr(gguf, "GGUFReader", CountingReader)
+    with one_gguf_parse():
+        first = gguf.GGUFReader("a.gguf")
+        again = gguf.GGUFReader("a.gguf")
+        other = gguf.GGUFReader(Path("b.gguf"))
+    assert first is again and other is not first
+    assert opened == ["a.gguf:r", "b.gguf:r"]
+    assert gguf.GGUFReader is CountingReader  # restored: later loads parse afresh

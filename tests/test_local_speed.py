@@ -13,13 +13,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from capjudge.backends import create_backend
-from capjudge.backends.base import JudgeRequest
 from capjudge.backends.hf import HFBackend, _buckets
 from capjudge.client import JudgeClient
 from capjudge.item import Item
 from capjudge.judge import JudgeConfig, judge_items, shared_context_order
 from capjudge.methods import get_method
 from capjudge.methods.base import Planned
+from capjudge.protocol import JudgeRequest
 
 
 def _likelihood_request(context: str, tag: str) -> Planned:

@@ -145,9 +145,9 @@ def test_bidi_overrides_are_quarantined(char: str) -> None:
 
 
 def test_webp_bytes_named_png_are_sent_as_webp(tmp_path: Path) -> None:
-    from capjudge.backends.base import ImagePart
     from capjudge.backends.openai_backend import image_data_url
     from capjudge.media import sha256_file
+    from capjudge.protocol import ImagePart
 
     path = tmp_path / "looks.png"
     Image.new("RGB", (8, 8), (1, 2, 3)).save(path, format="WEBP")

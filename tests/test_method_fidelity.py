@@ -11,13 +11,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from capjudge.backends.base import ImagePart, JudgeResponse, SlotResult
 from capjudge.item import Item
 from capjudge.judge import JudgeConfig, apply_profile, method_options, summarise
 from capjudge.methods import Method, MethodOptions, Planned, Skip, get_method
 from capjudge.methods.gveval import GVEval, GVEvalACCR, frames_description
 from capjudge.methods.harmoniceval import TASK_PHRASES
 from capjudge.prompts import get_template, method_spec
+from capjudge.protocol import ImagePart, JudgeResponse, SlotResult
 
 
 def video(policy: str | None, indices: tuple[int, ...] = (0, 3, 6)) -> Item:

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from capjudge.backends.base import JudgeResponse, ScoreSlot
 from capjudge.backends.logprobs import read_slot
 from capjudge.methods import Criterion, MethodOptions, Planned
 from capjudge.methods.cap3d import Cap3D, parse_ch, parse_points
 from capjudge.methods.gveval import ACCR, GVEvalACCR, accr_slots
 from capjudge.methods.harmoniceval import HarmonicEval
 from capjudge.methods.visce2 import select_context, split_context
+from capjudge.protocol import JudgeResponse, ScoreSlot
 from capjudge.scoring import (
     harmonic_score,
     harmonic_weights,
@@ -158,16 +158,16 @@ def test_harmoniceval_paper_smoothing_uses_the_models_probabilities() -> None:
 
 def _slot_response(slot_name: str, values: list[int], probs: list[float], mass: float,
                    printed: int) -> Any:
-    from capjudge.backends.base import JudgeResponse, SlotResult
+    from capjudge.protocol import JudgeResponse, SlotResult
 
     return JudgeResponse("ok", text=str(printed), slots=[
         SlotResult(slot_name, values, probs, mass, "logprobs", "ok", None, printed)])
 
 
 def test_harmoniceval_criterion_score_is_the_papers_and_renormalised_is_an_option() -> None:
-    from capjudge.backends.base import JudgeRequest
     from capjudge.methods import Planned
     from capjudge.methods.harmoniceval import HarmonicEval, rating_slot
+    from capjudge.protocol import JudgeRequest
 
     values = [1, 2, 3, 4, 5]
     response = _slot_response("correctness", values, [0, 0, 0, 0.75, 0.25], 0.8, 4)
@@ -184,9 +184,9 @@ def test_harmoniceval_criterion_score_is_the_papers_and_renormalised_is_an_optio
 
 
 def test_visce2_score_is_the_printed_integer_with_the_expected_value_beside_it() -> None:
-    from capjudge.backends.base import JudgeRequest
     from capjudge.methods import Planned
     from capjudge.methods.visce2 import VisCE2, rating_slot
+    from capjudge.protocol import JudgeRequest
 
     values = list(range(101))
     probs = [0.0] * 101
@@ -205,9 +205,9 @@ def test_visce2_score_is_the_printed_integer_with_the_expected_value_beside_it()
 
 
 def test_gveval_keeps_the_expected_value_and_flags_disagreeing_paths() -> None:
-    from capjudge.backends.base import JudgeRequest
     from capjudge.methods import Planned
     from capjudge.methods.gveval import GVEval, score_slot
+    from capjudge.protocol import JudgeRequest
 
     values = list(range(101))
     probs = [0.0] * 101

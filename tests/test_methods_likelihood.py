@@ -7,11 +7,11 @@ import math
 
 import pytest
 
-from capjudge.backends.base import JudgeResponse
 from capjudge.item import Item
 from capjudge.methods import Planned, Skip, get_method
 from capjudge.methods.base import MethodOptions
 from capjudge.methods.likelihood import detokenise, explained_share, sigmoid
+from capjudge.protocol import JudgeResponse
 
 
 @pytest.mark.parametrize(("raw", "expected"), [

@@ -15,11 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from capjudge.backends import create_backend
-from capjudge.backends.base import Decoding, JudgeRequest, Message
 from capjudge.cache import RequestCache
 from capjudge.cli import main as cli_main
-from capjudge.client import JudgeClient, RateLimiter, RetryPolicy
+from capjudge.client import JudgeClient, RetryPolicy
+from capjudge.limits import RateLimiter
 from capjudge.methods.gveval import score_slot
+from capjudge.protocol import Decoding, JudgeRequest, Message
 from capjudge.scoring import summarise
 from capjudge.testing.openai_server import MockOpenAIServer, Scripted
 from helpers import FakeClock
@@ -62,8 +63,8 @@ def test_expected_score_from_scripted_top_logprobs(split: bool, space: bool) -> 
 def test_request_carries_logprobs_settings_and_images_as_data_urls(tmp_path: Path) -> None:
     from PIL import Image
 
-    from capjudge.backends.base import ImagePart
     from capjudge.media import sha256_file
+    from capjudge.protocol import ImagePart
 
     Image.new("RGB", (8, 8)).save(tmp_path / "x.png")
     sha = sha256_file(tmp_path / "x.png")  # pictures are sent only if they match their hash
@@ -163,7 +164,7 @@ def test_rate_limiter_spaces_requests_and_tokens() -> None:
 
 
 def test_api_key_only_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from capjudge.backends.base import BackendError
+    from capjudge.protocol import BackendError
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

@@ -7,11 +7,11 @@ from dataclasses import replace
 import jinja2
 import pytest
 
-from capjudge.backends.base import ImagePart
 from capjudge.item import Item
 from capjudge.methods import MethodOptions, Planned
 from capjudge.methods.gveval import GVEval
 from capjudge.prompts import all_templates, get_template, versions_lock
+from capjudge.protocol import ImagePart
 
 
 def test_every_template_text_matches_its_pinned_version() -> None:

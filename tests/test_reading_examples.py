@@ -13,10 +13,10 @@ import pytest
 from PIL import Image
 
 from capjudge.backends import create_backend
-from capjudge.backends.base import Decoding, JudgeRequest, Message
 from capjudge.cli import main as cli_main
 from capjudge.client import JudgeClient, RetryPolicy
 from capjudge.methods.gveval import score_slot
+from capjudge.protocol import Decoding, JudgeRequest, Message
 from capjudge.scoring import harmonic_score
 from capjudge.testing.openai_server import (
     MockOpenAIServer,
@@ -224,8 +224,8 @@ def test_a_200_with_an_error_body_is_retried_and_keeps_the_message(
 def test_text_only_is_a_status_everywhere_it_is_counted() -> None:
     import pandas as pd
 
-    from capjudge.backends.base import STATUSES
     from capjudge.methods import Criterion, get_method, verdict
+    from capjudge.protocol import STATUSES
     from capjudge.report.agreement import series_agreement
     from capjudge.validate import ValidateConfig, build_checks
 

@@ -18,11 +18,11 @@ from capjudge.aggregate import (
     combine_repeats,
     run_aggregate,
 )
-from capjudge.backends.base import Decoding, JudgeRequest, Message
 from capjudge.compare import compare_runs
 from capjudge.compare import render as render_comparison
 from capjudge.judge import JudgeConfig, check_repeatable, repeat_planned, run_judge
 from capjudge.methods import Planned, Verdict
+from capjudge.protocol import Decoding, JudgeRequest, Message
 from capjudge.reliability import TwinCandidate, find_twins, is_adversarial, quoted_score
 from capjudge.report import ReportConfig, run_report
 from capjudge.testing.openai_server import MockOpenAIServer

@@ -18,16 +18,11 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from capjudge.backends.base import (
-    Capabilities,
-    Decoding,
-    JudgeRequest,
-    JudgeResponse,
-    Message,
-)
+from capjudge.backends.base import Capabilities
 from capjudge.backends.fake import FakeBackend
-from capjudge.client import JudgeClient, RateLimiter
-from capjudge.limits import FilePause, FileRateLimiter
+from capjudge.client import JudgeClient
+from capjudge.limits import FilePause, FileRateLimiter, RateLimiter
+from capjudge.protocol import Decoding, JudgeRequest, JudgeResponse, Message
 from helpers import FakeClock
 
 # Columns that differ between two runs by nature (timing, where an answer came from).

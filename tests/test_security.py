@@ -200,7 +200,7 @@ def test_score_json_never_prints_the_key(tmp_path: Path, monkeypatch: pytest.Mon
 ])
 def test_backend_errors_are_redacted_when_made(message: str, kept: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from capjudge.backends.base import BackendError
+    from capjudge.protocol import BackendError
 
     monkeypatch.setenv("MY_SERVICE_API_KEY", AUTH_CANARY)
     text = str(BackendError(message, transient=False))

@@ -9,8 +9,8 @@ import pytest
 from tiny_llama import build_tiny_llama
 
 from capjudge.backends import create_backend
-from capjudge.backends.base import ScoreSlot
 from capjudge.backends.hf import HFBackend
+from capjudge.protocol import ScoreSlot
 
 FIRST = ScoreSlot("score", 1, 5, anchor="", position="first", forced_prefix="")
 GVEVAL = ScoreSlot("score", 0, 100, label="final score")
@@ -100,7 +100,7 @@ def test_anchored_slot_read_at_the_digits_after_the_anchor(llama: HFBackend) -> 
 
 
 def test_generate_records_the_forced_anchor(llama: HFBackend, tmp_path: Path) -> None:
-    from capjudge.backends.base import Decoding, JudgeRequest, Message
+    from capjudge.protocol import Decoding, JudgeRequest, Message
 
     request = JudgeRequest(messages=(Message("user", ("Rate the caption from 0 to 100.",)),),
                            slots=(GVEVAL,), decoding=Decoding(max_tokens=4), template="t@1")

@@ -80,7 +80,7 @@ from pathlib import Path
 from typing import Any
 
 from capjudge.atomic import HOST, is_orphan
-from capjudge.backends.base import JudgeResponse
+from capjudge.protocol import JudgeResponse
 
 log = logging.getLogger(__name__)
 

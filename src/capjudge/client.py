@@ -9,8 +9,9 @@ about *calling* them lives here, once:
 - retries of transient failures (429, 5xx, timeouts, malformed bodies) with exponential backoff
   and full jitter, honouring ``Retry-After`` when the server sends one: the wait is capped
   (``max_retry_after_s``; past the cap the request fails with the reason instead of sleeping
-  for a day), and every worker of the client pauses until the window ends (:class:`SharedPause`),
-  so the others do not keep sending into a window the server asked us to leave alone;
+  for a day), and every worker of the client pauses until the window ends
+  (:class:`~capjudge.limits.SharedPause`), so the others do not keep sending into a window the
+  server asked us to leave alone;
 - a client-side requests-per-minute and tokens-per-minute limiter;
 - a thread pool of ``concurrency`` workers;
 - per-request statuses: a request that still fails is an ``error`` (or ``refused``) response
@@ -25,17 +26,18 @@ import logging
 import random
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from capjudge.backends.base import Backend, BackendError, JudgeRequest, JudgeResponse
+from capjudge.backends.base import Backend
 from capjudge.cache import RequestCache, is_cacheable
 from capjudge.cost import request_tokens
 from capjudge.credentials import redact
+from capjudge.limits import Limiter, Pause, RateLimiter, SharedPause, shared_limits
+from capjudge.protocol import BackendError, JudgeRequest, JudgeResponse
 
 log = logging.getLogger(__name__)
 
@@ -46,106 +48,6 @@ CONSERVATIVE_REQUEST_TOKENS = 4000
 # Rounds of follow-ups an answer may take (a 0-100 score needs at most two: the leading digits,
 # then "10" on the way to "100").
 MAX_FOLLOW_UP_ROUNDS = 4
-
-
-class Limiter(Protocol):
-    """What the client asks before every send.
-
-    :class:`RateLimiter` for the threads of one process,
-    :class:`capjudge.limits.FileRateLimiter` for workers in several processes or on several
-    hosts.
-    """
-
-    def acquire(self, tokens: int = 0, requests: int = 1) -> float:
-        """Block until ``requests`` requests carrying ``tokens`` tokens fit.
-
-        Returns the seconds waited.
-        """
-
-
-def window_budget(per_minute: float | None, window_s: float) -> float | None:
-    """A per-minute budget scaled to a window of ``window_s`` seconds (None: unlimited)."""
-    return None if per_minute is None else per_minute * window_s / 60.0
-
-
-class RateLimiter:
-    """Sliding-window limiter on requests and tokens per minute (thread-safe).
-
-    ``rpm`` and ``tpm`` are per-minute budgets, enforced over sliding windows of ``window_s``
-    seconds with the budget scaled to the window (``rpm * window_s / 60`` requests per
-    window): providers that enforce a minute's budget in shorter quanta are met by a shorter
-    window. A batch counts as its number of requests, not as one.
-    """
-
-    def __init__(self, rpm: float | None = None, tpm: float | None = None,
-                 window_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self.rpm, self.tpm, self.window = rpm, tpm, window_s
-        self._max_requests = window_budget(rpm, window_s)
-        self._max_tokens = window_budget(tpm, window_s)
-        self._events: deque[tuple[float, int, int]] = deque()  # (time, requests, tokens)
-        self._lock = threading.Lock()
-        self._clock, self._sleep = clock, sleep
-
-    def acquire(self, tokens: int = 0, requests: int = 1) -> float:
-        """Block until ``requests`` requests of ``tokens`` tokens in all fit.
-
-        Returns the time waited. A batch larger than the whole budget still goes, alone in its
-        window.
-        """
-        if self.rpm is None and self.tpm is None:
-            return 0.0
-        waited = 0.0
-        while True:
-            with self._lock:
-                now = self._clock()
-                while self._events and self._events[0][0] <= now - self.window:
-                    self._events.popleft()
-                fits = not self._events or (
-                    (self._max_requests is None
-                     or sum(e[1] for e in self._events) + requests <= self._max_requests)
-                    and (self._max_tokens is None
-                         or sum(e[2] for e in self._events) + tokens <= self._max_tokens))
-                if fits:
-                    self._events.append((now, requests, tokens))
-                    return waited
-                delay = max(0.01, self._events[0][0] + self.window - now)
-            self._sleep(delay)
-            waited += delay
-
-
-class Pause(Protocol):
-    """A pause shared by every worker that calls one server: what a ``Retry-After`` sets.
-
-    :class:`SharedPause` shares it between the threads of one client; a runner that spreads a
-    judge over processes or hosts can pass its own implementation (a timestamp in a shared file
-    or key-value store) as ``JudgeClient(pause=...)``.
-    """
-
-    def pause_for(self, seconds: float) -> None:
-        """Ask every worker to send nothing for ``seconds`` from now (windows only extend)."""
-
-    def remaining(self) -> float:
-        """Seconds until the current window ends (0 when no pause is in force)."""
-
-
-class SharedPause:
-    """:class:`Pause` for the threads of one process (thread-safe)."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._until = 0.0
-        self._lock = threading.Lock()
-        self._clock = clock
-
-    def pause_for(self, seconds: float) -> None:
-        """Ask every thread to send nothing for ``seconds`` from now (windows only extend)."""
-        with self._lock:
-            self._until = max(self._until, self._clock() + max(0.0, seconds))
-
-    def remaining(self) -> float:
-        """Seconds until the current window ends (0 when no pause is in force)."""
-        with self._lock:
-            return max(0.0, self._until - self._clock())
 
 
 DEFAULT_MAX_RETRY_AFTER_S = 120.0
@@ -436,88 +338,112 @@ class JudgeClient:
         attempt = 0
         while todo:
             attempt += 1
-            if self.auth_failure is not None:
+            not_sent = self._not_sent_reason()
+            if not_sent is not None:
                 for i in todo:
-                    out[i] = JudgeResponse(status="error", attempts=attempt - 1, reason=(
-                        f"not sent: the server rejected the credentials "
-                        f"({self.auth_failure})"))
-                break
-            refused = self._wait_for_pause()
-            if refused is not None:
-                # The server asked every worker to stay away longer than we may wait: fail
-                # what is left with that reason rather than send into the window.
-                for i in todo:
-                    out[i] = JudgeResponse(status="error", reason=refused, attempts=attempt - 1)
+                    out[i] = JudgeResponse(status="error", reason=not_sent, attempts=attempt - 1)
                 break
             # Every request of the batch counts against rpm (a batch of 16 is 16 requests).
             self.limiter.acquire(sum(self._tokens(batch[i]) for i in todo), len(todo))
-            started = time.perf_counter()
-            try:
-                with self._slots:
-                    started = time.perf_counter()  # latency, not the wait for a slot
-                    answers = self.backend.generate([batch[i] for i in todo])
-            except BackendError as exc:
-                # Raised rather than returned (e.g. a picture that changed since ingest, found
-                # while building the request): an expected failure, recorded with its reason.
-                log.warning("backend %s: %s", self.backend.backend_id, exc)
-                answers = [exc] * len(todo)
-            except Exception as exc:  # noqa: BLE001 - a backend bug must not lose the batch
-                log.exception("backend %s raised", self.backend.backend_id)
-                answers = [BackendError(f"backend raised {type(exc).__name__}: {exc}",
-                                        transient=False)] * len(todo)
-            elapsed = time.perf_counter() - started
+            answers, elapsed = self._generate([batch[i] for i in todo])
             with self._lock:
                 stats.calls += len(todo)
             retry_later: list[int] = []
             retry_after: float | None = None
             for i, answer in zip(todo, answers, strict=True):
                 if isinstance(answer, JudgeResponse):
-                    answer = self._follow_up(batch[i], answer, stats)
-                    answer.attempts = attempt
-                    if not answer.latency_s:
-                        answer.latency_s = elapsed / len(todo)
-                    out[i] = answer
-                    with self._lock:
-                        stats.prompt_tokens += answer.usage.prompt_tokens
-                        stats.completion_tokens += answer.usage.completion_tokens
-                    if self.cache is not None:
-                        answer.read_with = self._read_with()
-                        self._store(keys[i], answer, batch[i], stats)
-                elif getattr(answer, "auth", False):
-                    # Stop at once: every further request would be rejected the same way.
-                    with self._lock:
-                        self.auth_failure = self.auth_failure or str(answer)
-                        stats.auth_failure = stats.auth_failure or str(answer)
-                    out[i] = JudgeResponse(status="error", attempts=attempt, reason=(
-                        f"authentication failed: {answer}"))
-                elif (answer.transient and answer.retry_after is not None
-                      and answer.retry_after > self.retry.max_retry_after_s):
-                    # Everyone else stays away too (see _wait_for_pause).
-                    self.pause.pause_for(answer.retry_after)
-                    out[i] = JudgeResponse(status=answer.status, attempts=attempt, reason=(
-                        f"{answer} (the server asked to retry after {answer.retry_after:g} s, "
-                        f"over the {self.retry.max_retry_after_s:g} s cap, max_retry_after_s; "
-                        f"not retried; after {attempt} attempt{'s' if attempt > 1 else ''})"))
-                elif answer.transient and attempt < self.retry.max_attempts:
-                    retry_later.append(i)
-                    if answer.retry_after is not None:
-                        retry_after = max(retry_after or 0.0, answer.retry_after)
-                else:
-                    why = f"{answer} (after {attempt} attempt{'s' if attempt > 1 else ''})"
-                    out[i] = JudgeResponse(status=answer.status, reason=why, attempts=attempt)
+                    out[i] = self._accept(batch[i], keys[i], answer, attempt,
+                                          elapsed / len(todo), stats)
+                    continue
+                final = self._failed(answer, attempt, stats)
+                if final is not None:
+                    out[i] = final
+                    continue
+                retry_later.append(i)
+                if answer.retry_after is not None:
+                    retry_after = max(retry_after or 0.0, answer.retry_after)
             todo = retry_later
             if todo:
-                if retry_after is not None:
-                    # The window is the server's, not this worker's: every worker waits it out.
-                    self.pause.pause_for(retry_after)
-                with self._lock:
-                    stats.retries += len(todo)
-                    delay = self.retry.delay(attempt, retry_after, self._rng)
-                log.info("retrying %d request(s) in %.2f s (attempt %d)", len(todo), delay,
-                         attempt + 1)
-                self._sleep(delay)
+                self._back_off(len(todo), attempt, retry_after, stats)
         return [o if o is not None else JudgeResponse(status="error", reason="not answered")
                 for o in out]
+
+    def _not_sent_reason(self) -> str | None:
+        """Why nothing more may be sent (credentials rejected, a pause past the cap), or None."""
+        if self.auth_failure is not None:
+            return f"not sent: the server rejected the credentials ({self.auth_failure})"
+        # The server asked every worker to stay away longer than we may wait: fail what is
+        # left with that reason rather than send into the window.
+        return self._wait_for_pause()
+
+    def _generate(self, requests: list[JudgeRequest]
+                  ) -> tuple[list[JudgeResponse | BackendError], float]:
+        """One backend call: per request an answer or its error, and the seconds it took."""
+        started = time.perf_counter()
+        try:
+            with self._slots:
+                started = time.perf_counter()  # latency, not the wait for a slot
+                answers = self.backend.generate(requests)
+        except BackendError as exc:
+            # Raised rather than returned (e.g. a picture that changed since ingest, found
+            # while building the request): an expected failure, recorded with its reason.
+            log.warning("backend %s: %s", self.backend.backend_id, exc)
+            answers = [exc] * len(requests)
+        except Exception as exc:  # noqa: BLE001 - a backend bug must not lose the batch
+            log.exception("backend %s raised", self.backend.backend_id)
+            answers = [BackendError(f"backend raised {type(exc).__name__}: {exc}",
+                                    transient=False)] * len(requests)
+        return answers, time.perf_counter() - started
+
+    def _accept(self, request: JudgeRequest, key: str, answer: JudgeResponse, attempt: int,
+                latency_s: float, stats: ClientStats) -> JudgeResponse:
+        """An answer finished (follow-ups), counted and cached."""
+        answer = self._follow_up(request, answer, stats)
+        answer.attempts = attempt
+        if not answer.latency_s:
+            answer.latency_s = latency_s
+        with self._lock:
+            stats.prompt_tokens += answer.usage.prompt_tokens
+            stats.completion_tokens += answer.usage.completion_tokens
+        if self.cache is not None:
+            answer.read_with = self._read_with()
+            self._store(key, answer, request, stats)
+        return answer
+
+    def _failed(self, error: BackendError, attempt: int, stats: ClientStats
+                ) -> JudgeResponse | None:
+        """A failed request's final response, or None when it is to be retried."""
+        if getattr(error, "auth", False):
+            # Stop at once: every further request would be rejected the same way.
+            with self._lock:
+                self.auth_failure = self.auth_failure or str(error)
+                stats.auth_failure = stats.auth_failure or str(error)
+            return JudgeResponse(status="error", attempts=attempt, reason=(
+                f"authentication failed: {error}"))
+        if (error.transient and error.retry_after is not None
+                and error.retry_after > self.retry.max_retry_after_s):
+            # Everyone else stays away too (see _wait_for_pause).
+            self.pause.pause_for(error.retry_after)
+            return JudgeResponse(status=error.status, attempts=attempt, reason=(
+                f"{error} (the server asked to retry after {error.retry_after:g} s, "
+                f"over the {self.retry.max_retry_after_s:g} s cap, max_retry_after_s; "
+                f"not retried; after {attempt} attempt{'s' if attempt > 1 else ''})"))
+        if error.transient and attempt < self.retry.max_attempts:
+            return None
+        why = f"{error} (after {attempt} attempt{'s' if attempt > 1 else ''})"
+        return JudgeResponse(status=error.status, reason=why, attempts=attempt)
+
+    def _back_off(self, n: int, attempt: int, retry_after: float | None,
+                  stats: ClientStats) -> None:
+        """Wait before retrying ``n`` requests (a ``Retry-After`` pauses every worker)."""
+        if retry_after is not None:
+            # The window is the server's, not this worker's: every worker waits it out.
+            self.pause.pause_for(retry_after)
+        with self._lock:
+            stats.retries += n
+            delay = self.retry.delay(attempt, retry_after, self._rng)
+        log.info("retrying %d request(s) in %.2f s (attempt %d)", n, delay, attempt + 1)
+        self._sleep(delay)
 
     def _follow_up(self, request: JudgeRequest, answer: JudgeResponse, stats: ClientStats
                    ) -> JudgeResponse:
@@ -637,8 +563,8 @@ def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
 
     ``max_retry_after_s`` caps a ``Retry-After`` wait; ``pause`` replaces the per-client
     ``Retry-After`` pause (for a runner that shares it between processes). ``rate_window_s``
-    is the window rpm/tpm are enforced over (:class:`RateLimiter`). With ``shared_dir`` the
-    rpm/tpm window and the ``Retry-After`` pause live in files there
+    is the window rpm/tpm are enforced over (:class:`~capjudge.limits.RateLimiter`). With
+    ``shared_dir`` the rpm/tpm window and the ``Retry-After`` pause live in files there
     (:func:`capjudge.limits.shared_limits`), so they hold across every process and host that
     builds its client with the same folder.
     """
@@ -653,8 +579,6 @@ def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
         _clean_once(cache)
     limiter: Limiter | None = None
     if shared_dir is not None:
-        from capjudge.limits import shared_limits
-
         limiter, file_pause = shared_limits(shared_dir, backend.describe(), rpm, tpm,
                                             rate_window_s)
         pause = pause or file_pause

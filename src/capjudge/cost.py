@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from capjudge.backends.base import ImagePart, JudgeRequest
+from capjudge.protocol import ImagePart, JudgeRequest
 
 log = logging.getLogger(__name__)
 

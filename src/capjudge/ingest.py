@@ -485,24 +485,41 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
                                "raw": safe_text(raw.raw)})
             continue
         first_line[row.id] = raw.line
-        for key in ("tile_path", "judge_path"):
-            media[key] = stored_path(media[key], out, relative_paths)
-        items.append({
-            "id": row.id, "line": row.line, "task": row.task,
-            "media_root": stored_path(str(media_root), out, relative_paths),
-            **media,
-            "candidate": row.candidate, "references": row.references,
-            "question": row.question, "system": row.system,
-            "labels": json.dumps(row.labels, sort_keys=True),
-            # allow_nan=False: validate_fields already encoded what JSON cannot hold; a NaN
-            # here would be a bug, not a bad row.
-            "extra": json.dumps(row.extra, sort_keys=True, ensure_ascii=False,
-                                allow_nan=False),
-        })
+        items.append(_item_record(row, media, media_root, out, relative_paths))
         if n_rows % 50 == 0:
             log.info("ingest: %d rows read, %d items, %d quarantined", n_rows, len(items),
                      len(quarantine))
 
+    return _write_outputs(manifest, out, items, quarantine, n_rows, config)
+
+
+def _item_record(row: ValidRow, media: dict[str, Any], media_root: Path, out: Path,
+                 relative_paths: bool) -> dict[str, Any]:
+    """A valid row with its media record as a row of the items table."""
+    for key in ("tile_path", "judge_path"):
+        media[key] = stored_path(media[key], out, relative_paths)
+    return {
+        "id": row.id, "line": row.line, "task": row.task,
+        "media_root": stored_path(str(media_root), out, relative_paths),
+        **media,
+        "candidate": row.candidate, "references": row.references,
+        "question": row.question, "system": row.system,
+        "labels": json.dumps(row.labels, sort_keys=True),
+        # allow_nan=False: validate_fields already encoded what JSON cannot hold; a NaN
+        # here would be a bug, not a bad row.
+        "extra": json.dumps(row.extra, sort_keys=True, ensure_ascii=False,
+                            allow_nan=False),
+    }
+
+
+def _write_outputs(manifest: Path, out: Path, items: list[dict[str, Any]],
+                   quarantine: list[dict[str, Any]], n_rows: int, config: IngestConfig
+                   ) -> IngestResult:
+    """Write the items and quarantine tables and the summary; the counts.
+
+    Raises:
+        ManifestError: the manifest held no rows.
+    """
     if n_rows == 0:
         # Nothing to judge is a mistake (a wrong file, an empty export), not a success.
         raise ManifestError(f"{manifest}: the manifest holds no rows")

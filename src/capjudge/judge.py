@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from capjudge.atomic import atomic_path, stage_outputs, write_json
 from capjudge.backends import create_backend
-from capjudge.backends.base import Backend, Decoding, JudgeResponse
+from capjudge.backends.base import Backend
 from capjudge.client import (
     DEFAULT_MAX_RETRY_AFTER_S,
     AuthError,
@@ -57,6 +57,7 @@ from capjudge.methods import (
     get_method,
     verdict,
 )
+from capjudge.protocol import Decoding, JudgeResponse
 
 log = logging.getLogger(__name__)
 
@@ -813,7 +814,7 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
     backend = backend or make_backend(config)
     progress = progress or progress_logger(f"judge {config.method}")
     if config.submit == "batch":
-        from capjudge.backends.openai_batch import make_batch_client
+        from capjudge.batch_client import make_batch_client
 
         # Batches are submitted and polled by this one process; their state (batches.json)
         # lives in the stage's output directory unless batch_options.state_dir says otherwise.

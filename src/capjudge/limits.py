@@ -1,7 +1,8 @@
 """Rate limits and ``Retry-After`` pauses shared by every worker of a judge, through files.
 
-:class:`~capjudge.client.RateLimiter` and :class:`~capjudge.client.SharedPause` hold for the
-threads of one process. When a runner spreads a judge over several processes (a Dask or Ray
+What the client (:class:`~capjudge.client.JudgeClient`) asks before every send: a
+:class:`Limiter` and a :class:`Pause`. :class:`RateLimiter` and :class:`SharedPause` hold for
+the threads of one process. When a runner spreads a judge over several processes (a Dask or Ray
 cluster), each process would otherwise keep its own budget and the judge as a whole would send
 ``workers x rpm``. The classes here keep the budget and the pause in small files in a directory
 every worker sees (by default next to the request cache, which must be shared anyway):
@@ -19,7 +20,7 @@ What holds where
     ``lockd`` do; some FUSE and object-store mounts do not) and as far as the hosts' clocks
     agree (the window is in wall-clock time: run NTP; a skew of ``s`` seconds lets at most the
     sends of ``s`` seconds through early). A deployment without such a filesystem can implement
-    :class:`~capjudge.client.Limiter` and :class:`~capjudge.client.Pause` on a key-value store.
+    :class:`Limiter` and :class:`Pause` on a key-value store.
 
 Cost
     Nothing when no ``rpm``/``tpm`` is set (the limiter is not built). Otherwise one
@@ -39,12 +40,112 @@ import math
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from capjudge.atomic import write_text
-from capjudge.client import window_budget
+
+
+class Limiter(Protocol):
+    """What the client asks before every send.
+
+    :class:`RateLimiter` for the threads of one process,
+    :class:`FileRateLimiter` for workers in several processes or on several
+    hosts.
+    """
+
+    def acquire(self, tokens: int = 0, requests: int = 1) -> float:
+        """Block until ``requests`` requests carrying ``tokens`` tokens fit.
+
+        Returns the seconds waited.
+        """
+
+
+def window_budget(per_minute: float | None, window_s: float) -> float | None:
+    """A per-minute budget scaled to a window of ``window_s`` seconds (None: unlimited)."""
+    return None if per_minute is None else per_minute * window_s / 60.0
+
+
+class RateLimiter:
+    """Sliding-window limiter on requests and tokens per minute (thread-safe).
+
+    ``rpm`` and ``tpm`` are per-minute budgets, enforced over sliding windows of ``window_s``
+    seconds with the budget scaled to the window (``rpm * window_s / 60`` requests per
+    window): providers that enforce a minute's budget in shorter quanta are met by a shorter
+    window. A batch counts as its number of requests, not as one.
+    """
+
+    def __init__(self, rpm: float | None = None, tpm: float | None = None,
+                 window_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.rpm, self.tpm, self.window = rpm, tpm, window_s
+        self._max_requests = window_budget(rpm, window_s)
+        self._max_tokens = window_budget(tpm, window_s)
+        self._events: deque[tuple[float, int, int]] = deque()  # (time, requests, tokens)
+        self._lock = threading.Lock()
+        self._clock, self._sleep = clock, sleep
+
+    def acquire(self, tokens: int = 0, requests: int = 1) -> float:
+        """Block until ``requests`` requests of ``tokens`` tokens in all fit.
+
+        Returns the time waited. A batch larger than the whole budget still goes, alone in its
+        window.
+        """
+        if self.rpm is None and self.tpm is None:
+            return 0.0
+        waited = 0.0
+        while True:
+            with self._lock:
+                now = self._clock()
+                while self._events and self._events[0][0] <= now - self.window:
+                    self._events.popleft()
+                fits = not self._events or (
+                    (self._max_requests is None
+                     or sum(e[1] for e in self._events) + requests <= self._max_requests)
+                    and (self._max_tokens is None
+                         or sum(e[2] for e in self._events) + tokens <= self._max_tokens))
+                if fits:
+                    self._events.append((now, requests, tokens))
+                    return waited
+                delay = max(0.01, self._events[0][0] + self.window - now)
+            self._sleep(delay)
+            waited += delay
+
+
+class Pause(Protocol):
+    """A pause shared by every worker that calls one server: what a ``Retry-After`` sets.
+
+    :class:`SharedPause` shares it between the threads of one client; a runner that spreads a
+    judge over processes or hosts can pass its own implementation (a timestamp in a shared file
+    or key-value store) as ``JudgeClient(pause=...)``.
+    """
+
+    def pause_for(self, seconds: float) -> None:
+        """Ask every worker to send nothing for ``seconds`` from now (windows only extend)."""
+
+    def remaining(self) -> float:
+        """Seconds until the current window ends (0 when no pause is in force)."""
+
+
+class SharedPause:
+    """:class:`Pause` for the threads of one process (thread-safe)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._until = 0.0
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def pause_for(self, seconds: float) -> None:
+        """Ask every thread to send nothing for ``seconds`` from now (windows only extend)."""
+        with self._lock:
+            self._until = max(self._until, self._clock() + max(0.0, seconds))
+
+    def remaining(self) -> float:
+        """Seconds until the current window ends (0 when no pause is in force)."""
+        with self._lock:
+            return max(0.0, self._until - self._clock())
 
 # Buckets per window: bounds the state file at ~100 entries whatever the rpm.
 _BUCKETS = 100
@@ -112,7 +213,7 @@ def scope_key(facts: dict[str, Any]) -> str:
 class FileRateLimiter:
     """Sliding-window rpm/tpm limiter whose window lives in a file shared by every worker.
 
-    The same interface and budget rules as :class:`~capjudge.client.RateLimiter`: ``rpm`` and
+    The same interface and budget rules as :class:`RateLimiter`: ``rpm`` and
     ``tpm`` per minute, enforced over windows of ``window_s`` seconds with the budget scaled to
     the window; a batch counts as its number of requests; a batch larger than the whole budget
     goes alone.
@@ -175,7 +276,7 @@ class FileRateLimiter:
 
 
 class FilePause:
-    """:class:`~capjudge.client.Pause` in a file.
+    """:class:`Pause` in a file.
 
     A ``Retry-After`` seen by one worker makes every worker of every process that shares the
     file wait.

@@ -103,7 +103,7 @@ def collect(params_path: Path, ingest_dir: Path, judge_dirs: list[Path],
 
 def register(run: dict[str, Any], report_dir: Path, registry: Path) -> Path:
     """Copy the run's database and lineage into the registry; returns the run's folder."""
-    target = registry / run["run_id"]
+    target = registry / str(run["run_id"])  # a run id is a string (see collect)
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy2(report_dir / "capjudge.duckdb", target / "capjudge.duckdb")
     (target / "lineage.json").write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
@@ -133,8 +133,8 @@ def resolve_run(ref: str, registry: Path) -> Path:
         return p / "capjudge.duckdb"
     runs = list_runs(registry)
     if ref in ("latest", "previous") and len(runs) >= (1 if ref == "latest" else 2):
-        return registry / runs[-1 if ref == "latest" else -2]["run_id"] / "capjudge.duckdb"
-    matches = [r["run_id"] for r in runs if r["run_id"].startswith(ref)]
+        return registry / str(runs[-1 if ref == "latest" else -2]["run_id"]) / "capjudge.duckdb"
+    matches = [str(r["run_id"]) for r in runs if r["run_id"].startswith(ref)]
     if len(matches) == 1:
         return registry / matches[0] / "capjudge.duckdb"
     raise FileNotFoundError(f"no single run matches {ref!r} in {registry} "

@@ -596,6 +596,8 @@ def _arrow_column(name: str, column: Any, errors: dict[int, str]) -> list[Any]:
         # datetime.time has microseconds only, and pyarrow silently truncates to them.
         return [None if v is None else _time_ns(v)
                 for v in column.cast(pa.int64()).to_pylist()]
+    # ``column`` is a pyarrow ChunkedArray (untyped here): to_pylist gives the column's values.
+    values: list[Any]
     try:
         values = column.to_pylist()
     except Exception:  # noqa: BLE001 - e.g. a timestamp out of datetime's range
@@ -726,66 +728,89 @@ def validate_fields(row: RawRow, max_candidate_chars: int | None = None,
     if row.error is not None or row.data is None:
         return None, [row.error or "unreadable row"]
     d = row.data
+    # Each check appends its reasons, in the order of the fields (the order users see).
     reasons: list[str] = []
-
-    def text_field(key: str, required: bool, max_chars: int | None = None) -> str | None:
-        value = d.get(key)
-        if value is None:
-            if required:
-                reasons.append(f"missing {key!r}")
-            return None
-        if not isinstance(value, str):
-            reasons.append(f"{key!r} must be a string, got {type(value).__name__}")
-            return None
-        if max_chars is not None and len(value) > max_chars:
-            # Checked first: scanning megabytes for control characters is wasted work.
-            reasons.append(f"{key!r} is too long ({len(value):,} characters; "
-                           f"the limit is {max_chars:,})")
-            return None
-        problem = text_problem(value)
-        if problem:
-            reasons.append(f"{key!r} {problem}")
-            return None
-        return value
-
-    item_id = text_field("id", required=True)
+    item_id = _text_field(d, "id", True, reasons)
     if item_id is not None and is_blank(item_id):
         reasons.append("'id' is empty")
-    task = text_field("task", required=False) or "caption"
+    task = _text_field(d, "task", False, reasons) or "caption"
     if task not in TASKS:
         reasons.append(f"'task' must be one of {', '.join(TASKS)}, got {task!r}")
+    kind, media = _media_field(d, reasons)
+    candidate = _text_field(d, "candidate", True, reasons, max_chars=max_candidate_chars)
+    if candidate is not None and is_blank(candidate):
+        reasons.append("'candidate' is empty" + (
+            " (only invisible characters)" if candidate.strip() else ""))
+    limits = limits or FieldLimits()
+    references = _references_field(d, limits, reasons)
+    question = _text_field(d, "question", False, reasons)
+    system = _text_field(d, "system", False, reasons)
+    labels = _labels_field(d, limits, reasons)
+    extra = _extra_fields(d, reasons)
+    if reasons:
+        return None, reasons
+    assert item_id is not None and candidate is not None
+    return ValidRow(
+        line=row.line, id=item_id, task=task, media_kind=kind, media=media,
+        candidate=candidate, references=references, question=question, system=system,
+        labels=labels, extra=extra,
+    ), []
 
+
+def _text_field(d: dict[str, Any], key: str, required: bool, reasons: list[str],
+                max_chars: int | None = None) -> str | None:
+    """A text field's value, or None with the reason appended (absent, not text, too long)."""
+    value = d.get(key)
+    if value is None:
+        if required:
+            reasons.append(f"missing {key!r}")
+        return None
+    if not isinstance(value, str):
+        reasons.append(f"{key!r} must be a string, got {type(value).__name__}")
+        return None
+    if max_chars is not None and len(value) > max_chars:
+        # Checked first: scanning megabytes for control characters is wasted work.
+        reasons.append(f"{key!r} is too long ({len(value):,} characters; "
+                       f"the limit is {max_chars:,})")
+        return None
+    problem = text_problem(value)
+    if problem:
+        reasons.append(f"{key!r} {problem}")
+        return None
+    return value
+
+
+def _media_field(d: dict[str, Any], reasons: list[str]) -> tuple[str, list[str]]:
+    """The media kind and paths (exactly one of image, video, views); reasons appended."""
     present = [k for k in MEDIA_KEYS if d.get(k) not in (None, "", [])]
     media: list[str] = []
-    kind = ""
     if len(present) != 1:
         reasons.append(
             "exactly one of 'image', 'video' or 'views' is required"
             + (f" (got {', '.join(present)})" if present else "")
         )
-    else:
-        kind = present[0]
-        value = d[kind]
-        if kind == "views":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                reasons.append("'views' must be a list of paths")
-            else:
-                media = list(value)
-        elif not isinstance(value, str):
-            reasons.append(f"{kind!r} must be a path string, got {type(value).__name__}")
+        return "", media
+    kind = present[0]
+    value = d[kind]
+    if kind == "views":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            reasons.append("'views' must be a list of paths")
         else:
-            media = [value]
-        for m in media:
-            problem = text_problem(m)
-            if problem:
-                reasons.append(f"media path {problem}")
+            media = list(value)
+    elif not isinstance(value, str):
+        reasons.append(f"{kind!r} must be a path string, got {type(value).__name__}")
+    else:
+        media = [value]
+    for m in media:
+        problem = text_problem(m)
+        if problem:
+            reasons.append(f"media path {problem}")
+    return kind, media
 
-    candidate = text_field("candidate", required=True, max_chars=max_candidate_chars)
-    if candidate is not None and is_blank(candidate):
-        reasons.append("'candidate' is empty" + (
-            " (only invisible characters)" if candidate.strip() else ""))
 
-    limits = limits or FieldLimits()
+def _references_field(d: dict[str, Any], limits: FieldLimits, reasons: list[str]
+                      ) -> list[str]:
+    """The non-blank references; reasons appended for a wrong type, too many or a bad one."""
     references: list[str] = []
     refs = d.get("references", [])
     if isinstance(refs, str):
@@ -809,37 +834,45 @@ def validate_fields(row: RawRow, max_candidate_chars: int | None = None,
                 reasons.append(f"references[{i}] {problem}")
             elif not is_blank(ref):
                 references.append(ref)
+    return references
 
-    question = text_field("question", required=False)
-    system = text_field("system", required=False)
 
+def _labels_field(d: dict[str, Any], limits: FieldLimits, reasons: list[str]
+                  ) -> dict[str, float | list[float]]:
+    """The human labels (a number or a list of numbers each); reasons appended."""
     labels: dict[str, float | list[float]] = {}
     raw_labels = d.get("labels", {})
     if not isinstance(raw_labels, dict):
         reasons.append(f"'labels' must be an object, got {type(raw_labels).__name__}")
-    else:
-        for name, value in raw_labels.items():
-            if isinstance(value, list):
-                if not value:
-                    reasons.append(f"labels[{name!r}] is an empty list")
-                    continue
-                checked = [_number(v) for v in value]
-                checked = [(n, why or limits.label_problem(name, n)) for n, why in checked]
-                problems = [(i, bad) for i, (_, bad) in enumerate(checked) if bad]
-                if problems:
-                    reasons.append(f"labels[{name!r}][{problems[0][0]}] {problems[0][1]}")
-                else:
-                    labels[name] = [n for n, _ in checked if n is not None]
+        return labels
+    for name, value in raw_labels.items():
+        if isinstance(value, list):
+            if not value:
+                reasons.append(f"labels[{name!r}] is an empty list")
+                continue
+            checked = [_number(v) for v in value]
+            checked = [(n, why or limits.label_problem(name, n)) for n, why in checked]
+            problems = [(i, bad) for i, (_, bad) in enumerate(checked) if bad]
+            if problems:
+                reasons.append(f"labels[{name!r}][{problems[0][0]}] {problems[0][1]}")
             else:
-                num, why = _number(value)
-                why = why or limits.label_problem(name, num)
-                if why:
-                    reasons.append(f"labels[{name!r}] {why}")
-                elif num is not None:
-                    labels[name] = num
+                labels[name] = [n for n, _ in checked if n is not None]
+        else:
+            num, why = _number(value)
+            why = why or limits.label_problem(name, num)
+            if why:
+                reasons.append(f"labels[{name!r}] {why}")
+            elif num is not None:
+                labels[name] = num
+    return labels
 
-    # Unknown keys are stored as JSON: convert now, so a value JSON cannot hold is a reason
-    # here instead of a crash when the items table is written.
+
+def _extra_fields(d: dict[str, Any], reasons: list[str]) -> dict[str, Any]:
+    """The row's unknown keys as JSON values; reasons appended for what JSON cannot hold.
+
+    Converted now, so a value JSON cannot hold is a reason here instead of a crash when the
+    items table is written.
+    """
     extra: dict[str, Any] = {}
     for key, value in d.items():
         if key in KNOWN_KEYS:
@@ -852,12 +885,4 @@ def validate_fields(row: RawRow, max_candidate_chars: int | None = None,
             extra[key] = to_json_value(value)
         except ValueError as exc:
             reasons.append(f"extra {key!r} cannot be stored: {exc}")
-
-    if reasons:
-        return None, reasons
-    assert item_id is not None and candidate is not None
-    return ValidRow(
-        line=row.line, id=item_id, task=task, media_kind=kind, media=media,
-        candidate=candidate, references=references, question=question, system=system,
-        labels=labels, extra=extra,
-    ), []
+    return extra

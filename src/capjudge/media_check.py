@@ -30,8 +30,8 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from capjudge.backends.base import BackendError, ImagePart, JudgeRequest, Message
 from capjudge.item import Item
+from capjudge.protocol import BackendError, ImagePart, JudgeRequest, Message
 
 
 class MediaChangedError(BackendError):

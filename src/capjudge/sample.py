@@ -401,8 +401,18 @@ def generate_sample(out_dir: str | Path, seed: int = 0, n_images: int = 20,
         raise ValueError("candidates_per_image must be between 4 and 8")
     out = Path(out_dir)
     rng = random.Random(seed)
-    rows: list[dict[str, Any]] = []
+    # One generator for the whole suite, drawn from in this order (images, then objects):
+    # the suite a seed gives stays the one it gave.
+    rows = _image_rows(out, rng, n_images, candidates_per_image)
+    rows += _video_rows(out)
+    rows += _object_rows(out, rng)
+    return _write_suite(out, rows, seed, n_images)
 
+
+def _image_rows(out: Path, rng: random.Random, n_images: int, candidates_per_image: int
+                ) -> list[dict[str, Any]]:
+    """Render the scenes; their candidate rows (and one adversarial row per early scene)."""
+    rows: list[dict[str, Any]] = []
     for i in range(n_images):
         main_shape, second_shape = rng.sample(SHAPES, 2)
         main_colour, second_colour = rng.sample(sorted(COLOURS), 2)
@@ -437,7 +447,12 @@ def generate_sample(out_dir: str | Path, seed: int = 0, n_images: int = 20,
                 "system": "captioner-adv", "labels": _labels("adversarial", 0, 1, rng),
                 "error_type": "adversarial",
             })
+    return rows
 
+
+def _video_rows(out: Path) -> list[dict[str, Any]]:
+    """Encode the video scenarios; a true, a temporally false and a partial caption each."""
+    rows: list[dict[str, Any]] = []
     for k, scenario in enumerate(VIDEO_SCENARIOS):
         ext = "mp4" if k % 2 == 0 else "webm"
         rel = f"videos/{scenario.name}.{ext}"
@@ -454,7 +469,12 @@ def generate_sample(out_dir: str | Path, seed: int = 0, n_images: int = 20,
                            "relevance": rel_, "overall": (acc + comp + conc + rel_) / 4},
                 "error_type": kind,
             })
+    return rows
 
+
+def _object_rows(out: Path, rng: random.Random) -> list[dict[str, Any]]:
+    """Render the 3D objects' views; their candidate rows and one adversarial row."""
+    rows: list[dict[str, Any]] = []
     for kind, colour in OBJECTS:
         views = []
         for v, yaw in enumerate((30, 120, 210, 300)):
@@ -481,7 +501,12 @@ def generate_sample(out_dir: str | Path, seed: int = 0, n_images: int = 20,
                    "correct_attributes": 0, "hallucinations": 1},
         "error_type": "adversarial",
     })
+    return rows
 
+
+def _write_suite(out: Path, rows: list[dict[str, Any]], seed: int, n_images: int
+                 ) -> dict[str, int]:
+    """Write ``manifest.jsonl``, LICENSE and README; the counts per media kind."""
     with (out / "manifest.jsonl").open("w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")

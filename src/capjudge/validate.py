@@ -25,8 +25,8 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from capjudge.backends.base import STATUSES
 from capjudge.methods import Method, Scale, get_method
+from capjudge.protocol import STATUSES
 
 log = logging.getLogger(__name__)
 

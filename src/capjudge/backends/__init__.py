@@ -12,7 +12,9 @@ id                         backend
 
 A backend kind is a :class:`~capjudge.backends.base.Backend` subclass registered under the
 part of the id before the ``/``; it declares the options it accepts, its default concurrency
-and how it fingerprints its model. Register another with ``@register_backend("kind")``.
+and how it fingerprints its model. An installed package adds a kind through the
+``capjudge.backends`` entry-point group (``kind = "package.module:Class"``), code with
+``@register_backend("kind")``; see :mod:`capjudge.registry`.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from capjudge.backends.base import Backend, BackendError
-from capjudge.registry import Registry
+from capjudge.backends.base import Backend
+from capjudge.protocol import BackendError
+from capjudge.registry import Registry, subclass_check
 
 DEFAULT_BACKEND = "embedded/gemma-3-270m"
 
-BACKEND_REGISTRY: Registry[type[Backend]] = Registry("backend kind")
+BACKEND_REGISTRY: Registry[type[Backend]] = Registry("backend kind", group="capjudge.backends",
+                                                     check=subclass_check(Backend))
 BACKEND_REGISTRY.add_lazy("openai", "capjudge.backends.openai_backend:OpenAIBackend")
 BACKEND_REGISTRY.add_lazy("hf", "capjudge.backends.hf:HFBackend")
 BACKEND_REGISTRY.add_lazy("embedded", "capjudge.backends.embedded:EmbeddedBackend")
@@ -50,11 +54,13 @@ def backend_class(backend_id: str) -> type[Backend]:
         raise BackendError(f"backend id {backend_id!r} must look like KIND/NAME "
                            f"({', '.join(k + '/...' for k in BACKEND_REGISTRY.names())})",
                            transient=False)
+    if kind not in BACKEND_REGISTRY:
+        raise BackendError(f"unknown backend kind {kind!r} in {backend_id!r}; known: "
+                           f"{', '.join(BACKEND_REGISTRY.names())}", transient=False)
     try:
         return BACKEND_REGISTRY.get(kind)
-    except KeyError as exc:
-        raise BackendError(f"unknown backend kind {kind!r} in {backend_id!r}; known: "
-                           f"{', '.join(BACKEND_REGISTRY.names())}", transient=False) from exc
+    except KeyError as exc:  # claimed twice, or a plugin that cannot be loaded
+        raise BackendError(str(exc), transient=False) from exc
 
 
 def create_backend(backend_id: str, **options: Any) -> Backend:

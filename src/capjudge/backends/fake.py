@@ -16,10 +16,10 @@ import hashlib
 import math
 from collections.abc import Sequence
 
-from capjudge.backends.base import (
-    Backend,
+from capjudge.backends.base import Backend, Capabilities
+from capjudge.cost import request_tokens
+from capjudge.protocol import (
     BackendError,
-    Capabilities,
     JudgeRequest,
     JudgeResponse,
     SlotResult,
@@ -27,7 +27,6 @@ from capjudge.backends.base import (
     Usage,
     worst_status,
 )
-from capjudge.cost import request_tokens
 from capjudge.scoring import normalise
 
 SCRIPTS = ("hash", "fail", "refuse", "lowmass")

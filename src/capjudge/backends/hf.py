@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import (
-    Backend,
+from capjudge.backends.base import Backend, Capabilities
+from capjudge.backends.logprobs import find_printed
+from capjudge.protocol import (
     BackendError,
-    Capabilities,
     ImagePart,
     JudgeRequest,
     JudgeResponse,
@@ -53,7 +53,6 @@ from capjudge.backends.base import (
     Usage,
     worst_status,
 )
-from capjudge.backends.logprobs import find_printed
 from capjudge.scoring import normalise
 
 log = logging.getLogger(__name__)
@@ -96,6 +95,34 @@ class TreeStats:
     tokens: int = 0  # token positions fed to the model (padding included)
 
 
+def _torch_dtype(dtype: str, device: str, quantize: str | None) -> Any:
+    """The torch dtype the weights load in, with the checks of ``dtype`` and ``quantize``.
+
+    Raises:
+        BackendError: an unknown dtype or quantisation, or int8 asked off float32 on the CPU.
+    """
+    import torch
+
+    # ``quantize="int8"`` (dynamic int8 linear layers) is a constructor argument for the
+    # benchmark only, not a backend option: it lost 5.7 tau-c points against float32 on
+    # the first 60 Flickr8k-Expert candidates (bench/bench_local.py), beyond the 0.3 a
+    # numerics option may cost.
+    if quantize not in (None, "int8"):
+        raise BackendError(f"quantize must be 'int8' or unset, not {quantize!r}",
+                           transient=False)
+    if dtype == "auto":
+        torch_dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    elif dtype in ("float32", "bfloat16", "float16"):
+        torch_dtype = getattr(torch, dtype)
+    else:
+        raise BackendError(f"dtype must be auto, float32, bfloat16 or float16, not {dtype!r}",
+                           transient=False)
+    if quantize and (torch_dtype != torch.float32 or not device.startswith("cpu")):
+        raise BackendError("quantize: int8 is dynamic quantisation of float32 weights on "
+                           "the CPU (dtype float32, device cpu)", transient=False)
+    return torch_dtype
+
+
 class HFBackend(Backend):
     """A local transformers model (causal LM or image-text-to-text VLM)."""
 
@@ -103,6 +130,10 @@ class HFBackend(Backend):
                          "prune", "prefix_sharing", "prefix_cache_size",
                          "max_scored_positions", "threads", "tree_mask"})
     shared = True  # loading costs seconds and memory: once per process
+    # transformers objects (untyped here); set by _load.
+    processor: Any
+    tokenizer: Any
+    model: Any
 
     @classmethod
     def create(cls, name: str, **options: Any) -> Backend:
@@ -129,23 +160,7 @@ class HFBackend(Backend):
         self.prune = prune
         config = AutoConfig.from_pretrained(self.path)
         self.is_vlm = hasattr(config, "vision_config")
-        # ``quantize="int8"`` (dynamic int8 linear layers) is a constructor argument for the
-        # benchmark only, not a backend option: it lost 5.7 tau-c points against float32 on
-        # the first 60 Flickr8k-Expert candidates (bench/bench_local.py), beyond the 0.3 a
-        # numerics option may cost.
-        if quantize not in (None, "int8"):
-            raise BackendError(f"quantize must be 'int8' or unset, not {quantize!r}",
-                               transient=False)
-        if dtype == "auto":
-            torch_dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
-        elif dtype in ("float32", "bfloat16", "float16"):
-            torch_dtype = getattr(torch, dtype)
-        else:
-            raise BackendError(f"dtype must be auto, float32, bfloat16 or float16, not {dtype!r}",
-                               transient=False)
-        if quantize and (torch_dtype != torch.float32 or not self.device.startswith("cpu")):
-            raise BackendError("quantize: int8 is dynamic quantisation of float32 weights on "
-                               "the CPU (dtype float32, device cpu)", transient=False)
+        torch_dtype = _torch_dtype(dtype, self.device, quantize)
         # The stage's share of the cores (torch's default is every core of the machine; a
         # stage that owns fewer, e.g. under taskset or a CPU quota, would oversubscribe).
         self.threads = int(threads) if threads else default_threads()
@@ -156,12 +171,27 @@ class HFBackend(Backend):
         self.numerics = "int8-dynamic" if quantize else (
             "" if torch_dtype == torch.float32 or dtype == "auto" else dtype)
         self.tree_mask = bool(tree_mask)
+        self._load(torch_dtype)
+        if quantize:
+            # Linear layers only (the attention and MLP projections, and the vocabulary head):
+            # int8 weights, activations quantised on the fly per batch.
+            from torch.ao.quantization import quantize_dynamic
+
+            self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
+        self._weights = weights_sha256(self.path)
+        self.capabilities = Capabilities(vision=self.is_vlm, distribution="exact",
+                                         max_batch=batch_size, concurrency=1,
+                                         likelihood=not self.is_vlm)
+        self._init_memos(prefix_sharing, prefix_cache_size, max_scored_positions)
+
+    def _load(self, torch_dtype: Any) -> None:
+        """Load the processor (VLMs), tokenizer and model; left padding, digit token ids."""
         if self.is_vlm:
             from transformers import AutoModelForImageTextToText, AutoProcessor
 
-            self.processor: Any = AutoProcessor.from_pretrained(self.path)
-            self.tokenizer: Any = self.processor.tokenizer
-            self.model: Any = AutoModelForImageTextToText.from_pretrained(
+            self.processor = AutoProcessor.from_pretrained(self.path)
+            self.tokenizer = self.processor.tokenizer
+            self.model = AutoModelForImageTextToText.from_pretrained(
                 self.path, dtype=torch_dtype)
         else:
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -175,16 +205,10 @@ class HFBackend(Backend):
         self.tokenizer.padding_side = "left"
         self._digit_ids = self._single_digit_ids()
         self._digit_start = self._digit_start_mask()
-        if quantize:
-            # Linear layers only (the attention and MLP projections, and the vocabulary head):
-            # int8 weights, activations quantised on the fly per batch.
-            from torch.ao.quantization import quantize_dynamic
 
-            self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
-        self._weights = weights_sha256(self.path)
-        self.capabilities = Capabilities(vision=self.is_vlm, distribution="exact",
-                                         max_batch=batch_size, concurrency=1,
-                                         likelihood=not self.is_vlm)
+    def _init_memos(self, prefix_sharing: bool, prefix_cache_size: int,
+                    max_scored_positions: int) -> None:
+        """The per-process memos of likelihoods and tokens, and the pass size limits."""
         # (context, text) -> (log-likelihood, tokens): a pure function of the weights, so
         # shared pairs (a reference's unconditional likelihood, scored for every candidate of
         # its image) are computed once per process.
@@ -250,10 +274,13 @@ class HFBackend(Backend):
         """
         if self._digit_ids is not None and value >= 0:
             return [self._digit_ids[d] for d in str(value)]
-        head = self.tokenizer.encode("$", add_special_tokens=False)
-        full = self.tokenizer.encode(f"${value}", add_special_tokens=False)
-        return full[len(head):] if full[:len(head)] == head else \
-            self.tokenizer.encode(str(value), add_special_tokens=False)
+        # transformers is untyped here (ignore_missing_imports); encode returns token ids.
+        head: list[int] = self.tokenizer.encode("$", add_special_tokens=False)
+        full: list[int] = self.tokenizer.encode(f"${value}", add_special_tokens=False)
+        if full[:len(head)] == head:
+            return full[len(head):]
+        alone: list[int] = self.tokenizer.encode(str(value), add_special_tokens=False)
+        return alone
 
     def _digit_start_mask(self) -> Any:
         """Boolean mask over the vocabulary: tokens whose text starts with a digit.

@@ -25,9 +25,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import BackendError, Capabilities
+from capjudge.backends.base import Capabilities
 from capjudge.backends.embedded import EMBEDDED_MODELS, models_dir
 from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
+from capjudge.protocol import BackendError
 from capjudge.stopping import exit_promptly_on_signals
 
 log = logging.getLogger(__name__)

@@ -55,8 +55,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from capjudge.backends.base import ScoreSlot, SlotResult, Status
 from capjudge.backends.masking import find_decline, mask_text
+from capjudge.protocol import ScoreSlot, SlotResult, Status
 from capjudge.scoring import normalise
 
 END = "<end>"

@@ -38,7 +38,7 @@ has no cap of 20); its logprobs entries carry token ``id`` and ``bytes`` (the to
 text is what is read; digits are ASCII), its usage's ``prompt_tokens_details.cached_tokens`` and
 its ``timings`` object are summed in :attr:`OpenAIBackend.server_stats`, and each answer's
 timings (summed over its follow-ups) are on the response
-(:class:`~capjudge.backends.base.ServerTimings`; a judgement row's ``server_timings``); its
+(:class:`~capjudge.protocol.ServerTimings`; a judgement row's ``server_timings``); its
 errors are statuses: a context overflow (``exceed_context_size_error``) a non-transient error
 naming it, an unavailable slot/server (503) transient.
 """
@@ -55,22 +55,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from capjudge.backends.base import (
-    Backend,
-    BackendError,
-    Capabilities,
-    Decoding,
-    ImagePart,
-    JudgeRequest,
-    JudgeResponse,
-    Message,
-    ScoreSlot,
-    ServerTimings,
-    SlotResult,
-    Status,
-    Usage,
-    worst_status,
-)
+from capjudge.backends.base import Backend, Capabilities
 from capjudge.backends.logprobs import (
     READING_RULES_VERSION,
     Located,
@@ -88,6 +73,20 @@ from capjudge.backends.logprobs import (
 )
 from capjudge.credentials import CredentialsInURLError, check_url, strip_userinfo
 from capjudge.media_check import read_verified
+from capjudge.protocol import (
+    BackendError,
+    Decoding,
+    ImagePart,
+    JudgeRequest,
+    JudgeResponse,
+    Message,
+    ScoreSlot,
+    ServerTimings,
+    SlotResult,
+    Status,
+    Usage,
+    worst_status,
+)
 
 # Reasoning models refuse logprobs requests (HTTP 403): they cannot give a distribution.
 NO_LOGPROBS_PREFIXES = ("o1", "o3", "o4", "gpt-5")
@@ -403,13 +402,13 @@ class OpenAIBackend(Backend):
         """Send each request as its own chat completion; per request a response or an error."""
         return [self._one(r) for r in requests]
 
-    # -- the wire format, shared with the Batch API (capjudge.backends.openai_batch) ---------
+    # -- the wire format, shared with the Batch API (capjudge.batch_client) -------------------
 
     @property
     def api(self) -> Any:
         """The ``openai.OpenAI`` client (files and batches for the Batch API).
 
-        Used by :mod:`capjudge.backends.openai_batch`.
+        Used by :mod:`capjudge.batch_client`.
         """
         return self._client
 

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from capjudge.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_STRICT, EXIT_USAGE, UsageError
+from capjudge.registry import RegistryError
 
 SUBCOMMANDS = ("sample", "ingest", "score", "judge", "batch", "estimate_cost", "meta_eval",
                "compare", "watch", "runs", "history", "prepare_model", "serve")
@@ -49,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     try:
         code: int = args.func(args)
-    except UsageError as exc:
+    except (UsageError, RegistryError) as exc:  # RegistryError: a plugin that fails to load
         print(f"capjudge {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

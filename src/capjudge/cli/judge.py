@@ -21,9 +21,9 @@ def run(args: argparse.Namespace) -> int:
     """Judge and write judgements.parquet + summary.json (exit 3 on failures with --strict)."""
     from dataclasses import replace
 
-    from capjudge.backends.base import BackendError
     from capjudge.client import AuthError
     from capjudge.judge import run_judge
+    from capjudge.protocol import BackendError
 
     config = judge_config(args, args.modes)
     try:

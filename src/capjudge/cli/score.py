@@ -107,10 +107,10 @@ def run(args: argparse.Namespace) -> int:
     """Score the item; print the result (exit 3 when it got no score)."""
     import math
 
-    from capjudge.backends.base import BackendError
     from capjudge.judge import judge_items, make_backend, make_client
     from capjudge.manifest import is_blank
     from capjudge.methods import get_method, verdict
+    from capjudge.protocol import BackendError
 
     if is_blank(args.caption):
         raise UsageError("--caption is empty")

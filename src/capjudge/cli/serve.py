@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
     Once serving, it does not return: the process exits with status 0 on the signal.
     """
-    from capjudge.backends.base import BackendError
     from capjudge.backends.llamacpp import resolve_model, server_params, start_engine
+    from capjudge.protocol import BackendError
 
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be 1-65535, got {args.port}")

@@ -193,32 +193,7 @@ def run_meta_eval(dataset: str, path: str, *, protocol: str | None = None,
         _require_references(dataset, data, pairs, base)
         result["n_pairs"] = len(pairs)
         for suffix, n_refs in settings:
-            texts = [p.a for p in pairs] + [p.b for p in pairs]
-            references = [(p.references[:n_refs] if n_refs else p.references)
-                          for p in pairs] * 2
-            scores = _score_all(texts, references, base, judges or {})
-            for name, values in scores.items():
-                a, b = values[:len(pairs)], values[len(pairs):]
-                ok = [k for k in range(len(pairs)) if a[k] is not None and b[k] is not None]
-                res = pairwise_accuracy([a[k] for k in ok],  # type: ignore[misc]
-                                        [b[k] for k in ok],  # type: ignore[misc]
-                                        [pairs[k].prefers_a for k in ok])
-                by_category = {}
-                for cat in sorted({pairs[k].category for k in ok}):
-                    idx = [k for k in ok if pairs[k].category == cat]
-                    by_category[cat] = pairwise_accuracy(
-                        [a[k] for k in idx], [b[k] for k in idx],  # type: ignore[misc]
-                        [pairs[k].prefers_a for k in idx]).accuracy
-                entry: dict[str, Any] = {
-                    "accuracy": res.accuracy,
-                    "accuracy_ties_correct": res.accuracy_ties_correct,
-                    "accuracy_ties_half": res.accuracy_ties_half, "ties": res.ties, "n": res.n,
-                    "failed_pairs": len(pairs) - len(ok), "by_category": by_category,
-                    "mean_over_categories": float(np.mean(list(by_category.values())))
-                    if by_category else math.nan}
-                if suffix:
-                    entry["references_used"] = n_refs
-                result["metrics"][name + suffix] = entry
+            _pairwise_setting(result, pairs, suffix, n_refs, base, judges or {})
         return result
 
     candidates = [c for c in data.candidates if c.system not in proto.exclude_systems]
@@ -230,40 +205,81 @@ def run_meta_eval(dataset: str, path: str, *, protocol: str | None = None,
     result["n_rows"] = len(rows.index)
     criteria = sorted({k for c in candidates for k in c.ratings})
     for suffix, n_refs in settings:
-        remaining = base
-        if proto.rows == "ratings" and base:
-            # Reference-based baselines are scored on the row list itself (one entry per
-            # rating row), as CLIPScore does: CIDEr's document frequencies then match the
-            # published ones.
-            texts = [candidates[i].candidate for i in rows.index]
-            references = [(candidates[i].references[:n_refs] if n_refs
-                           else candidates[i].references) for i in rows.index]
-            base_scores = _score_all(texts, references, base, {})
-            row_rows = Rows(list(range(len(rows.index))), rows.human, rows.annotator)
-            for name, values in base_scores.items():
-                result["metrics"][name + suffix] = correlate(values, row_rows, proto, n_boot)
-            remaining = []
-        texts = [c.candidate for c in candidates]
-        references = [(c.references[:n_refs] if n_refs else c.references) for c in candidates]
-        scores = _score_all(texts, references, remaining, judges or {})
-        for name, values in scores.items():
-            result["metrics"][name + suffix] = correlate(values, rows, proto, n_boot)
-        if suffix:
-            for name in [*base, *(judges or {})]:
-                if name + suffix in result["metrics"]:
-                    result["metrics"][name + suffix]["references_used"] = n_refs
-        if len(criteria) > 1 and scores:
-            human = {}
-            for crit in criteria:
-                r = arrange(candidates, proto, crit)
-                if len(r.index) == len(rows.index):
-                    human[crit] = r
-            result.setdefault("criterion_matrix_kendall_tau_b", {}).update({
-                name + suffix: {crit: kendall_tau_b([values[i] for i in r.index], r.human)
-                                for crit, r in human.items()
-                                if all(values[i] is not None for i in r.index)}
-                for name, values in scores.items()})
+        _candidate_setting(result, candidates, rows, criteria, proto, suffix, n_refs, base,
+                           judges or {}, n_boot)
     return result
+
+
+def _pairwise_setting(result: dict[str, Any], pairs: Sequence[Pair], suffix: str,
+                      n_refs: int | None, base: Sequence[str], judges: dict[str, Scorer]
+                      ) -> None:
+    """Score the pairs under one reference setting; each metric's accuracy into ``result``."""
+    texts = [p.a for p in pairs] + [p.b for p in pairs]
+    references = [(p.references[:n_refs] if n_refs else p.references)
+                  for p in pairs] * 2
+    scores = _score_all(texts, references, base, judges)
+    for name, values in scores.items():
+        a, b = values[:len(pairs)], values[len(pairs):]
+        ok = [k for k in range(len(pairs)) if a[k] is not None and b[k] is not None]
+        res = pairwise_accuracy([a[k] for k in ok],  # type: ignore[misc]
+                                [b[k] for k in ok],  # type: ignore[misc]
+                                [pairs[k].prefers_a for k in ok])
+        by_category = {}
+        for cat in sorted({pairs[k].category for k in ok}):
+            idx = [k for k in ok if pairs[k].category == cat]
+            by_category[cat] = pairwise_accuracy(
+                [a[k] for k in idx], [b[k] for k in idx],  # type: ignore[misc]
+                [pairs[k].prefers_a for k in idx]).accuracy
+        entry: dict[str, Any] = {
+            "accuracy": res.accuracy,
+            "accuracy_ties_correct": res.accuracy_ties_correct,
+            "accuracy_ties_half": res.accuracy_ties_half, "ties": res.ties, "n": res.n,
+            "failed_pairs": len(pairs) - len(ok), "by_category": by_category,
+            "mean_over_categories": float(np.mean(list(by_category.values())))
+            if by_category else math.nan}
+        if suffix:
+            entry["references_used"] = n_refs
+        result["metrics"][name + suffix] = entry
+
+
+def _candidate_setting(result: dict[str, Any], candidates: Sequence[Candidate], rows: Rows,
+                       criteria: Sequence[str], proto: Protocol, suffix: str,
+                       n_refs: int | None, base: Sequence[str], judges: dict[str, Scorer],
+                       n_boot: int) -> None:
+    """Score the candidates under one reference setting; each metric's correlations in."""
+    remaining = base
+    if proto.rows == "ratings" and base:
+        # Reference-based baselines are scored on the row list itself (one entry per
+        # rating row), as CLIPScore does: CIDEr's document frequencies then match the
+        # published ones.
+        texts = [candidates[i].candidate for i in rows.index]
+        references = [(candidates[i].references[:n_refs] if n_refs
+                       else candidates[i].references) for i in rows.index]
+        base_scores = _score_all(texts, references, base, {})
+        row_rows = Rows(list(range(len(rows.index))), rows.human, rows.annotator)
+        for name, values in base_scores.items():
+            result["metrics"][name + suffix] = correlate(values, row_rows, proto, n_boot)
+        remaining = []
+    texts = [c.candidate for c in candidates]
+    references = [(c.references[:n_refs] if n_refs else c.references) for c in candidates]
+    scores = _score_all(texts, references, remaining, judges)
+    for name, values in scores.items():
+        result["metrics"][name + suffix] = correlate(values, rows, proto, n_boot)
+    if suffix:
+        for name in [*base, *judges]:
+            if name + suffix in result["metrics"]:
+                result["metrics"][name + suffix]["references_used"] = n_refs
+    if len(criteria) > 1 and scores:
+        human = {}
+        for crit in criteria:
+            r = arrange(candidates, proto, crit)
+            if len(r.index) == len(rows.index):
+                human[crit] = r
+        result.setdefault("criterion_matrix_kendall_tau_b", {}).update({
+            name + suffix: {crit: kendall_tau_b([values[i] for i in r.index], r.human)
+                            for crit, r in human.items()
+                            if all(values[i] is not None for i in r.index)}
+            for name, values in scores.items()})
 
 
 def _require_references(dataset: str, data: MetaDataset, items: Sequence[Candidate | Pair],

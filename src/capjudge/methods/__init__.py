@@ -13,8 +13,10 @@ method                  what it is
 
 Each method is a :class:`~capjudge.methods.base.Method` that declares its own scales, pass
 marks, criteria, what needs the image, how criteria combine and its system-level aggregates.
-Adding a method is its module plus its prompts folder and one :func:`register_method` line
-(or the decorator, from any code that is imported before use).
+Adding a built-in method is its module plus its prompts folder and one ``add_lazy`` line
+below. An installed package adds one through the ``capjudge.methods`` entry-point group
+(``name = "package.module:Class"``), and code with the :func:`register_method` decorator; see
+:mod:`capjudge.registry` for what happens on a name clash or a broken plugin.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ from capjudge.methods.base import (
     slot_criteria,
     verdict,
 )
-from capjudge.registry import Registry
+from capjudge.registry import Registry, subclass_check
 
-METHOD_REGISTRY: Registry[type[Method]] = Registry("method")
+METHOD_REGISTRY: Registry[type[Method]] = Registry("method", group="capjudge.methods",
+                                                 check=subclass_check(Method))
 METHOD_REGISTRY.add_lazy("gveval", "capjudge.methods.gveval:GVEval")
 METHOD_REGISTRY.add_lazy("gveval-accr", "capjudge.methods.gveval:GVEvalACCR")
 METHOD_REGISTRY.add_lazy("visce2", "capjudge.methods.visce2:VisCE2")
@@ -54,7 +57,8 @@ def get_method(name: str) -> Method:
     """A method instance by registry name (imported lazily).
 
     Raises:
-        KeyError: no method of that name; the message lists the registered ones.
+        RegistryError: (a ``KeyError``) no method of that name (the message lists the
+            registered ones), a name claimed twice, or a plugin that cannot be loaded.
     """
     cls = METHOD_REGISTRY.get(name)
     method = cls()
@@ -64,7 +68,7 @@ def get_method(name: str) -> Method:
 
 
 def method_names() -> list[str]:
-    """Every registered method name (nothing is imported)."""
+    """Every registered method name, plugins included (nothing is imported)."""
     return METHOD_REGISTRY.names()
 
 

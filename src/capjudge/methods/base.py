@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from capjudge.backends.base import Decoding, ImagePart, JudgeRequest, JudgeResponse, Status
 from capjudge.item import Item
+from capjudge.protocol import Decoding, ImagePart, JudgeRequest, JudgeResponse, Status
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from capjudge.backends.base import JudgeRequest, JudgeResponse
 from capjudge.backends.masking import find_decline, mask_text
 from capjudge.item import Item
 from capjudge.methods.base import (
@@ -33,6 +32,7 @@ from capjudge.methods.base import (
     item_image,
 )
 from capjudge.prompts import get_template
+from capjudge.protocol import JudgeRequest, JudgeResponse
 from capjudge.scoring import precision, precision_macro, precision_micro
 
 _NUMBER = r"(?:\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?|\d*\.\d+|\d+\s*[½¼¾]|[½¼¾]|\d+)"

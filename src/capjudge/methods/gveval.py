@@ -27,7 +27,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from capjudge.backends.base import JudgeRequest, ScoreSlot
 from capjudge.item import Item
 from capjudge.methods.base import (
     Criterion,
@@ -40,6 +39,7 @@ from capjudge.methods.base import (
     item_image,
 )
 from capjudge.prompts import Template, get_template, method_spec, user_spec
+from capjudge.protocol import JudgeRequest, ScoreSlot
 
 MODES = ("ref-free", "ref-only", "combined")
 ACCR = ("accuracy", "completeness", "conciseness", "relevance")

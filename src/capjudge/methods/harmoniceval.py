@@ -24,14 +24,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import (
-    Decoding,
-    ImagePart,
-    JudgeRequest,
-    JudgeResponse,
-    Message,
-    ScoreSlot,
-)
 from capjudge.item import Item
 from capjudge.methods.base import (
     Criterion,
@@ -44,6 +36,7 @@ from capjudge.methods.base import (
     item_image,
 )
 from capjudge.prompts import get_template, method_spec
+from capjudge.protocol import Decoding, ImagePart, JudgeRequest, JudgeResponse, Message, ScoreSlot
 from capjudge.scoring import harmonic_score, paper_smoothing
 
 CRITERIA = ("correctness", "completeness", "clarity", "fluency", "conciseness")

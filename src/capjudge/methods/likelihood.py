@@ -40,7 +40,6 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from capjudge.backends.base import JudgeRequest, JudgeResponse
 from capjudge.item import Item
 from capjudge.methods.base import (
     Criterion,
@@ -52,6 +51,7 @@ from capjudge.methods.base import (
     Skip,
 )
 from capjudge.prompts import Template, get_template
+from capjudge.protocol import JudgeRequest, JudgeResponse
 
 SCALE = Scale(0, 100, pass_mark=50)
 MODES = ("npmi", "pmi", "conditional")

@@ -18,7 +18,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import JudgeRequest, JudgeResponse, ScoreSlot
 from capjudge.item import Item
 from capjudge.methods.base import (
     Criterion,
@@ -31,6 +30,7 @@ from capjudge.methods.base import (
     item_image,
 )
 from capjudge.prompts import get_template, method_spec
+from capjudge.protocol import JudgeRequest, JudgeResponse, ScoreSlot
 
 MODES = ("vanilla", "references", "description", "context", "context-objects",
          "context-objects-attributes")

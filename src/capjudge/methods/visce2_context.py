@@ -25,11 +25,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from capjudge.backends.base import Backend, Decoding, JudgeRequest, JudgeResponse
+from capjudge.backends.base import Backend
 from capjudge.client import JudgeClient
 from capjudge.item import Item
 from capjudge.methods.base import item_image
 from capjudge.prompts import get_template
+from capjudge.protocol import Decoding, JudgeRequest, JudgeResponse
 
 KINDS = ("context", "description")
 

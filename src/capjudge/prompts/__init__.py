@@ -42,7 +42,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from capjudge.backends.base import ImagePart, Message
+from capjudge.protocol import ImagePart, Message
 
 IMAGE_MARK = "\x00IMAGE\x00"
 _INCLUDE = re.compile(r"""{%-?\s*include\s+["']([^"']+)["']""")

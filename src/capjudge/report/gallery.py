@@ -76,8 +76,8 @@ def picture_of(item: dict[str, Any], ingest_dir: Path) -> Path | None:
     if item.get("media_path"):
         root = Path(item.get("media_root") or ".")
         for base in (root, ingest_dir / root, ingest_dir.parent / root):
-            if (base / item["media_path"]).is_file():
-                return base / item["media_path"]
+            if (base / str(item["media_path"])).is_file():
+                return base / str(item["media_path"])
     return None
 
 

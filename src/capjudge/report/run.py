@@ -301,36 +301,11 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
                aggregate_dir: str | Path, out_dir: str | Path, config: ReportConfig
                ) -> dict[str, Any]:
     """Build the database, compute agreement, write every report file; returns the context."""
-    from capjudge.atomic import check_complete
-    from capjudge.credentials import redact_value
     from capjudge.history import load_history, record_run, series_history
     from capjudge.lineage import collect, register
 
     ingest, agg, out = Path(ingest_dir), Path(aggregate_dir), Path(out_dir)
-    # Inputs a killed run left half-written are refused, not reported.
-    check_complete(ingest, "ingest")
-    check_complete(agg, "aggregate")
-    for d in judge_dirs:
-        check_complete(d, "the judge stage")
-    items = pq.read_table(ingest / "items.parquet")
-    judgement_tables = []
-    judges: dict[str, Any] = {}
-    for d in judge_dirs:
-        t = pq.read_table(Path(d) / "judgements.parquet")
-        judgement_tables.append(t.add_column(0, "judge", pa.array([Path(d).name] * len(t))))
-        # redact_value: no URL user-info from an older summary reaches the report.
-        judges[Path(d).name] = redact_value(json.loads((Path(d) / "summary.json").read_text()))
-    tables = {
-        "items": items, "quarantine": pq.read_table(ingest / "quarantine.parquet"),
-        "judgements": pa.concat_tables(judgement_tables, promote_options="default"),
-        "criteria": pq.read_table(agg / "criteria.parquet"),
-        "item_scores": pq.read_table(agg / "item_scores.parquet"),
-        "system_scores": pq.read_table(agg / "system_scores.parquet"),
-        # Aggregates written before test-retest existed have no per-repeat scores.
-        "repeat_scores": pq.read_table(agg / "repeat_scores.parquet")
-        if (agg / "repeat_scores.parquet").is_file() else REPEAT_SCHEMA.empty_table(),
-        "labels": pa.Table.from_pylist(label_rows(items.to_pylist()), schema=LABELS_SCHEMA),
-    }
+    items, tables, judges = _read_inputs(ingest, agg, judge_dirs)
     con = build_database(out / "capjudge.duckdb", tables, config.human_criterion)
     try:
         rows = scored_items(con)
@@ -361,10 +336,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
     finally:
         con.close()
     fixed = {"judge", "method", "mode", "system", "mean_score", "items", "scored", "failed"}
-    plots = make_plots(rows, out, config.human_criterion)
-    for files in plots.values():
-        for f in files:
-            f["relpath"] = Path(f["path"]).relative_to(out).as_posix()
+    plots = _with_relpaths(make_plots(rows, out, config.human_criterion), out)
     headline = _headline(agree, judges, systems)
     (out / "thumbs").mkdir(parents=True, exist_ok=True)  # a declared output, even if empty
     gallery: list[dict[str, Any]] = []
@@ -379,10 +351,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         register(run, out, Path(config.registry))
         record_run(Path(config.registry), run, agree, judges, systems, config.bootstrap)
         history = series_history(load_history(Path(config.registry)))
-    history_figures = history_plots(history, out)
-    for files in history_figures.values():
-        for f in files:
-            f["relpath"] = Path(f["path"]).relative_to(out).as_posix()
+    history_figures = _with_relpaths(history_plots(history, out), out)
     ctx: dict[str, Any] = {
         "title": config.title, "protocol": SAMPLE_PROTOCOL, "gallery": gallery,
         "human_criterion": config.human_criterion, "out_dir": out,
@@ -401,6 +370,58 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         "history": history, "history_plots": history_figures,
         "registry": config.registry,
     }
+    _write_report_files(out, ctx, rows, run)
+    return ctx
+
+
+def _read_inputs(ingest: Path, agg: Path, judge_dirs: Sequence[str | Path]
+                 ) -> tuple[pa.Table, dict[str, pa.Table], dict[str, Any]]:
+    """The stages' tables and each judge's summary; half-written inputs are refused.
+
+    The tables: items, quarantine, judgements (with their judge), the aggregates and labels.
+    """
+    from capjudge.atomic import check_complete
+    from capjudge.credentials import redact_value
+
+    # Inputs a killed run left half-written are refused, not reported.
+    check_complete(ingest, "ingest")
+    check_complete(agg, "aggregate")
+    for d in judge_dirs:
+        check_complete(d, "the judge stage")
+    items = pq.read_table(ingest / "items.parquet")
+    judgement_tables = []
+    judges: dict[str, Any] = {}
+    for d in judge_dirs:
+        t = pq.read_table(Path(d) / "judgements.parquet")
+        judgement_tables.append(t.add_column(0, "judge", pa.array([Path(d).name] * len(t))))
+        # redact_value: no URL user-info from an older summary reaches the report.
+        judges[Path(d).name] = redact_value(json.loads((Path(d) / "summary.json").read_text()))
+    tables = {
+        "items": items, "quarantine": pq.read_table(ingest / "quarantine.parquet"),
+        "judgements": pa.concat_tables(judgement_tables, promote_options="default"),
+        "criteria": pq.read_table(agg / "criteria.parquet"),
+        "item_scores": pq.read_table(agg / "item_scores.parquet"),
+        "system_scores": pq.read_table(agg / "system_scores.parquet"),
+        # Aggregates written before test-retest existed have no per-repeat scores.
+        "repeat_scores": pq.read_table(agg / "repeat_scores.parquet")
+        if (agg / "repeat_scores.parquet").is_file() else REPEAT_SCHEMA.empty_table(),
+        "labels": pa.Table.from_pylist(label_rows(items.to_pylist()), schema=LABELS_SCHEMA),
+    }
+    return items, tables, judges
+
+
+def _with_relpaths(figures: dict[str, list[dict[str, Any]]], out: Path
+                   ) -> dict[str, list[dict[str, Any]]]:
+    """``figures`` with each file's path relative to the report folder added (``relpath``)."""
+    for files in figures.values():
+        for f in files:
+            f["relpath"] = Path(f["path"]).relative_to(out).as_posix()
+    return figures
+
+
+def _write_report_files(out: Path, ctx: dict[str, Any], rows: list[dict[str, Any]],
+                        run: dict[str, Any]) -> None:
+    """Write the report (Markdown, HTML), its metrics, points, lineage and DVC plot files."""
     view = report_view(ctx)
     (out / "report.md").write_text(render_markdown(view))
     (out / "report.html").write_text(render_html(view))
@@ -413,7 +434,6 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
                 handle.write(f"{r['series']},{r['item_id']},{r['human']},{r['score']:.6f}\n")
     (out / "lineage.json").write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
     write_dvc_plots(out / "dvcplots", ctx, rows)
-    return ctx
 
 
 __all__ = ["ReportConfig", "SAMPLE_PROTOCOL", "agreement", "criterion_matrices",

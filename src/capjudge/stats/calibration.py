@@ -33,7 +33,9 @@ class IsotonicMap:
         Returns:
             The mapped scores, interpolated between the fitted points.
         """
-        return np.interp(np.asarray(scores, float), self.x, self.y)
+        # numpy's stubs give np.interp on an array an Any return; it is an array of floats.
+        mapped: np.ndarray = np.interp(np.asarray(scores, float), self.x, self.y)
+        return mapped
 
 
 def isotonic_fit(score: ArrayLike, human: ArrayLike) -> IsotonicMap:

@@ -20,7 +20,9 @@ def complete_rows(matrix: ArrayLike) -> np.ndarray:
     m = np.asarray(matrix, float)
     if m.ndim != 2:
         raise ValueError("expected an items x repeats matrix")
-    return m[~np.isnan(m).any(axis=1)]
+    # numpy's stubs type a boolean-mask index as Any; it is an array of the complete rows.
+    rows: np.ndarray = m[~np.isnan(m).any(axis=1)]
+    return rows
 
 
 def anova_mean_squares(matrix: ArrayLike) -> dict[str, float]:

@@ -45,7 +45,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from capjudge.testing.openai_server import MockOpenAIServer, Script
+from capjudge.testing.openai_server import MockHandler, MockOpenAIServer, Script
 
 LineFault = Callable[[str, dict[str, Any]], "int | str | None"]
 
@@ -307,92 +307,102 @@ class MockBatchServer(MockOpenAIServer):
     # -- HTTP ----------------------------------------------------------------------------
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        base: Any = super()._handler()
-        server = self
+        """The request handler class, bound to this server (http.server builds one per call)."""
+        return type("BatchHandler", (BatchHandler,), {"mock": self})
 
-        class BatchHandler(base):
-            def _raw(self, code: int, data: bytes, kind: str) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
 
-            def _json(self, code: int, obj: dict[str, Any]) -> None:
-                self._raw(code, json.dumps(obj).encode(), "application/json")
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server naming
-                url = urlsplit(self.path)
-                parts = _route(url.path)
-                if parts is None:
-                    super().do_GET()
-                    return
-                if parts[0] == "files" and len(parts) in (2, 3):
-                    stored = server.files.get(parts[1])
-                    if stored is None:
-                        self._json(404, _error_body(f"No such File object: {parts[1]}",
-                                                    "invalid_request_error"))
-                    elif len(parts) == 3 and parts[2] == "content":
-                        self._raw(200, stored[1], "application/octet-stream")
-                    else:
-                        self._json(200, stored[0])
-                elif parts == ["batches"]:
-                    query = parse_qs(url.query)
-                    limit = int(query.get("limit", ["20"])[0])
-                    after = query.get("after", [None])[0]
-                    self._json(200, server.list_batches(limit, after))
-                elif parts[0] == "batches" and len(parts) == 2:
-                    self._batch(parts[1], server.retrieve_batch(parts[1]))
-                else:
-                    self._json(404, _error_body(f"no route {self.path}",
-                                                "invalid_request_error"))
+class BatchHandler(MockHandler):
+    """The HTTP side of :class:`MockBatchServer`: files and batches, then chat completions."""
 
-            def do_POST(self) -> None:  # noqa: N802
-                parts = _route(urlsplit(self.path).path)
-                if parts is None:
-                    super().do_POST()
-                    return
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if parts == ["files"]:
-                    self._upload(raw)
-                elif parts == ["batches"]:
-                    try:
-                        request = json.loads(raw)
-                    except ValueError:
-                        self._json(400, _error_body("could not parse the JSON body",
-                                                    "invalid_request_error"))
-                        return
-                    self._json(*server.create_batch(request))
-                elif parts[0] == "batches" and parts[2:] == ["cancel"]:
-                    self._batch(parts[1], server.cancel_batch(parts[1]))
-                else:
-                    self._json(404, _error_body(f"no route {self.path}",
-                                                "invalid_request_error"))
+    @property
+    def batch(self) -> MockBatchServer:
+        """The server this handler answers for."""
+        assert isinstance(self.mock, MockBatchServer)
+        return self.mock
 
-            def _batch(self, batch_id: str, batch: dict[str, Any] | None) -> None:
-                """The batch object, or OpenAI's 404 for an unknown id."""
-                if batch is None:
-                    self._json(404, _error_body(f"No such Batch: {batch_id}",
-                                                "invalid_request_error"))
-                else:
-                    self._json(200, batch)
+    def _raw(self, code: int, data: bytes, kind: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
-            def _upload(self, raw: bytes) -> None:
-                fields = _multipart(self.headers.get("Content-Type", ""), raw)
-                if "file" not in fields or "purpose" not in fields:
-                    self._json(400, _error_body("file and purpose are required",
-                                                "invalid_request_error"))
-                    return
-                data, filename = fields["file"]
-                if len(data) > server.max_file_bytes:
-                    self._json(400, _error_body(
-                        f"File is too large ({len(data)} bytes; the limit is "
-                        f"{server.max_file_bytes})", "invalid_request_error"))
-                    return
-                purpose = fields["purpose"][0].decode()
-                self._json(200, server.add_file(data, purpose, filename or "upload"))
+    def _json(self, code: int, obj: dict[str, Any]) -> None:
+        self._raw(code, json.dumps(obj).encode(), "application/json")
 
-        return BatchHandler
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        """Files, their content and batches; anything else as the chat server answers it."""
+        url = urlsplit(self.path)
+        parts = _route(url.path)
+        if parts is None:
+            super().do_GET()
+            return
+        if parts[0] == "files" and len(parts) in (2, 3):
+            stored = self.batch.files.get(parts[1])
+            if stored is None:
+                self._json(404, _error_body(f"No such File object: {parts[1]}",
+                                            "invalid_request_error"))
+            elif len(parts) == 3 and parts[2] == "content":
+                self._raw(200, stored[1], "application/octet-stream")
+            else:
+                self._json(200, stored[0])
+        elif parts == ["batches"]:
+            query = parse_qs(url.query)
+            limit = int(query.get("limit", ["20"])[0])
+            after = query.get("after", [None])[0]
+            self._json(200, self.batch.list_batches(limit, after))
+        elif parts[0] == "batches" and len(parts) == 2:
+            self._batch(parts[1], self.batch.retrieve_batch(parts[1]))
+        else:
+            self._json(404, _error_body(f"no route {self.path}",
+                                        "invalid_request_error"))
+
+    def do_POST(self) -> None:  # noqa: N802
+        """Uploads, batch creation and cancellation; anything else as chat completions."""
+        parts = _route(urlsplit(self.path).path)
+        if parts is None:
+            super().do_POST()
+            return
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if parts == ["files"]:
+            self._upload(raw)
+        elif parts == ["batches"]:
+            try:
+                request = json.loads(raw)
+            except ValueError:
+                self._json(400, _error_body("could not parse the JSON body",
+                                            "invalid_request_error"))
+                return
+            self._json(*self.batch.create_batch(request))
+        elif parts[0] == "batches" and parts[2:] == ["cancel"]:
+            self._batch(parts[1], self.batch.cancel_batch(parts[1]))
+        else:
+            self._json(404, _error_body(f"no route {self.path}",
+                                        "invalid_request_error"))
+
+    def _batch(self, batch_id: str, batch: dict[str, Any] | None) -> None:
+        """The batch object, or OpenAI's 404 for an unknown id."""
+        if batch is None:
+            self._json(404, _error_body(f"No such Batch: {batch_id}",
+                                        "invalid_request_error"))
+        else:
+            self._json(200, batch)
+
+    def _upload(self, raw: bytes) -> None:
+        fields = _multipart(self.headers.get("Content-Type", ""), raw)
+        if "file" not in fields or "purpose" not in fields:
+            self._json(400, _error_body("file and purpose are required",
+                                        "invalid_request_error"))
+            return
+        data, filename = fields["file"]
+        if len(data) > self.batch.max_file_bytes:
+            self._json(400, _error_body(
+                f"File is too large ({len(data)} bytes; the limit is "
+                f"{self.batch.max_file_bytes})", "invalid_request_error"))
+            return
+        purpose = fields["purpose"][0].decode()
+        self._json(200, self.batch.add_file(data, purpose, filename or "upload"))
 
 
 def _route(path: str) -> list[str] | None:

@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 
 @dataclass
@@ -445,169 +445,194 @@ class MockOpenAIServer:
         self._httpd.server_close()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+        """The request handler class, bound to this server (http.server builds one per call)."""
+        return type("Handler", (MockHandler,), {"mock": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args: object) -> None:  # keep test output clean
+class MockHandler(BaseHTTPRequestHandler):
+    """The HTTP side of :class:`MockOpenAIServer` (``mock``: the server it answers for)."""
+
+    protocol_version = "HTTP/1.1"
+    mock: ClassVar[MockOpenAIServer]
+
+    def log_message(self, *args: object) -> None:
+        """Log nothing (keeps test output clean)."""
+        return
+
+    def setup(self) -> None:
+        """Set up the connection with Nagle's algorithm off."""
+        super().setup()
+        # Headers and body go out in two writes; without TCP_NODELAY, Nagle's algorithm
+        # and the client's delayed ACK add ~40 ms to every keep-alive response (real
+        # API front-ends disable Nagle too).
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None
+              ) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _error(self, code: int, message: str, kind: str,
+               headers: dict[str, str] | None = None) -> None:
+        body = {"error": {"message": message, "type": kind, "param": None,
+                          "code": kind}}
+        self._send(code, json.dumps(body).encode(), headers)
+
+    def _extra_fault(self, kind: str, seconds: float) -> None:
+        """The FaultPlan faults that are not an HTTP error status."""
+        if kind == "error200":
+            self._send(200, json.dumps({"error": {
+                "message": "The server had an error while processing your request.",
+                "type": "server_error", "param": None, "code": None}}).encode())
+            return
+        if kind == "stall":
+            time.sleep(seconds)  # past the client's timeout; then no answer at all
+        # stall and drop: close the connection without a response.
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # the client already went away
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        """``/models``: the one model this server serves."""
+        if self.path.rstrip("/").endswith("/models"):
+            body = {"object": "list", "data": [
+                {"id": self.mock.model, "object": "model", "created": 1722902400,
+                 "owned_by": "system"}]}
+            self._send(200, json.dumps(body).encode())
+        else:
+            self._error(404, f"no route {self.path}", "invalid_request_error")
+
+    def do_POST(self) -> None:  # noqa: N802
+        """``/chat/completions``: the scripted answer, or the fault planned for it."""
+        length = int(self.headers.get("Content-Length", 0))
+        raw = self.rfile.read(length)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._error(404, f"no route {self.path}", "invalid_request_error")
+            return
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            self._error(400, "could not parse the JSON body", "invalid_request_error")
+            return
+        key = prompt_key(body)
+        fault, stall = self._record(body, key)
+        if self.mock.reject_key:
+            sent = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            self._error(401, f"Incorrect API key provided: {sent}. You can find your "
+                        "API key at https://platform.openai.com/account/api-keys.",
+                        "invalid_api_key")
+            return
+        if stall:
+            self.mock.release.wait()
+        if fault is not None:
+            answered, body = self._fault(fault, body)
+            if answered:
                 return
+        if self.mock.latency_s:
+            time.sleep(self.mock.latency_s)
+        if body.get("logprobs") and not 0 <= int(body.get("top_logprobs", 0)) <= 20:
+            self._error(400, "top_logprobs must be between 0 and 20",
+                        "invalid_request_error")
+            return
+        try:
+            self._send(200, json.dumps(self._completion(body, key)).encode())
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client went away: not answered
+        with self.mock._lock:
+            self.mock.answered[key] += 1
 
-            def setup(self) -> None:
-                super().setup()
-                # Headers and body go out in two writes; without TCP_NODELAY, Nagle's algorithm
-                # and the client's delayed ACK add ~40 ms to every keep-alive response (real
-                # API front-ends disable Nagle too).
-                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def _record(self, body: dict[str, Any], key: str) -> tuple[tuple[str, float] | None, bool]:
+        """Count the request; the fault planned for it and whether the server stalls it."""
+        server = self.mock
+        with server._lock:
+            server.received[key] += 1
+            server.requests.append(body)
+            server.arrivals.append((time.monotonic(), key))
+            server.authorization[self.headers.get("Authorization", "")] += 1
+            if server.answered[key]:
+                server.reasked[key] += 1
+            fault = server._faults.pop(0) if server._faults else None
+            if fault is None and server.faults is not None:
+                fault = server.faults.draw(key, server.received[key])
+            if fault is not None:
+                server.fault_counts[fault[0]] += 1
+            stall = (server.stall_after is not None
+                     and server.total_answered >= server.stall_after)
+            if stall:
+                server.stalled += 1
+        return fault, stall
 
-            def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None
-                      ) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(body)
+    def _fault(self, fault: tuple[str, float], body: dict[str, Any]
+               ) -> tuple[bool, dict[str, Any]]:
+        """Apply a planned fault: (whether it answered the request, the body to answer)."""
+        kind, seconds = fault
+        if kind in _EXTRA_FAULTS:
+            if kind != "nologprobs":
+                self._extra_fault(kind, seconds)
+                return True, body
+            return False, {**body, "logprobs": False}  # answered, without logprobs
+        if kind == "429":
+            self._error(429, "Rate limit reached for requests", "rate_limit_exceeded",
+                        {"retry-after": f"{seconds:g}"})
+            return True, body
+        if kind in ("500", "503", "400", "403"):
+            messages = {"500": "The server had an error", "503": "Overloaded",
+                        "400": "Invalid request", "403": "Not allowed"}
+            self._error(int(kind), messages[kind], "server_error"
+                        if kind.startswith("5") else "invalid_request_error")
+            return True, body
+        if kind == "malformed":
+            self._send(200, b'{"id": "chatcmpl-x", "object": "chat.compl')
+            return True, body
+        if kind == "slow":
+            time.sleep(seconds)
+        return False, body
 
-            def _error(self, code: int, message: str, kind: str,
-                       headers: dict[str, str] | None = None) -> None:
-                body = {"error": {"message": message, "type": kind, "param": None,
-                                  "code": kind}}
-                self._send(code, json.dumps(body).encode(), headers)
-
-            def _extra_fault(self, kind: str, seconds: float) -> None:
-                """The FaultPlan faults that are not an HTTP error status."""
-                if kind == "error200":
-                    self._send(200, json.dumps({"error": {
-                        "message": "The server had an error while processing your request.",
-                        "type": "server_error", "param": None, "code": None}}).encode())
-                    return
-                if kind == "stall":
-                    time.sleep(seconds)  # past the client's timeout; then no answer at all
-                # stall and drop: close the connection without a response.
-                self.close_connection = True
-                try:
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass  # the client already went away
-
-            def do_GET(self) -> None:  # noqa: N802 - http.server naming
-                if self.path.rstrip("/").endswith("/models"):
-                    body = {"object": "list", "data": [
-                        {"id": server.model, "object": "model", "created": 1722902400,
-                         "owned_by": "system"}]}
-                    self._send(200, json.dumps(body).encode())
-                else:
-                    self._error(404, f"no route {self.path}", "invalid_request_error")
-
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length", 0))
-                raw = self.rfile.read(length)
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._error(404, f"no route {self.path}", "invalid_request_error")
-                    return
-                try:
-                    body = json.loads(raw)
-                except json.JSONDecodeError:
-                    self._error(400, "could not parse the JSON body", "invalid_request_error")
-                    return
-                key = prompt_key(body)
-                with server._lock:
-                    server.received[key] += 1
-                    server.requests.append(body)
-                    server.arrivals.append((time.monotonic(), key))
-                    server.authorization[self.headers.get("Authorization", "")] += 1
-                    if server.answered[key]:
-                        server.reasked[key] += 1
-                    fault = server._faults.pop(0) if server._faults else None
-                    if fault is None and server.faults is not None:
-                        fault = server.faults.draw(key, server.received[key])
-                    if fault is not None:
-                        server.fault_counts[fault[0]] += 1
-                    stall = (server.stall_after is not None
-                             and server.total_answered >= server.stall_after)
-                    if stall:
-                        server.stalled += 1
-                if server.reject_key:
-                    sent = self.headers.get("Authorization", "").removeprefix("Bearer ")
-                    self._error(401, f"Incorrect API key provided: {sent}. You can find your "
-                                "API key at https://platform.openai.com/account/api-keys.",
-                                "invalid_api_key")
-                    return
-                if stall:
-                    server.release.wait()
-                if fault is not None and fault[0] in _EXTRA_FAULTS:
-                    if fault[0] != "nologprobs":
-                        self._extra_fault(*fault)
-                        return
-                    body = {**body, "logprobs": False}  # answered below, without logprobs
-                if fault is not None:
-                    kind, seconds = fault
-                    if kind == "429":
-                        self._error(429, "Rate limit reached for requests", "rate_limit_exceeded",
-                                    {"retry-after": f"{seconds:g}"})
-                        return
-                    if kind in ("500", "503", "400", "403"):
-                        messages = {"500": "The server had an error", "503": "Overloaded",
-                                    "400": "Invalid request", "403": "Not allowed"}
-                        self._error(int(kind), messages[kind], "server_error"
-                                    if kind.startswith("5") else "invalid_request_error")
-                        return
-                    if kind == "malformed":
-                        self._send(200, b'{"id": "chatcmpl-x", "object": "chat.compl')
-                        return
-                    if kind == "slow":
-                        time.sleep(seconds)
-                if server.latency_s:
-                    time.sleep(server.latency_s)
-                if body.get("logprobs") and not 0 <= int(body.get("top_logprobs", 0)) <= 20:
-                    self._error(400, "top_logprobs must be between 0 and 20",
-                                "invalid_request_error")
-                    return
-                top_n = int(body.get("top_logprobs") or 0)
-                finish_reason = "stop"
-                if is_continuation(body):
-                    # A digit follow-up: continue the original answer after the given prefix.
-                    scripted = server.script(original_request(body))
-                    content, tokens = render_continuation(scripted, _assistant_text(body), top_n)
-                    limit = int(body.get("max_tokens") or 0)
-                    if limit and len(tokens) > limit:
-                        tokens, finish_reason = tokens[:limit], "length"
-                        content = "".join(t["token"] for t in tokens)
-                else:
-                    scripted = server.script(body)
-                    content, tokens = render_answer(scripted, top_n)
-                prompt_tokens = sum(len(json.dumps(m.get("content"))) // 4
-                                    for m in body.get("messages", []))
-                message: dict[str, Any] = {"role": "assistant", "content": content,
-                                           "refusal": None, "annotations": []}
-                logprobs = None
-                if scripted.refusal is not None:
-                    message = {"role": "assistant", "content": None,
-                               "refusal": scripted.refusal, "annotations": []}
-                elif body.get("logprobs") and scripted.logprobs:
-                    logprobs = {"content": tokens, "refusal": None}
-                answer = {
-                    "id": f"chatcmpl-{key[:24]}", "object": "chat.completion",
-                    "created": int(time.time()), "model": server.model,
-                    "system_fingerprint": server.fingerprint, "service_tier": "default",
-                    "choices": [{"index": 0, "message": message, "logprobs": logprobs,
-                                 "finish_reason": finish_reason}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(tokens),
-                              "total_tokens": prompt_tokens + len(tokens),
-                              "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-                              "completion_tokens_details": {"reasoning_tokens": 0,
-                                                            "audio_tokens": 0}},
-                }
-                try:
-                    self._send(200, json.dumps(answer).encode())
-                except (BrokenPipeError, ConnectionResetError):
-                    return  # the client went away: not answered
-                with server._lock:
-                    server.answered[key] += 1
-
-        return Handler
+    def _completion(self, body: dict[str, Any], key: str) -> dict[str, Any]:
+        """The chat.completion object for a request: its scripted answer, as the API shapes it."""
+        server = self.mock
+        top_n = int(body.get("top_logprobs") or 0)
+        finish_reason = "stop"
+        if is_continuation(body):
+            # A digit follow-up: continue the original answer after the given prefix.
+            scripted = server.script(original_request(body))
+            content, tokens = render_continuation(scripted, _assistant_text(body), top_n)
+            limit = int(body.get("max_tokens") or 0)
+            if limit and len(tokens) > limit:
+                tokens, finish_reason = tokens[:limit], "length"
+                content = "".join(t["token"] for t in tokens)
+        else:
+            scripted = server.script(body)
+            content, tokens = render_answer(scripted, top_n)
+        prompt_tokens = sum(len(json.dumps(m.get("content"))) // 4
+                            for m in body.get("messages", []))
+        message: dict[str, Any] = {"role": "assistant", "content": content,
+                                   "refusal": None, "annotations": []}
+        logprobs = None
+        if scripted.refusal is not None:
+            message = {"role": "assistant", "content": None,
+                       "refusal": scripted.refusal, "annotations": []}
+        elif body.get("logprobs") and scripted.logprobs:
+            logprobs = {"content": tokens, "refusal": None}
+        return {
+            "id": f"chatcmpl-{key[:24]}", "object": "chat.completion",
+            "created": int(time.time()), "model": server.model,
+            "system_fingerprint": server.fingerprint, "service_tier": "default",
+            "choices": [{"index": 0, "message": message, "logprobs": logprobs,
+                         "finish_reason": finish_reason}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(tokens),
+                      "total_tokens": prompt_tokens + len(tokens),
+                      "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                      "completion_tokens_details": {"reasoning_tokens": 0,
+                                                    "audio_tokens": 0}},
+        }
 
 
 def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual/bench use

@@ -1,0 +1,439 @@
+"""The request and response types every layer shares: what is asked of a judge and what it answers.
+
+A :class:`JudgeRequest` (messages of text and :class:`ImagePart` s, the :class:`ScoreSlot` s to
+read, the :class:`Decoding` settings) goes in; a :class:`JudgeResponse` (text, one
+:class:`SlotResult` per slot, :class:`Usage`, a status with a reason) comes out. Prompts and
+methods build requests, backends answer them (:mod:`capjudge.backends.base` holds the
+:class:`~capjudge.backends.base.Backend` contract), the client caches and retries them, the
+judge stage reads the responses.
+
+This module sits below all of them and imports nothing from capjudge but the credential
+redaction (tests/test_architecture.py checks the layering): that is what lets ``prompts/``
+and ``methods/`` use these types without importing a backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from capjudge.credentials import redact
+
+Status = Literal["ok", "parse_failure", "low_mass", "refused", "error", "skipped", "undefined",
+                 "text_only"]
+STATUSES: tuple[str, ...] = ("ok", "parse_failure", "low_mass", "refused", "error", "skipped",
+                             "undefined", "text_only")
+"""``undefined``: the answer parsed but its score does not exist (3D precision with C = H = 0).
+``text_only``: log-probabilities were requested but the answer came without them; the printed
+score is kept (it counts as scored) but there is no distribution, so no sd or entropy."""
+
+
+def worst_status(statuses: Sequence[str]) -> Status:
+    """A response is as bad as its worst slot.
+
+    The order, worst first: error > refused > parse failure > undefined > low mass > text only.
+    """
+    order: tuple[Status, ...] = ("error", "refused", "parse_failure", "undefined", "low_mass",
+                                 "text_only")
+    for status in order:
+        if status in statuses:
+            return status
+    return "ok"
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """An image in a message, referenced by path and identified by its content hash."""
+
+    path: str
+    sha256: str
+    detail: str = "auto"  # OpenAI image detail: low | high | auto
+
+
+@dataclass(frozen=True)
+class Message:
+    """A chat message: role and an ordered list of text and image parts."""
+
+    role: Literal["system", "user", "assistant"]
+    parts: tuple[str | ImagePart, ...]
+
+    def text(self) -> str:
+        """The message's text parts joined (images dropped)."""
+        return "".join(p for p in self.parts if isinstance(p, str))
+
+    @property
+    def images(self) -> list[ImagePart]:
+        """The message's image parts, in order."""
+        return [p for p in self.parts if isinstance(p, ImagePart)]
+
+
+@dataclass(frozen=True)
+class ScoreSlot:
+    """Where one score is read in the output, and on which scale.
+
+    The score is the integer written right after ``anchor``, itself right after ``label``
+    when one is given (G-VEval: "final score" then ``$``, so "The final score is $85$" is read
+    and a later "$0$ to $100$" is not; ACCR: ``"Accuracy"`` ...). With ``position="last"`` the
+    *last* such integer is used, so a model that quotes the format earlier is not misread;
+    with ``"first"`` the first integer once the canonical scale phrasings are removed
+    (HarmonicEval asks for the score first; VisCE² takes the first integer). ``"next"`` marks
+    a continuation follow-up: the distribution of the first generated token over "the number
+    ends" (-1) and the next digit (see :mod:`capjudge.backends.logprobs`). The reading rules
+    are in :func:`capjudge.backends.logprobs.locate`.
+    ``forced_prefix`` is what a local model is teacher-forced with when its text never reached
+    the anchor (for ``"first"`` slots: appended to the prompt alone, i.e. the answer's start).
+    """
+
+    name: str
+    low: int
+    high: int
+    anchor: str = "$"
+    label: str | None = None
+    forced_prefix: str = "\nThe final score is $"
+    position: Literal["last", "first", "next"] = "last"
+    # What the judge may quote (the candidate, the references): masked before the score is
+    # located, so a number inside a quotation is never read as the verdict. Not part of the
+    # cache key (the prompt already holds these texts): see :meth:`JudgeRequest.canonical`.
+    quotes: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def values(self) -> list[int]:
+        """Every integer on the scale, ``low`` to ``high`` inclusive."""
+        return list(range(self.low, self.high + 1))
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """Decoding settings; part of the cache key.
+
+    ``sample`` is the repeat index of a test-retest run (``JudgeConfig.repeats``): repeat
+    ``r`` of a request is a distinct request (its own cache key), and backends that take a
+    seed are sent ``seed + sample``, so a sampling API draws a new answer instead of replaying
+    the first one.
+    """
+
+    max_tokens: int = 512
+    temperature: float = 0.0
+    top_logprobs: int = 20
+    seed: int | None = 0
+    sample: int = 0
+
+    def sampling_seed(self) -> int | None:
+        """The seed a backend sends: ``seed + sample`` (None when no seed is set)."""
+        return None if self.seed is None else self.seed + self.sample
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One question to a judge."""
+
+    messages: tuple[Message, ...]
+    slots: tuple[ScoreSlot, ...]
+    decoding: Decoding = Decoding()
+    template: str = ""  # template id@version, recorded and part of the cache key
+    tag: str = ""  # free-form (item id, mode); NOT part of the cache key
+    # Likelihood requests: score these (context, text) pairs instead of generating. The
+    # response carries one log-likelihood and token count per pair (``logliks``/``lengths``).
+    continuations: tuple[tuple[str, str], ...] = ()
+    # Texts the judge may quote (candidate, references): a reading context for methods that
+    # read the text themselves (cap3d); NOT part of the cache key.
+    quotes: tuple[str, ...] = ()
+
+    @property
+    def needs_vision(self) -> bool:
+        """Whether any message carries an image."""
+        return any(m.images for m in self.messages)
+
+    def canonical(self) -> dict[str, Any]:
+        """Everything that determines the answer, with images by content hash, not path."""
+        messages = [
+            {"role": m.role,
+             "parts": [p if isinstance(p, str) else {"image": p.sha256, "detail": p.detail}
+                       for p in m.parts]}
+            for m in self.messages
+        ]
+        decoding = asdict(self.decoding)
+        if not decoding["sample"]:
+            # Repeat 0 keeps the key it had before repeats existed: caches stay valid.
+            del decoding["sample"]
+        # ``quotes`` is reading context, not what is asked: keys stay as they were.
+        slots = [{k: v for k, v in asdict(s).items() if k != "quotes"} for s in self.slots]
+        out = {"messages": messages, "slots": slots,
+               "decoding": decoding, "template": self.template}
+        if self.continuations:  # only when present: generation requests keep their keys
+            out["continuations"] = [list(pair) for pair in self.continuations]
+        return out
+
+    def cache_key(self, backend_id: str, snapshot: str) -> str:
+        """Content address: backend id, model snapshot, rendered prompt, media hashes, settings."""
+        payload = json.dumps({"backend": backend_id, "snapshot": snapshot, **self.canonical()},
+                             sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Usage:
+    """Token usage of one call (image tokens are included in prompt tokens by the API)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class ServerTimings:
+    """What a server says it spent on one answer (llama.cpp's ``timings`` object).
+
+    Summed over a judgement's calls (its answer and its digit follow-ups). Servers that send
+    no timings (OpenAI, vLLM, the PyTorch backends) leave a response's ``timings`` None.
+
+    Attributes:
+        prompt_n: prompt tokens the server computed (not taken from its cache).
+        prompt_ms: milliseconds it spent on them.
+        predicted_n: tokens it generated.
+        predicted_ms: milliseconds it spent generating.
+        cache_n: prompt tokens it reused from its prompt cache.
+    """
+
+    prompt_n: int = 0
+    prompt_ms: float = 0.0
+    predicted_n: int = 0
+    predicted_ms: float = 0.0
+    cache_n: int = 0
+
+    @classmethod
+    def from_server(cls, timings: Any) -> ServerTimings | None:
+        """A server's ``timings`` dict as a record; None when there is none."""
+        if not isinstance(timings, dict):
+            return None
+        return cls(prompt_n=int(timings.get("prompt_n") or 0),
+                   prompt_ms=float(timings.get("prompt_ms") or 0.0),
+                   predicted_n=int(timings.get("predicted_n") or 0),
+                   predicted_ms=float(timings.get("predicted_ms") or 0.0),
+                   cache_n=int(timings.get("cache_n") or 0))
+
+    def plus(self, other: ServerTimings | None) -> ServerTimings:
+        """The sum of two answers' timings (``other`` None adds nothing)."""
+        if other is None:
+            return self
+        return ServerTimings(self.prompt_n + other.prompt_n, self.prompt_ms + other.prompt_ms,
+                             self.predicted_n + other.predicted_n,
+                             self.predicted_ms + other.predicted_ms,
+                             self.cache_n + other.cache_n)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as a dict (a row's ``server_timings`` struct, a cache entry's field)."""
+        return {"prompt_n": self.prompt_n, "prompt_ms": self.prompt_ms,
+                "predicted_n": self.predicted_n, "predicted_ms": self.predicted_ms,
+                "cache_n": self.cache_n}
+
+
+@dataclass
+class SlotResult:
+    """The distribution read for one score slot."""
+
+    name: str
+    values: list[int]
+    probs: list[float] | None  # renormalised over the scale; None when nothing was read
+    mass: float | None  # probability the scale captured before renormalisation
+    source: str  # logprobs | teacher_forcing | text | none
+    status: Status = "ok"
+    reason: str | None = None
+    printed: int | float | None = None  # the number the model wrote (float: a decimal)
+    anchor_forced: bool = False  # local models: the anchor had to be appended
+
+
+@dataclass
+class JudgeResponse:
+    """What a backend returns for one request (statuses: see :data:`STATUSES`)."""
+
+    status: Status
+    text: str = ""
+    slots: list[SlotResult] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""  # model name the backend reported
+    system_fingerprint: str | None = None
+    reason: str | None = None
+    latency_s: float = 0.0
+    attempts: int = 1
+    cached: bool = False
+    cache_key: str = ""  # set by the client (computed once per request); not stored
+    logliks: list[float] = field(default_factory=list)  # likelihood requests: per pair
+    lengths: list[int] = field(default_factory=list)  # tokens of each scored text
+    # The backend's raw answer where it can be read again (OpenAI: the tokens with their top
+    # log-probabilities and the follow-ups' continuations), so a change of reading rules
+    # re-reads a cached answer instead of asking again. None: nothing to re-read.
+    raw: dict[str, Any] | None = None
+    # The settings the statuses were derived with ({"min_mass": .., "reading_rules": ..});
+    # set by the client when it stores the answer, compared when it reads it back.
+    read_with: dict[str, Any] = field(default_factory=dict)
+    # What the server says it spent (llama.cpp's timings, summed over the follow-ups); None
+    # for servers that send none.
+    timings: ServerTimings | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict: the shape (and key order) of ``asdict`` less ``cache_key``.
+
+        The shape is that of ``dataclasses.asdict``. The key a response is stored under is not
+        part of the stored answer, so entries keep the shape they had before that field existed.
+
+        Written out field by field: ``asdict`` recurses through ``copy.deepcopy`` and was the
+        top hotspot of a warm rerun. Lists are copied so the dict never aliases this object.
+        When a field is added to this class, :class:`SlotResult` or :class:`Usage`, add it here
+        and in :meth:`from_json` (tests/test_cache.py checks both against ``asdict``).
+
+        Returns:
+            The response as plain dicts, lists and scalars.
+        """
+        usage = self.usage
+        return {
+            "status": self.status,
+            "text": self.text,
+            "slots": [{"name": s.name,
+                       "values": list(s.values),
+                       "probs": None if s.probs is None else list(s.probs),
+                       "mass": s.mass,
+                       "source": s.source,
+                       "status": s.status,
+                       "reason": s.reason,
+                       "printed": s.printed,
+                       "anchor_forced": s.anchor_forced}
+                      for s in self.slots],
+            "usage": {"prompt_tokens": usage.prompt_tokens,
+                      "completion_tokens": usage.completion_tokens},
+            "model": self.model,
+            "system_fingerprint": self.system_fingerprint,
+            "reason": self.reason,
+            "latency_s": self.latency_s,
+            "attempts": self.attempts,
+            "cached": self.cached,
+            "logliks": list(self.logliks),
+            "lengths": list(self.lengths),
+            "raw": self.raw,
+            "read_with": dict(self.read_with),
+            "timings": None if self.timings is None else self.timings.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> JudgeResponse:
+        """The inverse of :meth:`to_json` (also reads entries written with ``asdict``).
+
+        Fields without a default (``status``; a slot's name, values, probs, mass and source)
+        are required; absent optional fields take their defaults and unknown keys are ignored.
+
+        Args:
+            data: A dict as produced by :meth:`to_json`.
+
+        Returns:
+            A new response (lists are taken over, not copied).
+
+        Raises:
+            KeyError: A required field is missing.
+            TypeError, AttributeError: ``data`` or a part of it has the wrong shape.
+        """
+        get = data.get
+        slots: list[SlotResult] = []
+        for s in get("slots") or ():
+            try:
+                slots.append(SlotResult(**s))  # the keyword splat is the fastest way in
+            except TypeError:
+                # A key this version does not know (written by a newer one): field by field.
+                slots.append(SlotResult(name=s["name"], values=s["values"], probs=s["probs"],
+                                        mass=s["mass"], source=s["source"],
+                                        status=s.get("status", "ok"), reason=s.get("reason"),
+                                        printed=s.get("printed"),
+                                        anchor_forced=s.get("anchor_forced", False)))
+        u = get("usage") or {}
+        try:
+            usage = Usage(**u)
+        except TypeError:
+            usage = Usage(prompt_tokens=u.get("prompt_tokens", 0),
+                          completion_tokens=u.get("completion_tokens", 0))
+        return cls(
+            status=data["status"],
+            text=get("text", ""),
+            slots=slots,
+            usage=usage,
+            model=get("model", ""),
+            system_fingerprint=get("system_fingerprint"),
+            reason=get("reason"),
+            latency_s=get("latency_s", 0.0),
+            attempts=get("attempts", 1),
+            cached=get("cached", False),
+            cache_key=get("cache_key", ""),
+            logliks=list(get("logliks") or []),
+            lengths=list(get("lengths") or []),
+            raw=get("raw"),
+            read_with=dict(get("read_with") or {}),
+            timings=ServerTimings.from_server(get("timings")),
+        )
+
+
+class BackendError(Exception):
+    """A call failed. ``transient`` errors are retried by the client (429, 5xx, timeouts).
+
+    ``auth`` marks an authentication failure (a rejected or missing key): the client stops
+    sending at once. The message is redacted of credentials
+    (:func:`capjudge.credentials.redact`) when the error is made, since a server may repeat
+    the key it was sent.
+    """
+
+    def __init__(self, message: str, *, transient: bool, retry_after: float | None = None,
+                 status: Status = "error", auth: bool = False) -> None:
+        super().__init__(redact(message))
+        self.transient = transient and not auth
+        self.retry_after = retry_after
+        self.status: Status = status
+        self.auth = auth
+
+
+_MASS_REASON = re.compile(r"^captured mass (?P<mass>[0-9.]+) < (?P<min>[0-9.eE+-]+)(?P<rest>.*)$",
+                          re.DOTALL)
+
+
+def apply_min_mass(response: JudgeResponse, min_mass: float) -> JudgeResponse:
+    """``response`` with every slot's ``low_mass`` flag set from its mass and ``min_mass``.
+
+    Only what ``min_mass`` decides changes: a slot whose mass is below it becomes
+    ``low_mass`` (reason ``captured mass M < min_mass``); a slot that was ``low_mass`` only
+    for an earlier, higher ``min_mass`` (its reason says so) becomes ``ok``. Slots flagged for
+    another reason (unobserved digit paths), failed, skipped and text-only slots are kept.
+    The response status is the worst slot's again. Returns ``response`` (changed in place).
+    """
+    if response.status not in ("ok", "low_mass") or not response.slots:
+        return response
+    changed = False
+    for s in response.slots:
+        if s.mass is None or s.probs is None or s.status not in ("ok", "low_mass"):
+            continue
+        by_threshold = s.status == "low_mass" and s.reason is not None \
+            and (m := _MASS_REASON.match(s.reason)) is not None
+        if s.status == "ok" and s.mass < min_mass:
+            s.status, s.reason = "low_mass", f"captured mass {s.mass:.3f} < {min_mass}"
+            changed = True
+        elif by_threshold:
+            assert m is not None
+            rest = m.group("rest").removeprefix("; ")
+            if s.mass >= min_mass:
+                s.status, s.reason = "ok", rest or None
+            else:
+                s.reason = f"captured mass {s.mass:.3f} < {min_mass}" + (
+                    f"; {rest}" if rest else "")
+            changed = True
+    if changed:
+        response.status = worst_status([s.status for s in response.slots])
+        reason = "; ".join(f"{s.name}: {s.reason}" for s in response.slots
+                           if s.status != "ok" and s.reason)
+        if response.status == "ok":
+            response.reason = None
+        elif reason:
+            response.reason = reason
+    return response

@@ -1,0 +1,1 @@
+"""A tiny capjudge plugin: components added through entry points, not by editing capjudge."""
