@@ -2,6 +2,7 @@
 
     python bench/bench_llamacpp.py [--items 8] [--threads 1] [--parallel 16] [--concurrency 4]
                                    [--torch 1]
+    python bench/bench_llamacpp.py --ab threads=1,parallel=4 threads=2,parallel=4 [--items 16]
 
 The same requests (G-VEval ref-only with 24 tokens of reasoning; HarmonicEval clarity, fluency
 and conciseness with 4 tokens) go to ``llamacpp/gemma-3-270m`` (llama.cpp's server engine in
@@ -13,6 +14,13 @@ of wall time, the engine's own prompt/generation speed (llama.cpp's timings), an
 PyTorch/llama.cpp ratio. The process's CPU seconds per request are printed beside the wall
 time: on a shared machine they are what a request costs an idle one. ``--torch 0`` skips the
 PyTorch side (it loads the model, ~5-10 s).
+
+``--ab A B``: two llama.cpp engine settings (``threads=..,parallel=..``) on the same G-VEval
+items, interleaved in rounds of ``--concurrency`` items (A, B, A, B, ...) so a shared machine's
+load falls on both alike; printed per setting: wall and CPU seconds per item, engine
+milliseconds, prompt tokens computed vs taken from the cache, the load average, and the
+largest difference between the two settings' score distributions (llama.cpp's numerics move a
+little with the thread count and batching).
 """
 
 from __future__ import annotations
@@ -99,6 +107,69 @@ def show(label: str, r: dict[str, Any]) -> None:
     print(line)
 
 
+def _setting(text: str) -> dict[str, int]:
+    """``threads=1,parallel=4`` as engine options."""
+    out = {}
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        out[key.strip()] = int(value)
+    return out
+
+
+def ab(settings: list[str], items: int, concurrency: int) -> None:
+    """Two engine settings on the same G-VEval items, interleaved round by round."""
+    import os
+
+    requests = requests_for("gveval", "ref-only", 24, items)
+    engines = []
+    for text in settings:
+        backend = create_backend("llamacpp/gemma-3-270m", **_setting(text))
+        run(backend, requests[:1], 1)  # warm-up (not measured)
+        engines.append(backend)
+    totals: list[dict[str, Any]] = [{} for _ in engines]
+    answers: list[list[Any]] = [[] for _ in engines]
+    load0 = os.getloadavg()[0]
+    for start in range(0, items, concurrency):
+        chunk = requests[start:start + concurrency]
+        for k, backend in enumerate(engines):
+            client = JudgeClient(backend, None, concurrency=concurrency)
+            stats = backend.server_stats
+            before = (stats.prompt_ms, stats.predicted_ms, stats.prompt_tokens,
+                      stats.cached_tokens, stats.calls)
+            t0, c0 = time.perf_counter(), time.process_time()
+            answers[k] += client.run(chunk)
+            figures = {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+                       "prompt_ms": stats.prompt_ms - before[0],
+                       "predicted_ms": stats.predicted_ms - before[1],
+                       "prompt_tokens": stats.prompt_tokens - before[2],
+                       "cached_tokens": stats.cached_tokens - before[3],
+                       "calls": stats.calls - before[4]}
+            for key, value in figures.items():
+                totals[k][key] = totals[k].get(key, 0) + value
+    load1 = os.getloadavg()[0]
+    print(f"G-VEval ref-only, {items} items, {concurrency} in flight; load average "
+          f"{load0:.1f} -> {load1:.1f}")
+    for text, t in zip(settings, totals, strict=True):
+        computed = t["prompt_tokens"] - t["cached_tokens"]
+        print(f"  {text:<22} {t['wall'] / items:6.3f} s/item wall "
+              f"{t['cpu'] / items:6.3f} CPU s/item  {t['calls'] / items:5.1f} calls/item  "
+              f"engine prompt "
+              f"{t['prompt_ms'] / items:6.0f} ms/item ({computed / items:.0f} tokens computed, "
+              f"{t['cached_tokens'] / items:.0f} from the cache), generation "
+              f"{t['predicted_ms'] / items:6.0f} ms/item")
+    worst = {True: 0.0, False: 0.0}
+    for a, b in zip(answers[0], answers[1], strict=True):
+        pa = dict(zip(a.slots[0].values or [], a.slots[0].probs or [], strict=True))
+        pb = dict(zip(b.slots[0].values or [], b.slots[0].probs or [], strict=True))
+        same = a.text == b.text
+        worst[same] = max([worst[same],
+                           *(abs(pa.get(v, 0.0) - pb.get(v, 0.0)) for v in set(pa) | set(pb))])
+    same_text = sum(a.text == b.text for a, b in zip(answers[0], answers[1], strict=True))
+    print(f"  same answer text on {same_text}/{items} items: largest |dp| between the two "
+          f"settings' distributions {worst[True]:.4f} there, {worst[False]:.4f} where the "
+          f"greedy reasoning took another word")
+
+
 def main() -> None:
     """Run the comparison and print it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -108,7 +179,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight")
     parser.add_argument("--ctx", type=int, default=16384, help="context shared by the slots")
     parser.add_argument("--torch", type=int, default=1, help="1: also run the PyTorch path")
+    parser.add_argument("--ab", nargs=2, metavar="SETTING",
+                        help="compare two engine settings, e.g. threads=1,parallel=4")
     args = parser.parse_args()
+    if args.ab:
+        ab(args.ab, args.items, args.concurrency)
+        return
     suites = [("gveval ref-only", requests_for("gveval", "ref-only", 24, args.items)),
               ("harmoniceval", requests_for("harmoniceval", "default", 4, args.items))]
     t0 = time.perf_counter()

@@ -29,6 +29,7 @@ from capjudge.backends import default_concurrency
 from capjudge.client import AuthError, ClientStats
 from capjudge.judge import JudgeConfig, combine_parts, summarise, write_summary
 from capjudge.protocol import BackendError
+from capjudge.stopping import exit_promptly_on_signals
 from flows.artifacts import Progress
 from flows.params import load_params
 from flows.runner import RunnerConfig, task_runner
@@ -84,6 +85,9 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
             ``Retry-After`` pause are kept when tasks run in several processes or hosts
             (:mod:`capjudge.limits`); None: per process.
     """
+    # Installed here, over Prefect's own handler (set for the flow run): SIGTERM/SIGINT end
+    # the stage within seconds even while engine threads are busy (capjudge.stopping).
+    exit_promptly_on_signals()
     logger = get_run_logger()
     started = time.perf_counter()
     total = n = pq.ParquetFile(items_path).metadata.num_rows

@@ -28,7 +28,7 @@ from capjudge.backends import create_backend
 from capjudge.backends.logprobs import find_printed
 from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
 from capjudge.cli import main as cli_main
-from capjudge.client import JudgeClient
+from capjudge.client import JudgeClient, RetryPolicy
 from capjudge.item import Item
 from capjudge.methods import get_method
 from capjudge.methods.base import MethodOptions, Planned
@@ -221,12 +221,12 @@ def test_gveval_cli_on_the_served_model(served: str, tmp_path: Path,
         assert set(map(int, crit["distribution"])) <= set(range(101))
         masses.append(crit["mass"])
     # The issue's bar: most of the probability on the 0-100 scale for ordinary captions.
-    # Measured 0.35-0.52 (median 0.49) with the current template, which shows the model the
-    # literal format "${{score}}$" (the template is being rewritten in issue 18); after the
-    # forced "The final score is $" much of the rest goes to "${", "({", "{{".
-    if sorted(masses)[len(masses) // 2] < 0.5:
-        pytest.xfail(f"median captured mass {sorted(masses)[len(masses) // 2]:.2f} < 0.5 "
-                     f"({', '.join(f'{m:.2f}' for m in masses)}): see the comment above")
+    # Measured 0.65-0.77 on these three (1 or 2 engine threads; median 0.68 on the 138
+    # sample items). The base model writes no score in 24 tokens: it is read after the forced
+    # "The final score is $", where the rest of the mass goes to the paper's literal format
+    # ("${", "{{", "({"), a space, "$." and other text (docs/guides/local-servers.md).
+    median = sorted(masses)[len(masses) // 2]
+    assert median >= 0.5, masses
 
 
 def test_harmoniceval_text_criteria_each_from_a_1_to_5_distribution(
@@ -256,6 +256,70 @@ def test_context_overflow_is_a_non_transient_error(served: str, in_process: Open
         [answer] = backend.generate([huge])
         assert isinstance(answer, BackendError)
         assert not answer.transient and "context overflow" in str(answer)
+
+
+def test_context_overflow_ends_as_a_recorded_error_status_not_retried() -> None:
+    """A G-VEval prompt (~330 tokens) on a server whose slot holds 256: an error row."""
+    request = _gveval_request(0)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capjudge.cli", "serve", "--port", str(port), "--parallel", "1",
+         "--threads", "1", "--ctx", "256"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url, proc.stderr.read() if proc.stderr else ""
+        small = create_backend(f"llamacpp/{MODEL}", parallel=1, threads=1, ctx=256)
+        for backend in (create_backend(f"openai/{MODEL}", base_url=url), small):
+            client = JudgeClient(backend, None, retry=RetryPolicy(max_attempts=5))
+            [answer] = client.run([request])
+            assert answer.status == "error", answer
+            assert answer.reason is not None and "context overflow (HTTP 400)" in answer.reason
+            assert "exceeds the available context size" in answer.reason  # llama.cpp's words
+            assert answer.attempts == 1 and client.stats.retries == 0  # retrying cannot help
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_a_loading_server_is_unavailable_then_answers() -> None:
+    """llama.cpp answers 503 ``unavailable_error`` "Loading model" until its model is loaded.
+
+    That is the real server's "unavailable": with every slot busy it queues requests instead
+    (no error), so a client that starts with the server is the way to meet it. It is a
+    transient error; the same request answers once the model is loaded.
+    """
+    import time
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    backend = create_backend(f"openai/{MODEL}", base_url=url, continue_digits=False)
+    probe = JudgeRequest(messages=(Message("user", ("Say OK.",)),), slots=(),
+                         decoding=Decoding(max_tokens=1), template="t@1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capjudge.cli", "serve", "--port", str(port), "--parallel", "1",
+         "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    errors: list[BackendError] = []
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert time.monotonic() < deadline and proc.poll() is None
+            [answer] = backend.generate([probe])
+            if not isinstance(answer, BackendError):
+                break
+            errors.append(answer)
+            time.sleep(0.005)
+        unavailable = [e for e in errors if "server unavailable (HTTP 503)" in str(e)]
+        assert unavailable, [str(e) for e in errors[-3:]]
+        assert all(e.transient for e in unavailable)  # retried by the client
+        assert "Loading model" in str(unavailable[0])
+        # The client turns it into a retry, not a row: a request sent while the server loads
+        # is answered (the connection refusals before the listener opens are retried alike).
+        assert answer.status == "ok"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
 
 
 def test_llamacpp_error_shapes_become_statuses() -> None:
@@ -300,3 +364,148 @@ def test_a_shared_instruction_prefix_is_computed_once(in_process: OpenAIBackend)
     before = stats.cached_tokens
     JudgeClient(in_process, None, concurrency=1).run([_gveval_request(2, max_tokens=2)])
     assert stats.cached_tokens - before > 100  # the instructions came from the slot's cache
+
+
+def test_timings_are_recorded_per_judgement_row(in_process: OpenAIBackend,
+                                                tmp_path: Path) -> None:
+    from capjudge.judge import JudgeConfig, judge_items, rows_table
+
+    candidate, refs = CAPTIONS[0]
+    config = JudgeConfig(method="gveval", backend=f"llamacpp/{MODEL}", modes=["ref-only"],
+                         max_tokens=8, cache_dir=str(tmp_path / "cache"))
+    items = [Item(id="row-timings", candidate=candidate, references=refs)]
+    result = judge_items(items, config, backend=in_process)
+    [response] = result.responses
+    timings = response.timings
+    assert timings is not None, response.reason
+    # Summed over the answer and its digit follow-ups, as the usage is: llama.cpp counts
+    # every prompt token either as computed (prompt_n) or as taken from its cache (cache_n).
+    assert timings.prompt_n + timings.cache_n == response.usage.prompt_tokens
+    assert timings.predicted_n == response.usage.completion_tokens
+    assert timings.cache_n > 100  # the follow-ups continue the cached conversation
+    assert timings.prompt_ms > 0 and timings.predicted_ms > 0
+    table = rows_table(result.rows)
+    [row] = [r for r in table.to_pylist() if r["mode"] == "ref-only"]
+    assert row["server_timings"] == timings.to_json()
+    # A cached answer keeps what the server spent when it was asked.
+    again = judge_items(items, config, backend=in_process)
+    assert again.responses[0].cached and again.responses[0].timings == timings
+
+
+def test_no_timings_from_a_server_that_sends_none() -> None:
+    from capjudge.protocol import JudgeResponse, ServerTimings
+
+    assert ServerTimings.from_server(None) is None
+    assert JudgeResponse.from_json({"status": "ok"}).timings is None
+    data = JudgeResponse(status="ok", timings=ServerTimings(3, 1.5, 2, 4.0, 300)).to_json()
+    assert JudgeResponse.from_json(data).timings == ServerTimings(3, 1.5, 2, 4.0, 300)
+
+
+def _text_items(folder: Path, n: int) -> Path:
+    """An ``items.parquet`` of ``n`` text-only items (a judge stage's input)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from capjudge.ingest import ITEMS_SCHEMA
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": f"i{i}", "line": i, "task": "image", "media_kind": "image",
+             "candidate": f"{CAPTIONS[i % 3][0]} ({i})", "references": list(CAPTIONS[i % 3][1])}
+            for i in range(n)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=ITEMS_SCHEMA), folder / "items.parquet")
+    return folder / "items.parquet"
+
+
+def test_a_judge_stage_with_the_engine_loaded_stops_on_sigterm(tmp_path: Path) -> None:
+    import time
+
+    import yaml
+
+    _text_items(tmp_path / "ingest", 64)
+    params = {"ingest": {"out": str(tmp_path / "ingest")},
+              "runner": {"kind": "threads", "workers": 1},
+              "judge": {"cache_dir": str(tmp_path / "cache")},
+              "judges": {"t": {"method": "gveval", "backend": f"llamacpp/{MODEL}",
+                               "modes": ["ref-only"], "max_tokens": 24,
+                               "backend_options": {"parallel": 2, "threads": 1},
+                               "out": str(tmp_path / "judge")}}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    log = (tmp_path / "log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "flows.judge", "--name", "t", "--params",
+                             str(tmp_path / "params.yaml")], stdout=log,
+                            stderr=subprocess.STDOUT, cwd=Path(__file__).parents[1])
+    try:
+        deadline = time.monotonic() + 180
+        # Signalled while the engine is answering: once requests are claimed in the cache.
+        while not any(p.is_file() for p in (tmp_path / "cache").rglob("*")):
+            assert proc.poll() is None, (tmp_path / "log").read_text()
+            assert time.monotonic() < deadline, (tmp_path / "log").read_text()
+            time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        # Before capjudge.stopping it ran on for minutes (measured: still running 60 s later).
+        code = proc.wait(timeout=20)
+        assert time.monotonic() - t0 < 10
+        assert code in (0, 1, 128 + signal.SIGTERM, -signal.SIGTERM), code
+        assert not (tmp_path / "judge" / "judgements.parquet").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+
+
+def test_serve_stops_on_sigterm_with_a_request_in_flight() -> None:
+    import threading
+    import time
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capjudge.cli", "serve", "--port", str(port), "--parallel", "1",
+         "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url, proc.stderr.read() if proc.stderr else ""
+        body = {"model": MODEL, "messages": [{"role": "user", "content": "Tell a long story."}],
+                "max_tokens": 4000, "temperature": 0, "ignore_eos": True}
+        threading.Thread(target=lambda: _post_quietly(url, body), daemon=True).start()
+        time.sleep(2)  # the long generation is under way
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        # Before, the engine's destructor waited for the generation: still running 20 s later.
+        assert proc.wait(timeout=20) == 0
+        assert time.monotonic() - t0 < 10
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _post_quietly(url: str, body: dict[str, Any]) -> None:
+    try:
+        _post(url, body)
+    except OSError:
+        pass  # the server went away mid-answer: expected here
+
+
+def test_an_image_without_an_mmproj_is_a_recorded_refusal(in_process: OpenAIBackend,
+                                                          tmp_path: Path) -> None:
+    """The image part reaches llama.cpp's own parser, which needs an mmproj to take it.
+
+    (No vision GGUF here: the mmproj path itself is not exercised.)
+    """
+    import hashlib
+
+    from PIL import Image
+
+    from capjudge.protocol import ImagePart
+
+    picture = tmp_path / "red.png"
+    Image.new("RGB", (8, 8), (255, 0, 0)).save(picture)
+    part = ImagePart(str(picture), hashlib.sha256(picture.read_bytes()).hexdigest())
+    assert not in_process.capabilities.vision  # methods skip vision modes on it
+    request = JudgeRequest(messages=(Message("user", ("What is this?", part)),), slots=(),
+                           decoding=Decoding(max_tokens=1), template="t@1")
+    [answer] = JudgeClient(in_process, None).run([request])
+    assert answer.status == "error" and answer.attempts == 1
+    assert answer.reason is not None and "mmproj" in answer.reason
+    assert "llama.cpp refused the request" in answer.reason

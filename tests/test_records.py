@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -40,7 +42,11 @@ def test_schemas_are_the_fields_in_order() -> None:
                                             "reason"]
     assert Judgement.schema().field("values").type == pa.list_(pa.int64())
     assert Judgement.schema().field("paths_disagree").type == pa.bool_()
-    assert Judgement.schema().names[-1] == "repeat"
+    assert Judgement.schema().names[-2:] == ["repeat", "server_timings"]
+    # A nested dataclass is a struct column, and it comes back as the dataclass.
+    assert Judgement.schema().field("server_timings").type == pa.struct([
+        ("prompt_n", pa.int64()), ("prompt_ms", pa.float64()), ("predicted_n", pa.int64()),
+        ("predicted_ms", pa.float64()), ("cache_n", pa.int64())])
     assert ItemScore.schema().names == [
         "judge", "method", "mode", "item_id", "system", "score", "status", "cause", "reason",
         "criteria_scored", "criteria_total", "backend", "snapshot"]
@@ -94,3 +100,18 @@ def test_system_scores_append_every_methods_aggregates() -> None:
     assert table.schema.field("precision_micro").type == pa.float64()
     assert table.column("precision_micro").to_pylist() == [0.5, None]
     assert table.column("another").to_pylist() == [None, None]
+
+
+def test_a_struct_column_round_trips_through_parquet(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from capjudge.records import ServerTimings
+
+    rows = [Judgement(item_id="a", method="m", mode="x", criterion="c", status="ok",
+                      server_timings=ServerTimings(3, 1.5, 2, 4.0, 300)),
+            Judgement(item_id="b", method="m", mode="x", criterion="c", status="ok")]
+    pq.write_table(Judgement.table(rows), tmp_path / "j.parquet")
+    back = Judgement.from_table(pq.read_table(tmp_path / "j.parquet"))
+    assert back == rows
+    assert back[0].server_timings == ServerTimings(3, 1.5, 2, 4.0, 300)
+    assert back[1].server_timings is None

@@ -614,7 +614,7 @@ def judgement(item: Item, method: str, mode: str, result: Criterion, *, template
         completion_tokens=usage.completion_tokens, cost_usd=cost,
         latency_s=response.latency_s, attempts=response.attempts, cached=response.cached,
         cache_key=response.cache_key, media_sha256=item.media_sha256, system=item.system,
-        repeat=repeat)
+        repeat=repeat, server_timings=response.timings)
 
 
 def _explain(config: JudgeConfig, method: Method, planned: Sequence[Planned],

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from capjudge.credentials import redact
+from capjudge.records import ServerTimings
 
 Status = Literal["ok", "parse_failure", "low_mass", "refused", "error", "skipped", "undefined",
                  "text_only"]
@@ -227,6 +228,9 @@ class JudgeResponse:
     # The settings the statuses were derived with ({"min_mass": .., "reading_rules": ..});
     # set by the client when it stores the answer, compared when it reads it back.
     read_with: dict[str, Any] = field(default_factory=dict)
+    # What the server says it spent (llama.cpp's timings, summed over the follow-ups); None
+    # for servers that send none.
+    timings: ServerTimings | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: the shape (and key order) of ``asdict`` less ``cache_key``.
@@ -268,6 +272,7 @@ class JudgeResponse:
             "lengths": list(self.lengths),
             "raw": self.raw,
             "read_with": dict(self.read_with),
+            "timings": None if self.timings is None else self.timings.to_json(),
         }
 
     @classmethod
@@ -321,6 +326,7 @@ class JudgeResponse:
             lengths=list(get("lengths") or []),
             raw=get("raw"),
             read_with=dict(get("read_with") or {}),
+            timings=ServerTimings.from_server(get("timings")),
         )
 
 

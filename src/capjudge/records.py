@@ -56,6 +56,9 @@ def arrow_type(tp: object) -> pa.DataType:
     """
     if tp in _SCALARS:
         return _SCALARS[tp]
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a struct column
+        hints = typing.get_type_hints(tp)
+        return pa.struct([(f.name, arrow_type(hints[f.name])) for f in dataclasses.fields(tp)])
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin in (Union, types.UnionType):
@@ -67,6 +70,23 @@ def arrow_type(tp: object) -> pa.DataType:
     elif origin is list and len(args) == 1:
         return pa.list_(arrow_type(args[0]))
     raise TypeError(f"no Arrow column type for {tp!r}")
+
+
+def _to_cell(value: object) -> object:
+    """A field's value as Arrow takes it (a nested dataclass as the dict of its struct)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    return value
+
+
+def _from_cell(tp: object, value: object) -> object:
+    """A cell read back as its field's type (a struct's dict as its dataclass)."""
+    if isinstance(value, dict):
+        kept = [a for a in typing.get_args(tp) if a is not type(None)] or [tp]
+        target = kept[0]
+        if isinstance(target, type) and dataclasses.is_dataclass(target):
+            return target(**value)
+    return value
 
 
 _SCHEMAS: dict[type, pa.Schema] = {}
@@ -113,15 +133,16 @@ class Record:
         Raises:
             TypeError: a column without a default is missing.
         """
+        hints = typing.get_type_hints(cls)
         names = {f.name for f in _fields(cls)}
-        return cls(**{k: v for k, v in row.items() if k in names})
+        return cls(**{k: _from_cell(hints[k], v) for k, v in row.items() if k in names})
 
     @classmethod
     def table(cls: type[R], records: Iterable[R]) -> pa.Table:
         """Records as an Arrow table with the derived schema."""
         schema = cls.schema()
         rows = list(records)
-        columns = [pa.array([getattr(r, name) for r in rows], type=f.type)
+        columns = [pa.array([_to_cell(getattr(r, name)) for r in rows], type=f.type)
                    for name, f in zip(schema.names, schema, strict=True)]
         return pa.Table.from_arrays(columns, schema=schema)
 
@@ -129,6 +150,54 @@ class Record:
     def from_table(cls: type[R], table: pa.Table) -> list[R]:
         """The rows of a table as records (see :meth:`from_row`)."""
         return [cls.from_row(row) for row in table.to_pylist()]
+
+
+@dataclass(frozen=True)
+class ServerTimings:
+    """What a server says it spent on one answer (llama.cpp's ``timings`` object).
+
+    Summed over a judgement's calls (its answer and its digit follow-ups). Servers that send
+    no timings (OpenAI, vLLM, the PyTorch backends) leave a response's ``timings`` None.
+
+    Attributes:
+        prompt_n: prompt tokens the server computed (not taken from its cache).
+        prompt_ms: milliseconds it spent on them.
+        predicted_n: tokens it generated.
+        predicted_ms: milliseconds it spent generating.
+        cache_n: prompt tokens it reused from its prompt cache.
+    """
+
+    prompt_n: int = 0
+    prompt_ms: float = 0.0
+    predicted_n: int = 0
+    predicted_ms: float = 0.0
+    cache_n: int = 0
+
+    @classmethod
+    def from_server(cls, timings: object) -> ServerTimings | None:
+        """A server's ``timings`` dict as a record; None when there is none."""
+        if not isinstance(timings, dict):
+            return None
+        return cls(prompt_n=int(timings.get("prompt_n") or 0),
+                   prompt_ms=float(timings.get("prompt_ms") or 0.0),
+                   predicted_n=int(timings.get("predicted_n") or 0),
+                   predicted_ms=float(timings.get("predicted_ms") or 0.0),
+                   cache_n=int(timings.get("cache_n") or 0))
+
+    def plus(self, other: ServerTimings | None) -> ServerTimings:
+        """The sum of two answers' timings (``other`` None adds nothing)."""
+        if other is None:
+            return self
+        return ServerTimings(self.prompt_n + other.prompt_n, self.prompt_ms + other.prompt_ms,
+                             self.predicted_n + other.predicted_n,
+                             self.predicted_ms + other.predicted_ms,
+                             self.cache_n + other.cache_n)
+
+    def to_json(self) -> dict[str, int | float]:
+        """The record as a dict (a row's ``server_timings`` struct, a cache entry's field)."""
+        return {"prompt_n": self.prompt_n, "prompt_ms": self.prompt_ms,
+                "predicted_n": self.predicted_n, "predicted_ms": self.predicted_ms,
+                "cache_n": self.cache_n}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -272,6 +341,10 @@ class Judgement(Record):
     """Which captioner wrote the candidate."""
     repeat: int | None = 0
     """Test-retest repeat index (JudgeConfig.repeats); 0 otherwise."""
+    server_timings: ServerTimings | None = None
+    """What the server says it spent on the judgement (llama.cpp's timings, summed over the
+    digit follow-ups; ``cache_n``: prompt tokens from its prompt cache); null for servers
+    that send none."""
 
 
 @dataclass(frozen=True, kw_only=True)

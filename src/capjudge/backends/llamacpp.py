@@ -29,6 +29,7 @@ from capjudge.backends.base import Capabilities
 from capjudge.backends.embedded import EMBEDDED_MODELS, models_dir
 from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
 from capjudge.protocol import BackendError
+from capjudge.stopping import exit_promptly_on_signals
 
 log = logging.getLogger(__name__)
 
@@ -220,6 +221,9 @@ class LlamaCppBackend(OpenAIBackend):
         self.engine = start_engine(server_params(gguf, alias=alias, mmproj=mmproj,
                                                  parallel=self.parallel, threads=self.threads,
                                                  ctx=ctx))
+        # SIGTERM/SIGINT end the process within seconds while the engine's threads are busy
+        # (from the main thread only; judge stages install it in their flow).
+        exit_promptly_on_signals()
         self.capabilities = Capabilities(vision=bool(mmproj), distribution="logprobs",
                                          max_batch=1,
                                          concurrency=int(concurrency or self.parallel))
@@ -252,7 +256,9 @@ class LlamaCppBackend(OpenAIBackend):
 
         try:
             answer = self.engine.handle_chat_completions(body)
-        except ValueError as exc:  # the engine's own validation of the body
+        except (ValueError, RuntimeError) as exc:
+            # The engine's own validation of the body (ValueError), or what its parser refuses
+            # (RuntimeError: e.g. "image input is not supported" without an mmproj).
             return BackendError(f"llama.cpp refused the request: {exc}", transient=False)
         if isinstance(answer, str):  # older engines answer JSON text
             try:

@@ -36,9 +36,11 @@ it; the slot records ``anchor_forced``.
 llama.cpp specifics: it is asked for :data:`LLAMACPP_TOP_LOGPROBS` alternatives per token (it
 has no cap of 20); its logprobs entries carry token ``id`` and ``bytes`` (the token
 text is what is read; digits are ASCII), its usage's ``prompt_tokens_details.cached_tokens`` and
-its ``timings`` object are summed in :attr:`OpenAIBackend.server_stats`; its errors are
-statuses: a context overflow (``exceed_context_size_error``) a non-transient error naming it,
-an unavailable slot/server (503) transient.
+its ``timings`` object are summed in :attr:`OpenAIBackend.server_stats`, and each answer's
+timings (summed over its follow-ups) are on the response
+(:class:`~capjudge.protocol.ServerTimings`; a judgement row's ``server_timings``); its
+errors are statuses: a context overflow (``exceed_context_size_error``) a non-transient error
+naming it, an unavailable slot/server (503) transient.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ from capjudge.protocol import (
     JudgeResponse,
     Message,
     ScoreSlot,
+    ServerTimings,
     SlotResult,
     Status,
     Usage,
@@ -510,7 +513,7 @@ class OpenAIBackend(Backend):
                           completion_tokens=completion.usage.completion_tokens or 0)
         base: dict[str, Any] = {"usage": usage, "model": completion.model or self.model,
                 "system_fingerprint": getattr(completion, "system_fingerprint", None),
-                "latency_s": latency}
+                "latency_s": latency, "timings": ServerTimings.from_server(timings)}
         choice = completion.choices[0]
         message = choice.message
         text = (message.content if message is not None else None) or ""
@@ -627,6 +630,7 @@ class OpenAIBackend(Backend):
         if pending is None:
             return response
         usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens)
+        timings = response.timings
         raw = dict(response.raw or {})
         followed: dict[str, dict[str, Any]] = {
             k: dict(v) for k, v in (raw.get("after") or {}).items()}
@@ -635,6 +639,8 @@ class OpenAIBackend(Backend):
             if not answer.cached:
                 usage.prompt_tokens += answer.usage.prompt_tokens
                 usage.completion_tokens += answer.usage.completion_tokens
+                if answer.timings is not None:
+                    timings = (timings or ServerTimings()).plus(answer.timings)
             node = continuation_from_result(answer.slots[0]) if answer.slots else None
             if answer.status == "ok" and node is not None:
                 add_continuation(reading, prefix, node)
@@ -656,7 +662,7 @@ class OpenAIBackend(Backend):
             slots[i] = _finish(reading, self.min_mass, pending.forced, i)
         base = {"usage": usage, "model": response.model,
                 "system_fingerprint": response.system_fingerprint,
-                "latency_s": response.latency_s}
+                "latency_s": response.latency_s, "timings": timings}
         done = _response(response.text, slots, None, request, base)
         if raw:
             done.raw = {**raw, "after": followed,
@@ -690,7 +696,7 @@ def _reread_raw(backend: OpenAIBackend, request: JudgeRequest, response: JudgeRe
         slots.append(finish(reading, backend.min_mass))
     base = {"usage": response.usage, "model": response.model,
             "system_fingerprint": response.system_fingerprint,
-            "latency_s": response.latency_s}
+            "latency_s": response.latency_s, "timings": response.timings}
     done = _response(response.text, slots, raw.get("finish_reason"), request, base)
     done.raw = raw
     done.attempts = response.attempts

@@ -8,13 +8,15 @@ the base URL, printed once ``/v1/models`` answers, so a script can wait for it::
     url=$(capjudge serve --port 8080 | head -n 1)   # or read the first line of a background job
     capjudge score --backend openai/gemma-3-270m --base-url "$url" ...
 
-SIGINT or SIGTERM stops it. A port in use, or a model file that is missing, unreadable or not a
-GGUF, is a one-line error (exit 2).
+SIGINT or SIGTERM stops it at once (requests in flight are dropped), exit status 0. A
+port in use, or a model file that is missing, unreadable or not a GGUF, is a one-line error
+(exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import socket
 import sys
@@ -55,7 +57,10 @@ def _wait_ready(url: str, timeout_s: float) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Start the server, print its base URL, serve until SIGINT/SIGTERM."""
+    """Start the server, print its base URL, serve until SIGINT/SIGTERM.
+
+    Once serving, it does not return: the process exits with status 0 on the signal.
+    """
     from capjudge.backends.llamacpp import resolve_model, server_params, start_engine
     from capjudge.protocol import BackendError
 
@@ -67,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         params = server_params(gguf, alias=alias, mmproj=args.mmproj, parallel=args.parallel,
                                threads=args.threads, ctx=args.ctx, host=args.host,
                                port=args.port)
-        engine = start_engine(params)
+        engine = start_engine(params)  # noqa: F841 - must stay alive until the process ends
     except BackendError as exc:
         raise UsageError(str(exc)) from None
     probe_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host  # noqa: S104
@@ -92,9 +97,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        del engine  # the engine's destructor stops its loop and the listener
+    # The process ends here without the engine's destructor: it waits for the requests in
+    # flight while holding the interpreter lock (measured: a long generation kept the process
+    # alive past 20 s, no Python thread able to run). The OS closes the listener.
     print("capjudge serve: stopped", file=sys.stderr, flush=True)
-    return EXIT_OK
+    sys.stdout.flush()
+    os._exit(EXIT_OK)
 
 
 def register(sub: Any) -> None:
