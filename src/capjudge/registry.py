@@ -325,3 +325,15 @@ def subclass_check(base: type) -> Check:
         return f"is not a {base.__name__} subclass (got {_qualname(component)})"
 
     return check
+
+
+def instance_check(cls: type) -> Check:
+    """A ``check`` that wants a ``cls`` declaring the name it is registered under (a spec)."""
+    def check(name: str, component: Any) -> str | None:
+        if not isinstance(component, cls):
+            return f"is not a {cls.__name__} (got {type(component).__name__})"
+        declared = getattr(component, "name", name)
+        if declared != name:
+            return f"declares the name {declared!r}"
+        return None
+    return check

@@ -16,22 +16,12 @@ error naming both, when it is asked for (see :mod:`capjudge.registry`).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from capjudge.metaeval.datasets import DatasetError, Protocol, dataset_names, get_dataset
-from capjudge.registry import Registry, RegistryError
-
-
-def _check_protocol(name: str, component: Any) -> str | None:
-    if not isinstance(component, Protocol):
-        return f"is not a Protocol (got {type(component).__name__})"
-    if component.name != name:
-        return f"declares the name {component.name!r}"
-    return None
-
+from capjudge.registry import Registry, RegistryError, instance_check
 
 PROTOCOL_REGISTRY: Registry[Protocol] = Registry("protocol", group="capjudge.protocols",
-                                                 check=_check_protocol)
+                                                 check=instance_check(Protocol))
 """Protocols not declared by their dataset's spec: entry points and :func:`register_protocol`."""
 
 

@@ -31,9 +31,9 @@ import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import overload
 
-from capjudge.registry import Registry
+from capjudge.registry import Registry, instance_check
 
 
 @dataclass
@@ -152,16 +152,8 @@ class DatasetSpec:
         return loader
 
 
-def _check_spec(name: str, component: Any) -> str | None:
-    if not isinstance(component, DatasetSpec):
-        return f"is not a DatasetSpec (got {type(component).__name__})"
-    if component.name != name:
-        return f"declares the name {component.name!r}"
-    return None
-
-
 DATASET_REGISTRY: Registry[DatasetSpec] = Registry("dataset", group="capjudge.datasets",
-                                                   check=_check_spec)
+                                                   check=instance_check(DatasetSpec))
 """Dataset name -> :class:`DatasetSpec`: the built-in modules, entry points, code."""
 
 
