@@ -509,3 +509,17 @@ def test_an_image_without_an_mmproj_is_a_recorded_refusal(in_process: OpenAIBack
     assert answer.status == "error" and answer.attempts == 1
     assert answer.reason is not None and "mmproj" in answer.reason
     assert "llama.cpp refused the request" in answer.reason
+
+
+def test_poll_sets_the_engine_threads_busy_wait_level() -> None:
+    # llama.cpp's --poll: 0 lets idle engine threads sleep (several threads on a busy machine).
+    from capjudge.backends.llamacpp import embedded_gguf, server_params
+    from capjudge.protocol import BackendError
+
+    gguf = embedded_gguf("gemma-3-270m")
+    params = server_params(gguf, alias="m", threads=2, poll=0)
+    assert (params.cpuparams.poll, params.cpuparams_batch.poll) == (0, 0)
+    assert params.cpuparams.n_threads == 2
+    assert server_params(gguf, alias="m").cpuparams.poll == 50  # the engine's own default
+    with pytest.raises(BackendError, match="poll must be 0-100"):
+        server_params(gguf, alias="m", poll=101)

@@ -127,7 +127,7 @@ def file_sha256(path: Path) -> str:
 def server_params(gguf: Path, *, alias: str, mmproj: str | None = None,
                   parallel: int = DEFAULT_PARALLEL, threads: int | None = None,
                   ctx: int | None = None, host: str | None = None,
-                  port: int | None = None) -> Any:
+                  port: int | None = None, poll: int | None = None) -> Any:
     """``xllamacpp.CommonParams`` for the engine.
 
     Args:
@@ -139,6 +139,9 @@ def server_params(gguf: Path, *, alias: str, mmproj: str | None = None,
         ctx: total context tokens, shared by the slots (default 2048 per slot).
         host: the HTTP listener's address (``capjudge serve``); None: loopback.
         port: the HTTP listener's port; None: a free one chosen by the engine.
+        poll: how hard the engine's threads busy-wait for work, 0-100 (llama.cpp's
+            ``--poll``); None: the engine's default (50). 0 lets an idle thread sleep, which
+            keeps several threads from stalling each other when anything else wants a core.
     """
     import xllamacpp
 
@@ -152,6 +155,11 @@ def server_params(gguf: Path, *, alias: str, mmproj: str | None = None,
     n = int(threads) if threads else default_threads()
     params.cpuparams.n_threads = n
     params.cpuparams_batch.n_threads = n
+    if poll is not None:
+        if not 0 <= int(poll) <= 100:
+            raise BackendError(f"poll must be 0-100, not {poll!r}", transient=False)
+        params.cpuparams.poll = int(poll)
+        params.cpuparams_batch.poll = int(poll)
     params.cache_prompt = True  # a shared instruction prefix is computed once per slot
     params.prefill_assistant = True  # a final assistant message is continued
     # Gemma 3 (and other sliding-window models): keep the whole window so a cached prompt can
@@ -184,13 +192,14 @@ def start_engine(params: Any) -> Any:
 class LlamaCppBackend(OpenAIBackend):
     """A GGUF model on llama.cpp's server engine, called in process (no HTTP)."""
 
-    options = frozenset({"mmproj", "parallel", "threads", "ctx", "min_mass", "concurrency",
-                         "continue_digits", "force_anchor"})
+    options = frozenset({"mmproj", "parallel", "threads", "poll", "ctx", "min_mass",
+                         "concurrency", "continue_digits", "force_anchor"})
     default_concurrency = DEFAULT_PARALLEL
     shared = True
 
     def __init__(self, model: str, *, mmproj: str | None = None,
                  parallel: int = DEFAULT_PARALLEL, threads: int | None = None,
+                 poll: int | None = None,
                  ctx: int | None = None, min_mass: float = 0.5, concurrency: int | None = None,
                  continue_digits: bool = True, force_anchor: bool | None = None) -> None:
         gguf, alias = resolve_model(model)
@@ -212,7 +221,8 @@ class LlamaCppBackend(OpenAIBackend):
         self.threads = int(threads) if threads else default_threads()
         self.engine = start_engine(server_params(gguf, alias=alias, mmproj=mmproj,
                                                  parallel=self.parallel, threads=self.threads,
-                                                 ctx=ctx))
+                                                 ctx=ctx, poll=poll))
+        self.poll = poll
         # SIGTERM/SIGINT end the process within seconds while the engine's threads are busy
         # (from the main thread only; judge stages install it in their flow).
         exit_promptly_on_signals()
@@ -232,7 +242,8 @@ class LlamaCppBackend(OpenAIBackend):
         """Backend facts for summaries and lineage (the GGUF, its hash, the engine settings)."""
         return {"backend": self.backend_id, "snapshot": self._snapshot, "model": self.model,
                 "gguf": str(self.gguf), "mmproj": self.mmproj, "parallel": self.parallel,
-                "threads": self.threads, "engine": "llama.cpp (xllamacpp, in process)"}
+                "threads": self.threads, "poll": self.poll,
+                "engine": "llama.cpp (xllamacpp, in process)"}
 
     def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
         """The GGUF's hash (a local model: nothing to probe)."""
