@@ -52,6 +52,7 @@ from capjudge.report.judge_reliability import (
     LENGTH_COLUMNS,
     RETEST_COLUMNS,
     RETEST_ITEM_COLUMNS,
+    ReliabilitySections,
     as_table,
     calibration_table,
     comparison_table,
@@ -274,7 +275,7 @@ def report_view(ctx: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-def _reliability(con: Any, config: ReportConfig) -> dict[str, list[dict[str, Any]]]:
+def _reliability(con: Any, config: ReportConfig) -> ReliabilitySections:
     """The judge-reliability and judges-compared sections, each also a database table."""
     cursor = con.execute("""
         SELECT s.judge, s.method, s.mode, s.series, s.item_id, s.system, s.score, s.human,
@@ -290,20 +291,24 @@ def _reliability(con: Any, config: ReportConfig) -> dict[str, list[dict[str, Any
     n_boot, seed = config.bootstrap, config.seed
     retest, retest_items = retest_tables(repeats, n_boot, seed)
     injection, injection_items = injection_tables(rows, n_boot, seed)
-    sections = {
-        "reliability_retest": (retest, RETEST_COLUMNS),
-        "reliability_items": (retest_items, RETEST_ITEM_COLUMNS),
-        "injection": (injection, INJECTION_COLUMNS),
-        "injection_items": (injection_items, INJECTION_ITEM_COLUMNS),
-        "length_bias": (length_bias_table(rows, n_boot, seed), LENGTH_COLUMNS),
-        "calibration": (calibration_table(rows, n_boot, fit_fraction=config.calibration_fit,
-                                          seed=seed) if config.calibration else [],
-                        CALIBRATION_COLUMNS),
-        "judge_comparisons": (comparison_table(rows, n_boot, seed), COMPARISON_COLUMNS),
+    sections: ReliabilitySections = {
+        "reliability_retest": retest, "reliability_items": retest_items,
+        "injection": injection, "injection_items": injection_items,
+        "length_bias": length_bias_table(rows, n_boot, seed),
+        "calibration": calibration_table(rows, n_boot, fit_fraction=config.calibration_fit,
+                                         seed=seed) if config.calibration else [],
+        "judge_comparisons": comparison_table(rows, n_boot, seed),
     }
-    for name, (table_rows, columns) in sections.items():
+    for name, table_rows, columns in (
+            ("reliability_retest", sections["reliability_retest"], RETEST_COLUMNS),
+            ("reliability_items", sections["reliability_items"], RETEST_ITEM_COLUMNS),
+            ("injection", sections["injection"], INJECTION_COLUMNS),
+            ("injection_items", sections["injection_items"], INJECTION_ITEM_COLUMNS),
+            ("length_bias", sections["length_bias"], LENGTH_COLUMNS),
+            ("calibration", sections["calibration"], CALIBRATION_COLUMNS),
+            ("judge_comparisons", sections["judge_comparisons"], COMPARISON_COLUMNS)):
         add_table(con, name, as_table(table_rows, columns))
-    return {name: table_rows for name, (table_rows, _) in sections.items()}
+    return sections
 
 
 def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
