@@ -14,6 +14,8 @@ from typing import Any
 
 import jinja2
 
+from capjudge.report.context import ReportView
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 
@@ -63,11 +65,11 @@ def _environment(autoescape: bool) -> jinja2.Environment:
     return env
 
 
-def render_markdown(ctx: dict[str, Any]) -> str:
+def render_markdown(ctx: ReportView) -> str:
     """report.md."""
     return _environment(False).get_template("report.md.j2").render(**ctx)
 
 
-def render_html(ctx: dict[str, Any]) -> str:
+def render_html(ctx: ReportView) -> str:
     """report.html: the same content, escaped, with the plots inlined."""
     return _environment(True).get_template("report.html.j2").render(**ctx)
