@@ -36,6 +36,8 @@ Scalar = None | bool | int | float | str
 """A scalar cell of a table."""
 CellValue = Scalar | Sequence[Scalar]
 """What one cell of a record's table holds: a scalar or a list of scalars."""
+JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+"""Any JSON value (for documents, or parts of them, whose shape is open)."""
 
 _SCALARS: dict[object, pa.DataType] = {
     str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_(),
@@ -594,8 +596,7 @@ ROW_RECORDS: tuple[type[Record], ...] = (ItemRow, QuarantineRow, Judgement, Crit
 """Every row record, in pipeline order."""
 
 __all__ = ["ROW_RECORDS", "AggregateSummary", "AgreementEntry", "BackendLineage", "CellValue",
-           "ContextRow",
-           "CriterionScore", "HistoryEntry", "ItemCounts", "ItemRow", "ItemScore",
-           "JudgeSummary", "Judgement", "LabelRow", "PairedDifference", "QuarantineRow",
-           "Record", "ReliabilityItem", "RepeatScore", "RunLineage", "Scalar", "ScoredItem",
-           "SystemScore", "arrow_type"]
+           "ContextRow", "CriterionScore", "HistoryEntry", "ItemCounts", "ItemRow",
+           "ItemScore", "JSONValue", "JudgeSummary", "Judgement", "LabelRow",
+           "PairedDifference", "QuarantineRow", "Record", "ReliabilityItem", "RepeatScore",
+           "RunLineage", "Scalar", "ScoredItem", "SystemScore", "arrow_type"]

@@ -46,10 +46,10 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, TypedDict
 from urllib.parse import parse_qs, urlsplit
 
+from capjudge.records import JSONValue
 from capjudge.testing.openai_server import (
     ChatCompletion,
     ChatRequest,
-    JSONValue,
     MockHandler,
     MockOpenAIServer,
     Script,

@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar, TypedDict
 
-JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
-"""Any JSON value (for the parts of a body whose shape is open)."""
+from capjudge.records import JSONValue
 
 
 class ContentPart(TypedDict, total=False):
