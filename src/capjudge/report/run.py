@@ -208,12 +208,12 @@ def _headline(agree: Sequence[AgreementEntry], judges: dict[str, JudgeSummary],
 
 
 def _validation(out: Path) -> ValidationView | None:
-    from capjudge.validate import summary_lines
+    from capjudge.validate import ValidationReport, summary_lines
 
     path = out / "validation.json"
     if not path.is_file():
         return None
-    report = json.loads(path.read_text())
+    report: ValidationReport = json.loads(path.read_text())
     return {"success": report["success"],
             "suites": [{"name": name, "evaluated": r["statistics"]["evaluated_expectations"],
                         "failed": r["statistics"]["unsuccessful_expectations"]}
