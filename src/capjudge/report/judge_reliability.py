@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from capjudge.methods import get_method
-from capjudge.records import ReliabilityItem, RepeatScore, arrow_type
+from capjudge.records import JSONValue, ReliabilityItem, RepeatScore, arrow_type
 from capjudge.reliability import TwinCandidate, find_twins, is_adversarial, quoted_score
 from capjudge.stats import (
     calibrate,
@@ -370,16 +370,16 @@ def injection_tables(rows: Sequence[ReliabilityItem], n_boot: int, seed: int = 0
     return summary, items
 
 
-def _extra(text: str | None) -> dict[str, object]:
+def _extra(text: str | None) -> dict[str, JSONValue]:
     """A manifest row's unknown keys (``items.extra``, a JSON object); {} if unreadable."""
     try:
-        data: object = json.loads(text or "{}")
+        data: JSONValue = json.loads(text or "{}")
     except json.JSONDecodeError:
         return {}
-    return {str(k): v for k, v in data.items()} if isinstance(data, dict) else {}
+    return data if isinstance(data, dict) else {}
 
 
-def _twin_ids(extra: Mapping[str, object]) -> tuple[str, ...]:
+def _twin_ids(extra: Mapping[str, JSONValue]) -> tuple[str, ...]:
     twin = extra.get("twin", extra.get("clean_twin"))
     if twin is None:
         return ()
