@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 import numpy as np
 from scipy import stats
@@ -66,6 +66,137 @@ class RunData(TypedDict):
     human_criterion: str | None
 
 
+class ItemShift(TypedDict):
+    """One item's score in both runs and the shift B - A."""
+
+    item_id: str
+    a: float
+    b: float
+    shift: float
+
+
+class Shift(TypedDict):
+    """How the common items' scores moved from run A to run B."""
+
+    mean: float
+    mean_abs: float
+    max_abs: float
+    largest: list[ItemShift]
+    """The ten largest shifts."""
+
+
+class SystemShift(TypedDict):
+    """One system's mean score in both runs."""
+
+    mean_a: float
+    mean_b: float
+    shift: float
+    n: int
+
+
+class ItemPair(TypedDict):
+    """One item's score in both runs."""
+
+    item_id: str
+    a: float
+    b: float
+
+
+class PassFail(TypedDict):
+    """Items whose pass/fail verdict (score >= threshold) flipped between the runs."""
+
+    threshold: float
+    flipped: int
+    items: list[ItemPair]
+    """The first 20 flips."""
+
+
+class RankMove(TypedDict):
+    """One item's rank in both runs."""
+
+    item_id: str
+    rank_a: float
+    rank_b: float
+
+
+class RankChanges(TypedDict):
+    """Items that moved more than 10 % of the list in rank."""
+
+    moved_over_10pct: int
+    items: list[RankMove]
+    kendall_tau_between_runs: float
+
+
+class RunsAgreement(TypedDict):
+    """Both runs' Kendall tau-b with humans on the labelled common items, and the change."""
+
+    protocol: str
+    n: int
+    kendall_tau_b_a: float
+    ci95_a: list[float]
+    kendall_tau_b_b: float
+    ci95_b: list[float]
+    difference_b_minus_a: float
+    difference_ci95: list[float]
+    permutation_p_value: float
+
+
+class SeriesComparison(TypedDict):
+    """One series compared between two runs (:func:`compare_series`)."""
+
+    items_a: int
+    items_b: int
+    common_scored: int
+    note: NotRequired[str]
+    """Why nothing else is there (fewer than 2 common scored items)."""
+    shift: NotRequired[Shift]
+    systems: NotRequired[dict[str, SystemShift]]
+    pass_fail: NotRequired[PassFail]
+    rank_changes: NotRequired[RankChanges]
+    agreement: NotRequired[RunsAgreement]
+    """With at least 3 labelled common items."""
+
+
+class BackendFacts(TypedDict):
+    """One judge's backend in a run (the ``run_backends`` columns a comparison shows)."""
+
+    judge: str | None
+    backend: str | None
+    snapshot: str | None
+    models: list[str]
+    fingerprints: list[str]
+
+
+class RunFacts(TypedDict):
+    """Which run a side of a comparison is."""
+
+    db: str
+    run_id: object
+    time: object
+    git_revision: object
+    backends: list[BackendFacts]
+
+
+class CostComparison(TypedDict):
+    """What the compared judges spent in both runs."""
+
+    usd_a: float
+    usd_b: float
+    usd_difference: float
+    tokens_a: float
+    tokens_b: float
+    tokens_difference: float
+
+
+class Comparison(TypedDict):
+    """``comparison.json`` (:func:`compare_runs`)."""
+
+    run_a: RunFacts
+    run_b: RunFacts
+    series: dict[str, SeriesComparison]
+    cost: NotRequired[CostComparison]
+
+
 def load_run(db: Path) -> RunData:
     """A run's series (items with score, system, human), costs and lineage from its database."""
     import duckdb
@@ -102,11 +233,12 @@ def load_run(db: Path) -> RunData:
 
 def compare_series(a: Mapping[str, SeriesItem], b: Mapping[str, SeriesItem], method: str,
                    n_boot: int, threshold: float | None, human_criterion: str | None = None
-                   ) -> dict[str, Any]:
+                   ) -> SeriesComparison:
     """Shifts, flips, rank changes and agreement of one series between two runs."""
     common = sorted(k for k in a if k in b and a[k]["score"] is not None
                     and b[k]["score"] is not None)
-    out: dict[str, Any] = {"items_a": len(a), "items_b": len(b), "common_scored": len(common)}
+    out: SeriesComparison = {"items_a": len(a), "items_b": len(b),
+                             "common_scored": len(common)}
     if len(common) < 2:
         out["note"] = "fewer than 2 items scored in both runs"
         return out
@@ -126,11 +258,12 @@ def compare_series(a: Mapping[str, SeriesItem], b: Mapping[str, SeriesItem], met
                           "shift": float(np.mean([p[1] - p[0] for p in v])), "n": len(v)}
                       for s, v in sorted(systems.items())}
     cut = threshold if threshold is not None else get_method(method).overall_scale.threshold
-    flips = [{"item_id": k, "a": float(x), "b": float(y)}
+    flips: list[ItemPair] = [{"item_id": k, "a": float(x), "b": float(y)}
              for k, x, y in zip(common, sa, sb, strict=True) if (x >= cut) != (y >= cut)]
     out["pass_fail"] = {"threshold": cut, "flipped": len(flips), "items": flips[:20]}
     ra, rb = stats.rankdata(-sa), stats.rankdata(-sb)
-    moved = [{"item_id": common[i], "rank_a": float(ra[i]), "rank_b": float(rb[i])}
+    moved: list[RankMove] = [
+        {"item_id": common[i], "rank_a": float(ra[i]), "rank_b": float(rb[i])}
              for i in range(len(common)) if abs(ra[i] - rb[i]) > 0.1 * len(common)]
     out["rank_changes"] = {"moved_over_10pct": len(moved), "items": moved[:20],
                            "kendall_tau_between_runs": float(kendall_tau_b(sa, sb))}
@@ -156,15 +289,15 @@ def compare_series(a: Mapping[str, SeriesItem], b: Mapping[str, SeriesItem], met
 
 
 def compare_runs(db_a: Path, db_b: Path, *, series: tuple[str, str] | None = None,
-                 n_boot: int = 500, threshold: float | None = None) -> dict[str, Any]:
+                 n_boot: int = 500, threshold: float | None = None) -> Comparison:
     """Compare two runs' report databases; returns the JSON-able comparison."""
     a, b = load_run(db_a), load_run(db_b)
     pairs = [series] if series else sorted((k, k) for k in a["series"] if k in b["series"])
     if not pairs:
         raise ValueError("the runs share no judge/mode series; pass --series A_KEY B_KEY "
                          f"(A has {sorted(a['series'])}, B has {sorted(b['series'])})")
-    result: dict[str, Any] = {"run_a": {"db": str(db_a), **_run_facts(a)},
-                              "run_b": {"db": str(db_b), **_run_facts(b)}, "series": {}}
+    result: Comparison = {"run_a": _run_facts(a, str(db_a)), "run_b": _run_facts(b, str(db_b)),
+                          "series": {}}
     for ka, kb in pairs:
         if ka not in a["series"] or kb not in b["series"]:
             raise ValueError(f"series {ka!r} / {kb!r} not found in both runs")
@@ -188,23 +321,35 @@ def _spent(costs: Mapping[str, JudgeCost], judges: set[str],
     return sum((costs[j][key] or 0) if j in costs else 0 for j in judges)
 
 
-def _run_facts(data: RunData) -> dict[str, Any]:
+def _run_facts(data: RunData, db: str) -> RunFacts:
     run = data["run"]
-    return {"run_id": run.get("run_id"), "time": run.get("time"),
+    return {"db": db, "run_id": run.get("run_id"), "time": run.get("time"),
             "git_revision": run.get("git_revision"),
-            "backends": [{k: (list(v) if isinstance(v, np.ndarray) else v)
-                          for k, v in b.items() if k in ("judge", "backend", "snapshot",
-                                                         "models", "fingerprints")}
-                         for b in data["backends"]]}
+            "backends": [_backend_facts(b) for b in data["backends"]]}
 
 
-def _f(v: Any, digits: int = 2) -> str:
+def _backend_facts(row: Mapping[str, object]) -> BackendFacts:
+    """A ``run_backends`` row's shown columns (DuckDB gives its lists as numpy arrays)."""
+
+    def text(key: str) -> str | None:
+        value = row.get(key)
+        return value if isinstance(value, str) else None
+
+    def texts(key: str) -> list[str]:
+        value = row.get(key)
+        return [str(v) for v in value] if isinstance(value, np.ndarray | list) else []
+
+    return {"judge": text("judge"), "backend": text("backend"), "snapshot": text("snapshot"),
+            "models": texts("models"), "fingerprints": texts("fingerprints")}
+
+
+def _f(v: object, digits: int = 2) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     return f"{v:.{digits}f}"
 
 
-def render(result: dict[str, Any]) -> str:
+def render(result: Comparison) -> str:
     """The comparison as Markdown."""
     a, b = result["run_a"], result["run_b"]
     lines = ["# capjudge comparison", "",
@@ -258,7 +403,7 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_comparison(result: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+def write_comparison(result: Comparison, out_dir: Path) -> tuple[Path, Path]:
     """Write comparison.md and comparison.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
     md, js = out_dir / "comparison.md", out_dir / "comparison.json"

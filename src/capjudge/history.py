@@ -21,9 +21,9 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, SupportsFloat
+from typing import SupportsFloat
 
-from capjudge.records import BackendLineage, HistoryEntry, RunLineage
+from capjudge.records import AgreementEntry, BackendLineage, HistoryEntry, RunLineage
 
 HISTORY_FILE = "history.jsonl"
 
@@ -63,7 +63,7 @@ def _finite(value: object) -> float | None:
     return None if math.isnan(number) else number
 
 
-def run_entries(run: RunLineage, agreement: Sequence[dict[str, Any]],
+def run_entries(run: RunLineage, agreement: Sequence[AgreementEntry],
                 judges: Mapping[str, Mapping[str, object]],
                 systems: Sequence[Mapping[str, object]]) -> list[HistoryEntry]:
     """History entries (without the paired difference) for one run's scored series.
@@ -143,7 +143,7 @@ def paired_to_previous(entry: HistoryEntry, previous: HistoryEntry | None,
     return entry
 
 
-def record_run(registry: Path, run: RunLineage, agreement: Sequence[dict[str, Any]],
+def record_run(registry: Path, run: RunLineage, agreement: Sequence[AgreementEntry],
                judges: Mapping[str, Mapping[str, object]],
                systems: Sequence[Mapping[str, object]], n_boot: int = 500
                ) -> list[HistoryEntry]:

@@ -28,10 +28,12 @@ import math
 import numbers
 import unicodedata
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from capjudge.records import JSONValue
 
 TASKS = ("caption", "vqa", "reg", "vdu")
 MEDIA_KEYS = ("image", "video", "views")
@@ -67,7 +69,8 @@ class RawRow:
     """One manifest row before validation: its 1-based line (or row number) and content."""
 
     line: int
-    data: dict[str, Any] | None
+    data: Mapping[str, object] | None
+    """The row's fields as read (JSON values; Parquet also timestamps, decimals, bytes...)."""
     raw: str
     error: str | None = None  # set when the row is unusable before any field check
 
@@ -86,7 +89,7 @@ class ValidRow:
     question: str | None
     system: str | None
     labels: dict[str, float | list[float]]
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, JSONValue] = field(default_factory=dict)
 
 
 def text_problem(value: str) -> str | None:
@@ -146,7 +149,7 @@ def _surrogate_escaped_byte(value: str) -> int | None:
     return None
 
 
-def to_json_value(value: Any) -> Any:
+def to_json_value(value: object) -> JSONValue:
     """Convert one manifest value to something ``json.dumps(..., allow_nan=False)`` writes.
 
     JSON has no timestamps, decimals, bytes or non-finite numbers, but Parquet (and Python's own
@@ -187,7 +190,7 @@ def to_json_value(value: Any) -> Any:
         return value.isoformat()  # pandas.Timestamp is a datetime and keeps its nanoseconds
     if isinstance(value, dt.timedelta):
         iso = getattr(value, "isoformat", None)  # pandas.Timedelta (nanoseconds) has one
-        return iso() if callable(iso) else _iso_duration(value)
+        return str(iso()) if callable(iso) else _iso_duration(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return {"$base64": base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, uuid.UUID):
@@ -196,7 +199,7 @@ def to_json_value(value: Any) -> Any:
         fields: tuple[str, ...] = value._fields
         return {k: to_json_value(v) for k, v in zip(fields, value, strict=True)}
     if isinstance(value, dict):
-        out: dict[str, Any] = {}
+        out: dict[str, JSONValue] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValueError(f"object key {key!r} is not a string")
@@ -273,10 +276,10 @@ class _Duplicates(list[str]):
     def __init__(self) -> None:
         super().__init__()
         self.by_object: dict[int, list[str]] = {}
-        self._keep: list[dict[str, Any]] = []
+        self._keep: list[dict[str, JSONValue]] = []
 
-    def hook(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def hook(self, pairs: list[tuple[str, JSONValue]]) -> dict[str, JSONValue]:
+        out: dict[str, JSONValue] = {}
         dups: list[str] = []
         for key, value in pairs:
             if key in out and key not in dups:
@@ -288,7 +291,7 @@ class _Duplicates(list[str]):
             self.extend(k for k in dups if k not in self)
         return out
 
-    def within(self, value: Any) -> list[str]:
+    def within(self, value: JSONValue) -> list[str]:
         """The duplicated keys of ``value`` and of every object nested in it."""
         found: list[str] = []
         stack = [value]
@@ -302,7 +305,7 @@ class _Duplicates(list[str]):
         return found
 
 
-def _loads(text: str) -> tuple[Any, list[str]]:
+def _loads(text: str) -> tuple[JSONValue, list[str]]:
     """``json.loads`` that also returns the keys an object held twice."""
     dups = _Duplicates()
     return json.loads(text, object_pairs_hook=dups.hook), list(dups)
@@ -396,25 +399,26 @@ def _read_jsonl(p: Path) -> Iterator[RawRow]:
 def _non_utf8_row(line_no: int, raw_bytes: bytes, exc: UnicodeDecodeError) -> RawRow:
     """A quarantined row for a line that is not UTF-8; its id is kept when it can be read."""
     shown = raw_bytes.decode("utf-8", errors="replace").strip()
-    data: dict[str, Any] | None = None
+    data: dict[str, object] | None = None
     try:
-        obj = json.loads(raw_bytes.decode("utf-8", errors="surrogateescape"))
+        obj: JSONValue = json.loads(raw_bytes.decode("utf-8", errors="surrogateescape"))
     except (ValueError, RecursionError):
         obj = None
-    if isinstance(obj, dict) and isinstance(obj.get("id"), str) \
-            and _surrogate_escaped_byte(obj["id"]) is None:
-        data = {"id": obj["id"]}  # only the id: the rest is not trustworthy text
+    row_id = obj.get("id") if isinstance(obj, dict) else None
+    if isinstance(row_id, str) and _surrogate_escaped_byte(row_id) is None:
+        data = {"id": row_id}  # only the id: the rest is not trustworthy text
     return RawRow(line_no, data, shown[:500],
                   f"not valid UTF-8 (byte {exc.start}: {raw_bytes[exc.start]:#04x})")
 
 
-def _maybe_json(value: str) -> Any:
+def _maybe_json(value: str) -> JSONValue:
     value = value.strip()
     if value[:1] in "[{":
         try:
-            return json.loads(value)
+            parsed: JSONValue = json.loads(value)
         except (ValueError, RecursionError):  # left as text: the field check names the problem
             return value
+        return parsed
     return value
 
 
@@ -444,7 +448,8 @@ def _read_csv(p: Path) -> Iterator[RawRow]:
             raw = safe_text("".join(fields))[:500]
             yield RawRow(row_no, None, raw, error)
             continue
-        row: dict[Any, Any] = dict(zip(header, fields, strict=False))
+        # csv.DictReader's layout: cells beyond the header are a list under the key None.
+        row: dict[str | None, str | list[str]] = dict(zip(header, fields, strict=False))
         if len(fields) > len(header):
             row[None] = fields[len(header):]
         raw = safe_text(json.dumps(row, ensure_ascii=False))[:500]
@@ -461,10 +466,10 @@ def _read_csv(p: Path) -> Iterator[RawRow]:
                 _surrogate_escaped_byte(row_id) is None else None
             yield RawRow(row_no, data, raw, f"not valid UTF-8 (byte {bad:#04x})")
             continue
-        obj: dict[str, Any] = {}
+        obj: dict[str, object] = {}
         broken: list[str] = []
         for key, value in row.items():
-            if key is None or value is None or value == "":
+            if key is None or not isinstance(value, str) or value == "":
                 continue
             # List/dict columns (references, views, labels) are JSON inside the cell.
             obj[key] = _maybe_json(value) if key in _JSON_COLUMNS else value
@@ -552,7 +557,7 @@ def _csv_records(lines: list[str], width: int) -> Iterator[tuple[int, list[str],
         i = j + 1
 
 
-def _row_bad_byte(row: dict[Any, Any]) -> int | None:
+def _row_bad_byte(row: Mapping[str | None, str | list[str]]) -> int | None:
     """The first undecodable byte (decoded with surrogateescape) in a CSV row, else None."""
     for part in [*row.keys(), *row.values()]:
         texts = part if isinstance(part, list) else [part]  # restkey collects extra cells
@@ -757,7 +762,7 @@ def validate_fields(row: RawRow, max_candidate_chars: int | None = None,
     ), []
 
 
-def _text_field(d: dict[str, Any], key: str, required: bool, reasons: list[str],
+def _text_field(d: Mapping[str, object], key: str, required: bool, reasons: list[str],
                 max_chars: int | None = None) -> str | None:
     """A text field's value, or None with the reason appended (absent, not text, too long)."""
     value = d.get(key)
@@ -780,7 +785,7 @@ def _text_field(d: dict[str, Any], key: str, required: bool, reasons: list[str],
     return value
 
 
-def _media_field(d: dict[str, Any], reasons: list[str]) -> tuple[str, list[str]]:
+def _media_field(d: Mapping[str, object], reasons: list[str]) -> tuple[str, list[str]]:
     """The media kind and paths (exactly one of image, video, views); reasons appended."""
     present = [k for k in MEDIA_KEYS if d.get(k) not in (None, "", [])]
     media: list[str] = []
@@ -808,7 +813,7 @@ def _media_field(d: dict[str, Any], reasons: list[str]) -> tuple[str, list[str]]
     return kind, media
 
 
-def _references_field(d: dict[str, Any], limits: FieldLimits, reasons: list[str]
+def _references_field(d: Mapping[str, object], limits: FieldLimits, reasons: list[str]
                       ) -> list[str]:
     """The non-blank references; reasons appended for a wrong type, too many or a bad one."""
     references: list[str] = []
@@ -837,7 +842,7 @@ def _references_field(d: dict[str, Any], limits: FieldLimits, reasons: list[str]
     return references
 
 
-def _labels_field(d: dict[str, Any], limits: FieldLimits, reasons: list[str]
+def _labels_field(d: Mapping[str, object], limits: FieldLimits, reasons: list[str]
                   ) -> dict[str, float | list[float]]:
     """The human labels (a number or a list of numbers each); reasons appended."""
     labels: dict[str, float | list[float]] = {}
@@ -867,13 +872,13 @@ def _labels_field(d: dict[str, Any], limits: FieldLimits, reasons: list[str]
     return labels
 
 
-def _extra_fields(d: dict[str, Any], reasons: list[str]) -> dict[str, Any]:
+def _extra_fields(d: Mapping[str, object], reasons: list[str]) -> dict[str, JSONValue]:
     """The row's unknown keys as JSON values; reasons appended for what JSON cannot hold.
 
     Converted now, so a value JSON cannot hold is a reason here instead of a crash when the
     items table is written.
     """
-    extra: dict[str, Any] = {}
+    extra: dict[str, JSONValue] = {}
     for key, value in d.items():
         if key in KNOWN_KEYS:
             continue

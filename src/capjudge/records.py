@@ -36,6 +36,8 @@ Scalar = None | bool | int | float | str
 """A scalar cell of a table."""
 CellValue = Scalar | Sequence[Scalar]
 """What one cell of a record's table holds: a scalar or a list of scalars."""
+JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+"""Any JSON value (for documents, or parts of them, whose shape is open)."""
 
 _SCALARS: dict[object, pa.DataType] = {
     str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_(),
@@ -546,6 +548,37 @@ class ScoredItem(TypedDict):
     human: float | None
 
 
+class AgreementEntry(TypedDict):
+    """One judge/mode series' agreement with the human label (the report's ``agreement`` table).
+
+    The statistics (``capjudge.stats.STATS`` and the system-level Pearson) are present only
+    when the series scored enough labelled items.
+    """
+
+    judge: str
+    method: str
+    mode: str
+    protocol: str
+    items: int
+    """Labelled items."""
+    n: int
+    """Labelled items with a score."""
+    not_scored: dict[str, int]
+    """Why labelled items have no score: cause or status -> items."""
+    ci95: dict[str, list[float]]
+    """Statistic -> its 95 % bootstrap CI (low, high)."""
+    text_only: int
+    """Scored from the printed number alone (no distribution)."""
+    kendall_tau_b: NotRequired[float]
+    kendall_tau_c: NotRequired[float]
+    pearson: NotRequired[float]
+    spearman: NotRequired[float]
+    system_pearson: NotRequired[float]
+    systems: NotRequired[int]
+    not_scored_text: NotRequired[str]
+    """``not_scored`` as one line for the report's tables."""
+
+
 class ReliabilityItem(TypedDict):
     """A ``scored_items`` row joined with its item's text (the reliability sections' input)."""
 
@@ -635,8 +668,8 @@ ROW_RECORDS: tuple[type[Record], ...] = (ItemRow, QuarantineRow, Judgement, Crit
                                           LabelRow)
 """Every row record, in pipeline order."""
 
-__all__ = ["ROW_RECORDS", "AggregateSummary", "BackendLineage", "CellValue", "ContextRow",
-           "CriterionScore", "HistoryEntry", "ItemCounts", "ItemRow", "ItemScore",
-           "JudgeSummary", "Judgement", "LabelRow", "PairedDifference", "QuarantineRow",
-           "Record", "ReliabilityItem", "RepeatScore", "RunLineage", "Scalar", "ScoredItem",
-           "SystemScore", "arrow_type"]
+__all__ = ["ROW_RECORDS", "AggregateSummary", "AgreementEntry", "BackendLineage", "CellValue",
+           "ContextRow", "CriterionScore", "HistoryEntry", "ItemCounts", "ItemRow",
+           "ItemScore", "JSONValue", "JudgeSummary", "Judgement", "LabelRow",
+           "PairedDifference", "QuarantineRow", "Record", "ReliabilityItem", "RepeatScore",
+           "RunLineage", "Scalar", "ScoredItem", "SystemScore", "arrow_type"]

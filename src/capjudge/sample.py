@@ -24,7 +24,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from PIL import Image, ImageDraw
 
@@ -140,7 +140,27 @@ def render_scene(groups: Sequence[Group], size: tuple[int, int] = (384, 256)) ->
     return img
 
 
-def _labels(kind: str, correct: int, wrong: int, rng: random.Random) -> dict[str, Any]:
+Labels = dict[str, float | list[int]]
+"""A sample row's gold labels: criterion -> level (``overall_raters``: the three raters')."""
+
+
+class SampleRow(TypedDict, total=False):
+    """One line of the sample's ``manifest.jsonl`` (exactly one of image, video, views)."""
+
+    id: str
+    task: str
+    image: str
+    video: str
+    views: list[str]
+    candidate: str
+    references: list[str]
+    system: str
+    labels: Labels
+    error_type: str
+    """The generator's error type (an extra manifest key; ``adversarial`` marks injections)."""
+
+
+def _labels(kind: str, correct: int, wrong: int, rng: random.Random) -> Labels:
     levels = dict(zip(CRITERIA, ERROR_LEVELS[kind], strict=True))
     overall = levels["overall"]
     raters = [min(5, max(1, overall + rng.choice((-1, 0, 0, 1)))) for _ in range(3)]
@@ -288,7 +308,7 @@ def encode_video(frames: Sequence[Image.Image], path: Path, fps: int = 12) -> No
     w, h = frames[0].size
     raw = b"".join(f.convert("RGB").tobytes() for f in frames)
     if path.suffix == ".webm":
-        codec_args: dict[str, Any] = {"vcodec": "libvpx-vp9", "b:v": "0", "crf": 32,
+        codec_args: dict[str, str | int] = {"vcodec": "libvpx-vp9", "b:v": "0", "crf": 32,
                                       "row-mt": 0, "deadline": "good", "cpu-used": 4}
     else:
         codec_args = {"vcodec": "libx264", "preset": "medium", "crf": 20,
@@ -410,9 +430,9 @@ def generate_sample(out_dir: str | Path, seed: int = 0, n_images: int = 20,
 
 
 def _image_rows(out: Path, rng: random.Random, n_images: int, candidates_per_image: int
-                ) -> list[dict[str, Any]]:
+                ) -> list[SampleRow]:
     """Render the scenes; their candidate rows (and one adversarial row per early scene)."""
-    rows: list[dict[str, Any]] = []
+    rows: list[SampleRow] = []
     for i in range(n_images):
         main_shape, second_shape = rng.sample(SHAPES, 2)
         main_colour, second_colour = rng.sample(sorted(COLOURS), 2)
@@ -450,9 +470,9 @@ def _image_rows(out: Path, rng: random.Random, n_images: int, candidates_per_ima
     return rows
 
 
-def _video_rows(out: Path) -> list[dict[str, Any]]:
+def _video_rows(out: Path) -> list[SampleRow]:
     """Encode the video scenarios; a true, a temporally false and a partial caption each."""
-    rows: list[dict[str, Any]] = []
+    rows: list[SampleRow] = []
     for k, scenario in enumerate(VIDEO_SCENARIOS):
         ext = "mp4" if k % 2 == 0 else "webm"
         rel = f"videos/{scenario.name}.{ext}"
@@ -472,9 +492,9 @@ def _video_rows(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _object_rows(out: Path, rng: random.Random) -> list[dict[str, Any]]:
+def _object_rows(out: Path, rng: random.Random) -> list[SampleRow]:
     """Render the 3D objects' views; their candidate rows and one adversarial row."""
-    rows: list[dict[str, Any]] = []
+    rows: list[SampleRow] = []
     for kind, colour in OBJECTS:
         views = []
         for v, yaw in enumerate((30, 120, 210, 300)):
@@ -504,7 +524,7 @@ def _object_rows(out: Path, rng: random.Random) -> list[dict[str, Any]]:
     return rows
 
 
-def _write_suite(out: Path, rows: list[dict[str, Any]], seed: int, n_images: int
+def _write_suite(out: Path, rows: list[SampleRow], seed: int, n_images: int
                  ) -> dict[str, int]:
     """Write ``manifest.jsonl``, LICENSE and README; the counts per media kind."""
     with (out / "manifest.jsonl").open("w", encoding="utf-8") as handle:

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -136,12 +136,54 @@ def build_checks(items: pd.DataFrame, judgements: pd.DataFrame, config: Validate
     return checks
 
 
+class ExpectationDetail(TypedDict, total=False):
+    """The part of an expectation's ``result`` the summary reads (GE writes more)."""
+
+    unexpected_count: int
+    partial_unexpected_list: list[object]
+    """Examples of the offending values, as Great Expectations found them."""
+
+
+class ExpectationResult(TypedDict):
+    """One expectation's outcome in a suite's ``describe_dict()`` (the keys read here)."""
+
+    expectation_type: str
+    success: bool
+    kwargs: dict[str, object]
+    """The expectation's arguments (column, bounds, ``batch_id``, ...)."""
+    result: ExpectationDetail
+
+
+class SuiteStatistics(TypedDict):
+    """A suite's counts in its ``describe_dict()``."""
+
+    evaluated_expectations: int
+    successful_expectations: int
+    unsuccessful_expectations: int
+    success_percent: float | None
+
+
+class SuiteResult(TypedDict):
+    """One suite's ``describe_dict()`` (Great Expectations; the keys read here)."""
+
+    success: bool
+    statistics: SuiteStatistics
+    expectations: list[ExpectationResult]
+
+
+class ValidationReport(TypedDict):
+    """``validation.json``: every suite's result and whether all passed."""
+
+    success: bool
+    suites: dict[str, SuiteResult]
+
+
 def validate(items: pd.DataFrame, judgements: pd.DataFrame, config: ValidateConfig
-             ) -> dict[str, Any]:
+             ) -> ValidationReport:
     """Run every suite; returns {suite: describe_dict} plus an overall ``success``."""
     gx, context = _gx()
     source = context.data_sources.add_pandas("capjudge")
-    results: dict[str, Any] = {}
+    results: dict[str, SuiteResult] = {}
     for name, frame, expectations in build_checks(items, judgements, config):
         batch_def = source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("all")
         suite = context.suites.add(gx.ExpectationSuite(name=name))
@@ -160,7 +202,7 @@ def _is_list_column(column: pd.Series) -> bool:
         sample.iloc[0], str)
 
 
-def summary_lines(report: dict[str, Any]) -> list[str]:
+def summary_lines(report: ValidationReport) -> list[str]:
     """Readable lines: one per failed expectation, with examples of offending values."""
     lines = []
     for suite, result in report["suites"].items():
@@ -168,7 +210,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             if exp["success"]:
                 continue
             kwargs = {k: v for k, v in exp["kwargs"].items() if k != "batch_id"}
-            res = exp.get("result", {})
+            res: ExpectationDetail = exp.get("result") or {}
             examples = res.get("partial_unexpected_list", [])[:5]
             count = res.get("unexpected_count")
             lines.append(f"{suite}: {exp['expectation_type']} {kwargs} failed"
@@ -176,7 +218,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def write_report(report: dict[str, Any], out_dir: Path) -> None:
+def write_report(report: ValidationReport, out_dir: Path) -> None:
     """Write validation.json (GE's results) and validation.md (a readable summary)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "validation.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
@@ -204,7 +246,7 @@ def load_judgements(judge_dirs: Sequence[str | Path]) -> pd.DataFrame:
 
 
 def run_validate(items_path: str | Path, judge_dirs: Sequence[str | Path], out_dir: str | Path,
-                 config: ValidateConfig) -> dict[str, Any]:
+                 config: ValidateConfig) -> ValidationReport:
     """Validate, write the results, and raise :class:`ValidationFailed` on any failure."""
     items = pq.read_table(items_path).to_pandas()
     judgements = load_judgements(judge_dirs)

@@ -17,15 +17,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from capjudge.atomic import write_json
+from capjudge.records import JSONValue
+
+Fingerprint = dict[str, JSONValue]
+"""A judge's fingerprint entry: ``judge``, ``backend``, ``time``, what the backend says about
+its model (:meth:`~capjudge.backends.base.Backend.fingerprint_facts`: its keys are the
+backend's own) and ``fingerprint`` (their hash), or ``error`` with the reason. Stored as JSON
+in ``watch.json`` and the event log."""
 
 
-def fingerprint(judge: str, backend_id: str, backend_options: dict[str, Any],
-                probe: bool = True) -> dict[str, Any]:
+def fingerprint(judge: str, backend_id: str, backend_options: Mapping[str, object],
+                probe: bool = True) -> Fingerprint:
     """The backend's current fingerprint (or an ``error`` with the reason).
 
     What identifies the model is the backend's own business
@@ -33,8 +40,8 @@ def fingerprint(judge: str, backend_id: str, backend_options: dict[str, Any],
     """
     from capjudge.backends import create_backend
 
-    entry: dict[str, Any] = {"judge": judge, "backend": backend_id,
-                             "time": datetime.now(UTC).isoformat(timespec="seconds")}
+    entry: Fingerprint = {"judge": judge, "backend": backend_id,
+                          "time": datetime.now(UTC).isoformat(timespec="seconds")}
     try:
         backend = create_backend(backend_id, **backend_options)
         facts = backend.fingerprint_facts(probe)
@@ -64,33 +71,35 @@ class WatchState:
         self.path = self.folder / "watch.json"
         self.events = self.folder / "watch_events.jsonl"
 
-    def load(self) -> dict[str, Any]:
-        """The saved state from ``watch.json`` (empty when there is none)."""
+    def load(self) -> dict[str, Fingerprint]:
+        """The saved state from ``watch.json``: judge -> its last fingerprint (or empty)."""
         if not self.path.is_file():
             return {}
-        data: dict[str, Any] = json.loads(self.path.read_text())
+        data: dict[str, Fingerprint] = json.loads(self.path.read_text())
         return data
 
-    def save(self, state: dict[str, Any]) -> None:
+    def save(self, state: Mapping[str, Fingerprint]) -> None:
         """Write ``state`` to ``watch.json`` atomically (through a temporary file)."""
         # A per-process temporary name: two watchers saving at once cannot clash.
         write_json(self.path, state)
 
-    def record(self, event: dict[str, Any]) -> None:
+    def record(self, event: Mapping[str, JSONValue]) -> None:
         """Append ``event``, stamped with the current UTC time, to the event log."""
         self.folder.mkdir(parents=True, exist_ok=True)
         event = {"time": datetime.now(UTC).isoformat(timespec="seconds"), **event}
         with self.events.open("a") as handle:
             handle.write(json.dumps(event, sort_keys=True) + "\n")
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[dict[str, JSONValue]]:
         """Every recorded event, oldest first (empty when there is no log)."""
         if not self.events.is_file():
             return []
-        return [json.loads(line) for line in self.events.read_text().splitlines() if line]
+        events: list[dict[str, JSONValue]] = [
+            json.loads(line) for line in self.events.read_text().splitlines() if line]
+        return events
 
 
-def classify(current: dict[str, dict[str, Any]], previous: dict[str, Any]
+def classify(current: Mapping[str, Fingerprint], previous: Mapping[str, Fingerprint]
              ) -> dict[str, list[str]]:
     """Judges by outcome: changed, unchanged, new (no previous fingerprint), unreachable."""
     out: dict[str, list[str]] = {"changed": [], "unchanged": [], "new": [], "unreachable": []}

@@ -12,7 +12,7 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict, final
 
 import numpy as np
 
@@ -61,8 +61,65 @@ def arrange(candidates: Sequence[Candidate], protocol: Protocol, criterion: str)
     return Rows(index, human, annotator)
 
 
+@final  # so that ``"accuracy" in entry`` tells a Correlation from a PairwiseEntry
+class Correlation(TypedDict):
+    """One metric's agreement with the human rows (:func:`correlate`)."""
+
+    n: int
+    """Rows scored."""
+    failed_candidates: int
+    """Candidates the metric gave no score."""
+    ci95: dict[str, list[float]]
+    """Statistic -> its 95 % bootstrap CI (none under the per-annotator protocol)."""
+    n_candidates: NotRequired[int]
+    annotators: NotRequired[int]
+    kendall_tau_b: NotRequired[float]
+    kendall_tau_b_per_annotator: NotRequired[list[float]]
+    kendall_tau_c: NotRequired[float]
+    kendall_tau_c_per_annotator: NotRequired[list[float]]
+    pearson: NotRequired[float]
+    pearson_per_annotator: NotRequired[list[float]]
+    spearman: NotRequired[float]
+    spearman_per_annotator: NotRequired[list[float]]
+    note: NotRequired[str]
+    references_used: NotRequired[int | None]
+
+
+@final
+class PairwiseEntry(TypedDict):
+    """One metric's accuracy on a pairwise dataset (which caption of a pair humans prefer)."""
+
+    accuracy: float
+    accuracy_ties_correct: float
+    accuracy_ties_half: float
+    ties: int
+    n: int
+    failed_pairs: int
+    by_category: dict[str, float]
+    mean_over_categories: float
+    references_used: NotRequired[int | None]
+
+
+class MetaEvalResult(TypedDict):
+    """What :func:`run_meta_eval` returns (the meta-eval JSON)."""
+
+    dataset: str
+    protocol: str
+    protocol_description: str
+    references_used: int | str | list[int | None]
+    """References the metrics saw (``all``), or one number per reported setting."""
+    metrics: dict[str, Correlation | PairwiseEntry]
+    settings: NotRequired[dict[str, int | None]]
+    notes: NotRequired[str]
+    n_pairs: NotRequired[int]
+    n_candidates: NotRequired[int]
+    n_rows: NotRequired[int]
+    criterion_matrix_kendall_tau_b: NotRequired[dict[str, dict[str, float]]]
+    """Metric -> human criterion -> Kendall tau-b (datasets with several criteria)."""
+
+
 def correlate(metric: Sequence[float | None], rows: Rows, protocol: Protocol, n_boot: int,
-              seed: int = 0) -> dict[str, Any]:
+              seed: int = 0) -> Correlation:
     """All four statistics (+ CIs) of a metric against the arranged human rows.
 
     With ``protocol.round_to`` the metric scores are rounded first (``numpy.around``, as
@@ -80,26 +137,37 @@ def correlate(metric: Sequence[float | None], rows: Rows, protocol: Protocol, n_
         x = np.around(np.asarray(x, dtype=float), decimals=protocol.round_to).tolist()
     y = [rows.human[j] for j in keep]
     groups = [rows.index[j] for j in keep]
-    out: dict[str, Any] = {"n": len(x), "failed_candidates": failed, "ci95": {}}
+    out: Correlation = {"n": len(x), "failed_candidates": failed, "ci95": {}}
     if protocol.rows == "per-annotator":
         annotators = sorted({rows.annotator[j] for j in keep})
         by_annotator = {a: [k for k, j in enumerate(keep) if rows.annotator[j] == a]
                         for a in annotators}
         out["n_candidates"] = len(set(groups))
         out["annotators"] = len(annotators)
-        for name, stat in STATS.items():
-            per = [stat([x[k] for k in idx], [y[k] for k in idx]) if len(idx) > 1 else math.nan
-                   for idx in by_annotator.values()]
-            out[name] = float(np.mean(per)) if per else math.nan
-            out[f"{name}_per_annotator"] = per
+        per = {name: [stat([x[k] for k in idx], [y[k] for k in idx]) if len(idx) > 1
+                      else math.nan for idx in by_annotator.values()]
+               for name, stat in STATS.items()}
+        mean = {name: float(np.mean(v)) if v else math.nan for name, v in per.items()}
+        # In STATS' order, each mean then its per-annotator values (the JSON's key order).
+        out["kendall_tau_b"] = mean["kendall_tau_b"]
+        out["kendall_tau_b_per_annotator"] = per["kendall_tau_b"]
+        out["kendall_tau_c"] = mean["kendall_tau_c"]
+        out["kendall_tau_c_per_annotator"] = per["kendall_tau_c"]
+        out["pearson"] = mean["pearson"]
+        out["pearson_per_annotator"] = per["pearson"]
+        out["spearman"] = mean["spearman"]
+        out["spearman_per_annotator"] = per["spearman"]
         out["ci95"] = {}
         out["note"] = "per-annotator statistics averaged; CIs not computed for this protocol"
         return out
+    value: dict[str, float] = {}
     for name, stat in STATS.items():
-        out[name] = stat(x, y) if len(x) > 1 else math.nan
+        value[name] = stat(x, y) if len(x) > 1 else math.nan
         if n_boot > 0 and len(x) > 2:
             lo, hi = bootstrap_ci(x, y, stat, groups=groups, n_boot=n_boot, seed=seed)
             out["ci95"][name] = [lo, hi]
+    out["kendall_tau_b"], out["kendall_tau_c"] = value["kendall_tau_b"], value["kendall_tau_c"]
+    out["pearson"], out["spearman"] = value["pearson"], value["spearman"]
     return out
 
 
@@ -141,7 +209,7 @@ def judge_scorer(method: str, mode: str | None, backend: str, backend_options: d
 def run_meta_eval(dataset: str, path: str, *, protocol: str | None = None,
                   metrics: Sequence[str] = BASELINES, judges: dict[str, Scorer] | None = None,
                   refs: int | None = None, n_boot: int = 1000, limit: int | None = None
-                  ) -> dict[str, Any]:
+                  ) -> MetaEvalResult:
     """Score a human-judgment dataset with metrics and judges; return the JSON-able result.
 
     Args:
@@ -178,7 +246,7 @@ def run_meta_eval(dataset: str, path: str, *, protocol: str | None = None,
         settings: list[tuple[str, int | None]] = [("", refs if refs is not None else proto.refs)]
     else:
         settings = [(f"@{n}ref" if n == 1 else f"@{n}refs", n) for n in proto.ref_settings]
-    result: dict[str, Any] = {
+    result: MetaEvalResult = {
         "dataset": dataset, "protocol": proto.name, "protocol_description": proto.description,
         "references_used": (settings[0][1] or "all") if len(settings) == 1
         else [n for _, n in settings],
@@ -210,7 +278,7 @@ def run_meta_eval(dataset: str, path: str, *, protocol: str | None = None,
     return result
 
 
-def _pairwise_setting(result: dict[str, Any], pairs: Sequence[Pair], suffix: str,
+def _pairwise_setting(result: MetaEvalResult, pairs: Sequence[Pair], suffix: str,
                       n_refs: int | None, base: Sequence[str], judges: dict[str, Scorer]
                       ) -> None:
     """Score the pairs under one reference setting; each metric's accuracy into ``result``."""
@@ -224,13 +292,13 @@ def _pairwise_setting(result: dict[str, Any], pairs: Sequence[Pair], suffix: str
         res = pairwise_accuracy([a[k] for k in ok],  # type: ignore[misc]
                                 [b[k] for k in ok],  # type: ignore[misc]
                                 [pairs[k].prefers_a for k in ok])
-        by_category = {}
+        by_category: dict[str, float] = {}
         for cat in sorted({pairs[k].category for k in ok}):
             idx = [k for k in ok if pairs[k].category == cat]
             by_category[cat] = pairwise_accuracy(
                 [a[k] for k in idx], [b[k] for k in idx],  # type: ignore[misc]
                 [pairs[k].prefers_a for k in idx]).accuracy
-        entry: dict[str, Any] = {
+        entry: PairwiseEntry = {
             "accuracy": res.accuracy,
             "accuracy_ties_correct": res.accuracy_ties_correct,
             "accuracy_ties_half": res.accuracy_ties_half, "ties": res.ties, "n": res.n,
@@ -242,7 +310,7 @@ def _pairwise_setting(result: dict[str, Any], pairs: Sequence[Pair], suffix: str
         result["metrics"][name + suffix] = entry
 
 
-def _candidate_setting(result: dict[str, Any], candidates: Sequence[Candidate], rows: Rows,
+def _candidate_setting(result: MetaEvalResult, candidates: Sequence[Candidate], rows: Rows,
                        criteria: Sequence[str], proto: Protocol, suffix: str,
                        n_refs: int | None, base: Sequence[str], judges: dict[str, Scorer],
                        n_boot: int) -> None:

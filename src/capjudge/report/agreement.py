@@ -11,14 +11,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from capjudge.records import ScoredItem
+from capjudge.records import AgreementEntry, ScoredItem
 from capjudge.stats import STATS, bootstrap_ci, kendall_tau_b, system_level, system_level_ci
 
 MIN_POINTS = 3
 
 
 def series_agreement(judge: str, method: str, mode: str, rows: Sequence[ScoredItem],
-                     n_boot: int, protocol: str) -> dict[str, Any]:
+                     n_boot: int, protocol: str) -> AgreementEntry:
     """One judge/mode's agreement with the human label over its items.
 
     Args:
@@ -38,7 +38,7 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[ScoredIt
         if r.get("score") is None:
             key = r.get("cause") or r.get("status") or "failed"
             not_scored[key] = not_scored.get(key, 0) + 1
-    entry: dict[str, Any] = {"judge": judge, "method": method, "mode": mode,
+    entry: AgreementEntry = {"judge": judge, "method": method, "mode": mode,
                              "protocol": protocol, "items": len(labelled), "n": len(scored),
                              "not_scored": dict(sorted(not_scored.items())), "ci95": {},
                              # Scored, but from the printed number alone (no distribution).
@@ -47,10 +47,16 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[ScoredIt
         return entry
     x = [float(s) for r in scored if (s := r["score"]) is not None]
     y = [float(h) for r in scored if (h := r["human"]) is not None]
+    value: dict[str, float] = {}
     for name, stat in STATS.items():
-        entry[name] = stat(x, y)
+        value[name] = stat(x, y)
         if n_boot:
             entry["ci95"][name] = list(bootstrap_ci(x, y, stat, n_boot=n_boot))
+    # In STATS' order (the agreement table's column order).
+    entry["kendall_tau_b"] = value["kendall_tau_b"]
+    entry["kendall_tau_c"] = value["kendall_tau_c"]
+    entry["pearson"] = value["pearson"]
+    entry["spearman"] = value["spearman"]
     systems = [r.get("system") or "(none)" for r in scored]
     entry["system_pearson"], entry["systems"] = system_level(x, y, systems)
     if n_boot:
@@ -61,7 +67,7 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[ScoredIt
 
 
 def agreement(rows: Sequence[ScoredItem], n_boot: int, protocol: str
-              ) -> list[dict[str, Any]]:
+              ) -> list[AgreementEntry]:
     """Per judge and mode (rows from the ``scored_items`` view), the statistics."""
     groups: dict[tuple[str, str, str], list[ScoredItem]] = {}
     for r in rows:

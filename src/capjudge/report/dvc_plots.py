@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from capjudge.records import ScoredItem
+from capjudge.report.context import ReportContext
 
 CALIBRATION_BINS = 10
 
@@ -51,7 +52,7 @@ def calibration_curve(scores: Sequence[float], human: Sequence[float],
     return out
 
 
-def write_dvc_plots(out_dir: Path, ctx: dict[str, Any], rows: Sequence[ScoredItem]
+def write_dvc_plots(out_dir: Path, ctx: ReportContext, rows: Sequence[ScoredItem]
                     ) -> list[Path]:
     """Write every plot file under ``out_dir`` (replacing the previous ones); returns them."""
     shutil.rmtree(out_dir, ignore_errors=True)

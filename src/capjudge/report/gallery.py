@@ -10,17 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from scipy.stats import rankdata
 
 from capjudge.methods import get_method
 from capjudge.records import ItemRow, ScoredItem
+from capjudge.report.context import GalleryEntry
 
 THUMB_PX = 240
 
 
-def disagreements(rows: Sequence[ScoredItem], k: int = 6) -> list[dict[str, Any]]:
+class Disagreement(ScoredItem):
+    """A scored item with how far apart the judge's and the humans' ranks put it."""
+
+    rank_gap: float
+    """The gap between the two normalised ranks, in [0, 1]."""
+    direction: str
+    """``judge higher`` or ``judge lower``."""
+
+
+def disagreements(rows: Sequence[ScoredItem], k: int = 6) -> list[Disagreement]:
     """The ``k`` scored, labelled rows whose judge rank and human rank differ most.
 
     Ranks are normalised to [0, 1] (ties share their mean rank), so the gap reads as "the
@@ -34,7 +43,7 @@ def disagreements(rows: Sequence[ScoredItem], k: int = 6) -> list[dict[str, Any]
     human = rankdata([float(h) for r in scored if (h := r["human"]) is not None])
     gaps = [(abs(j - h) / max(1, n - 1), i) for i, (j, h) in enumerate(zip(judge, human,
                                                                            strict=True))]
-    out = []
+    out: list[Disagreement] = []
     for gap, i in sorted(gaps, key=lambda g: (-g[0], scored[g[1]]["item_id"]))[:k]:
         out.append({**scored[i], "rank_gap": gap,
                     "direction": "judge higher" if judge[i] > human[i] else "judge lower"})
@@ -83,9 +92,9 @@ def picture_of(item: ItemRow, ingest_dir: Path) -> Path | None:
 
 def build_gallery(series: str, rows: Sequence[ScoredItem], items: Mapping[str, ItemRow],
                   reasoning: dict[tuple[str, str, str], str], ingest_dir: Path, out_dir: Path,
-                  k: int = 6) -> list[dict[str, Any]]:
+                  k: int = 6) -> list[GalleryEntry]:
     """Gallery entries for one series: item, candidate, human, score, reasoning, thumbnail."""
-    entries = []
+    entries: list[GalleryEntry] = []
     for r in disagreements(rows, k):
         item = items.get(r["item_id"])
         source = picture_of(item, ingest_dir) if item else None

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
+
+from capjudge.records import AgreementEntry
+from capjudge.report.context import ReportView
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -24,14 +28,14 @@ def fmt(value: Any, scale: float = 100.0, digits: int = 1) -> str:
     return f"{scale * float(value):.{digits}f}"
 
 
-def with_ci(entry: dict[str, Any], name: str) -> str:
+def with_ci(entry: AgreementEntry, name: str) -> str:
     """``τ [low, high]`` for a statistic with its bootstrap CI (x100)."""
     ci = (entry.get("ci95") or {}).get(name)
     value = fmt(entry.get(name))
     return f"{value} [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else value
 
 
-def ci_cell(row: dict[str, Any], name: str, scale: float = 100.0, digits: int = 1) -> str:
+def ci_cell(row: Mapping[str, object], name: str, scale: float = 100.0, digits: int = 1) -> str:
     """``value [low, high]`` from a table row's ``name``, ``name_low`` and ``name_high`` columns.
 
     That is the reliability tables' layout; the values are multiplied by ``scale``.
@@ -63,11 +67,11 @@ def _environment(autoescape: bool) -> jinja2.Environment:
     return env
 
 
-def render_markdown(ctx: dict[str, Any]) -> str:
+def render_markdown(ctx: ReportView) -> str:
     """report.md."""
     return _environment(False).get_template("report.md.j2").render(**ctx)
 
 
-def render_html(ctx: dict[str, Any]) -> str:
+def render_html(ctx: ReportView) -> str:
     """report.html: the same content, escaped, with the plots inlined."""
     return _environment(True).get_template("report.html.j2").render(**ctx)

@@ -26,15 +26,30 @@ import pyarrow.parquet as pq
 
 from capjudge.aggregate import REPEAT_SCHEMA
 from capjudge.records import (
+    AgreementEntry,
     HistoryEntry,
     ItemRow,
+    JudgeSummary,
     LabelRow,
     ReliabilityItem,
     RepeatScore,
     RunLineage,
+    Scalar,
     ScoredItem,
 )
 from capjudge.report.agreement import agreement, clean, criterion_matrices
+from capjudge.report.context import (
+    Figures,
+    GalleryEntry,
+    Headline,
+    JudgeRow,
+    NotRunLine,
+    ReportContext,
+    ReportView,
+    SeriesMetrics,
+    SystemRow,
+    ValidationView,
+)
 from capjudge.report.database import (
     add_table,
     build_database,
@@ -52,6 +67,7 @@ from capjudge.report.judge_reliability import (
     LENGTH_COLUMNS,
     RETEST_COLUMNS,
     RETEST_ITEM_COLUMNS,
+    ReliabilitySections,
     as_table,
     calibration_table,
     comparison_table,
@@ -81,17 +97,19 @@ class ReportConfig:
     seed: int = 0  # the calibration split and every bootstrap of the reliability sections
 
 
-def _judge_rows(judges: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _judge_rows(judges: dict[str, JudgeSummary]) -> list[JudgeRow]:
     """The "What ran" table: one row per judge, skip reasons deduplicated with counts."""
-    out = []
+    out: list[JudgeRow] = []
     for name, s in judges.items():
         reasons: dict[str, int] = {}
         for per_mode in (s.get("skips") or {}).values():
             for reason, n in per_mode.items():
                 reasons[reason] = reasons.get(reason, 0) + n
         backend = s.get("backend") or {}
+        backend_id = backend.get("backend")
         out.append({
-            "name": name, "method": s.get("method"), "backend": backend.get("backend"),
+            "name": name, "method": s.get("method"),
+            "backend": backend_id if isinstance(backend_id, str) else None,
             "snapshot": str(backend.get("snapshot"))[:23],
             "modes_ran": (", ".join(s.get("modes_ran") or []) or "-") + _limited(s),
             "skipped": "; ".join(f"{r} ({n})" for r, n in sorted(reasons.items())) or "-",
@@ -102,13 +120,13 @@ def _judge_rows(judges: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             "requests": s.get("requests", "-"), "model_calls": s.get("model_calls"),
             "cache_hits": s.get("cache_hits"),
             "tokens": (s.get("prompt_tokens") or 0) + (s.get("completion_tokens") or 0),
-            "cost": s.get("cost_usd") if s.get("cost_usd") is not None else "-"})
+            "cost": cost if (cost := s.get("cost_usd")) is not None else "-"})
     return out
 
 
-def _limited(summary: dict[str, Any]) -> str:
+def _limited(summary: JudgeSummary) -> str:
     """The note ' (first N of M items)' when the judge ran on a limited subset."""
-    items = summary.get("items") or {}
+    items = summary.get("items")
     if items and items.get("judged", 0) < items.get("total", 0):
         return f" (first {items['judged']} of {items['total']} items: `limit`)"
     return ""
@@ -128,10 +146,10 @@ def _params_group(params: Path, judge: str) -> str:
     return "judges"
 
 
-def _not_run(judges: dict[str, dict[str, Any]], params: Path | None = None
-             ) -> list[dict[str, Any]]:
+def _not_run(judges: dict[str, JudgeSummary], params: Path | None = None
+             ) -> list[NotRunLine]:
     """One line per judge whose modes could not run at all: the modes, why, and a hint."""
-    lines = []
+    lines: list[NotRunLine] = []
     for name, s in judges.items():
         skipped = s.get("modes_skipped") or {}
         if not skipped:
@@ -158,37 +176,44 @@ def _not_run(judges: dict[str, dict[str, Any]], params: Path | None = None
     return lines
 
 
-def _headline(agree: Sequence[dict[str, Any]], judges: dict[str, dict[str, Any]],
-              systems: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _number(value: Scalar) -> float | None:
+    """A numeric cell as a float; None for a null (or a non-numeric) cell."""
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _headline(agree: Sequence[AgreementEntry], judges: dict[str, JudgeSummary],
+              systems: Sequence[SystemRow]) -> list[Headline]:
     """Per scored judge/mode: the headline numbers.
 
     Agreement with its CI, n, failure and low-mass rates, and the best and worst systems by
     mean score.
     """
-    out = []
+    out: list[Headline] = []
     for a in agree:
         if "kendall_tau_b" not in a:
             continue
-        mine = [s for s in systems if s["judge"] == a["judge"] and s["mode"] == a["mode"]
-                and s.get("mean_score") is not None]
-        best = max(mine, key=lambda s: s["mean_score"], default=None)
-        worst = min(mine, key=lambda s: s["mean_score"], default=None)
-        summary = judges.get(a["judge"], {})
+        mine = [(s["system"], mean) for s in systems
+                if s["judge"] == a["judge"] and s["mode"] == a["mode"]
+                and (mean := _number(s.get("mean_score"))) is not None]
+        best = max(mine, key=lambda s: s[1], default=None)
+        worst = min(mine, key=lambda s: s[1], default=None)
+        summary = judges.get(a["judge"])
         out.append({"series": f"{a['judge']}/{a['mode']}", "method": a["method"], "n": a["n"],
-                    "entry": a, "failure_rate": summary.get("failure_rate"),
-                    "low_mass_rate": summary.get("low_mass_rate"),
-                    "best": f"{best['system']} ({best['mean_score']:.2f})" if best else "-",
-                    "worst": f"{worst['system']} ({worst['mean_score']:.2f})" if worst else "-"})
+                    "entry": a,
+                    "failure_rate": summary.get("failure_rate") if summary else None,
+                    "low_mass_rate": summary.get("low_mass_rate") if summary else None,
+                    "best": f"{best[0]} ({best[1]:.2f})" if best else "-",
+                    "worst": f"{worst[0]} ({worst[1]:.2f})" if worst else "-"})
     return sorted(out, key=lambda h: -(h["entry"].get("kendall_tau_b") or -2))
 
 
-def _validation(out: Path) -> dict[str, Any] | None:
-    from capjudge.validate import summary_lines
+def _validation(out: Path) -> ValidationView | None:
+    from capjudge.validate import ValidationReport, summary_lines
 
     path = out / "validation.json"
     if not path.is_file():
         return None
-    report = json.loads(path.read_text())
+    report: ValidationReport = json.loads(path.read_text())
     return {"success": report["success"],
             "suites": [{"name": name, "evaluated": r["statistics"]["evaluated_expectations"],
                         "failed": r["statistics"]["unsuccessful_expectations"]}
@@ -196,58 +221,63 @@ def _validation(out: Path) -> dict[str, Any] | None:
             "failures": summary_lines(report)}
 
 
-def flat_metrics(ctx: dict[str, Any]) -> dict[str, Any]:
+def flat_metrics(ctx: ReportContext) -> dict[str, SeriesMetrics | dict[str, SeriesMetrics]]:
     """``metrics.json`` for DVC: agreement of scored series and each run's failure counts."""
-    out: dict[str, Any] = {}
+    out: dict[str, SeriesMetrics | dict[str, SeriesMetrics]] = {}
     for a in ctx["agreement"]:
         if "kendall_tau_b" not in a:
             continue  # no empty entries: a series nothing scored is in the report, not here
-        entry = {k: clean(v) for k, v in a.items() if k in ("n", *STATS)}
+        entry: SeriesMetrics = {k: clean(v) for k, v in a.items() if k in ("n", *STATS)}
         ci = (a.get("ci95") or {}).get("kendall_tau_b")
         if ci:  # `dvc exp show` lists the headline figure with its CI per judge/mode
             entry["kendall_tau_b_ci_low"], entry["kendall_tau_b_ci_high"] = map(clean, ci)
         out[f"{a['judge']}/{a['mode']}"] = entry
+    runs: dict[str, SeriesMetrics] = {}
     for name, s in ctx["judges"].items():
-        out.setdefault("runs", {})[name] = {
+        runs[name] = {
             k: v for k, v in (("failure_rate", s.get("failure_rate")),
                               ("low_mass_rate", s.get("low_mass_rate")),
                               ("model_calls", s.get("model_calls")),
                               ("cost_usd", s.get("cost_usd"))) if v is not None}
+    if runs:
+        out["runs"] = runs
     return out
 
 
-def _ran(systems: Sequence[dict[str, Any]]) -> set[str]:
+def _ran(systems: Sequence[SystemRow]) -> set[str]:
     """The judge/mode series that scored at least one item."""
-    return {f"{s['judge']}/{s['mode']}" for s in systems if (s.get("scored") or 0) > 0}
+    return {f"{s['judge']}/{s['mode']}" for s in systems if (_number(s.get("scored")) or 0) > 0}
 
 
-def _summaries(view: dict[str, Any]) -> dict[str, str]:
+def _summaries(view: ReportView) -> dict[str, str]:
     """One line per collapsed table: what it holds and its most telling figure."""
     rel = view["reliability"]
-    out = {}
+    out: dict[str, str] = {}
     pairs = rel.get("judge_comparisons") or []
     significant = [c for c in pairs if (c.get("delta_tau_b_low") or 0) > 0
                    or (c.get("delta_tau_b_high") or 0) < 0]
     out["judges_compared"] = (f"{len(pairs)} pair(s) of series on shared items; the 95 % CI "
                               f"of delta tau-b excludes 0 for {len(significant)}")
-    injection = [r for r in rel.get("injection") or [] if r.get("inflation") is not None
-                 and r.get("case") == "all"]
+    injection = [(v, r["series"]) for r in rel.get("injection") or []
+                 if (v := r.get("inflation")) is not None and r.get("case") == "all"]
     if injection:
-        top = max(injection, key=lambda r: r["inflation"])
+        inflation, series = max(injection, key=lambda r: r[0])
         out["injection"] = (f"{len(injection)} series with scored adversarial items; largest "
-                            f"mean inflation {top['inflation']:+.2f} points ({top['series']})")
+                            f"mean inflation {inflation:+.2f} points ({series})")
     else:
         out["injection"] = "no series scored adversarial items against clean twins"
-    length = [r for r in rel.get("length_bias") or [] if r.get("partial_spearman") is not None]
+    length = [(v, r["series"]) for r in rel.get("length_bias") or []
+              if (v := r.get("partial_spearman")) is not None]
     if length:
-        top = max(length, key=lambda r: abs(r["partial_spearman"]))
-        out["length_bias"] = (f"{len(length)} series; strongest: {top['series']} partial rho "
-                              f"{100 * top['partial_spearman']:.1f}")
-    calibration = [r for r in rel.get("calibration") or [] if r.get("mae_after") is not None]
+        rho, series = max(length, key=lambda r: abs(r[0]))
+        out["length_bias"] = (f"{len(length)} series; strongest: {series} partial rho "
+                              f"{100 * rho:.1f}")
+    calibration = [(v, r) for r in rel.get("calibration") or []
+                   if (v := r.get("mae_after")) is not None]
     if calibration:
-        top = min(calibration, key=lambda r: r["mae_after"])
+        mae_after, top = min(calibration, key=lambda r: r[0])
         out["calibration"] = (f"{len(calibration)} series; lowest MAE after the map: "
-                              f"{top['series']} {top['mae_after']:.2f} (before "
+                              f"{top['series']} {mae_after:.2f} (before "
                               f"{top['mae_before']:.2f})")
     systems = view["systems"]
     out["systems"] = (f"{len({s['system'] for s in systems})} systems x "
@@ -256,7 +286,7 @@ def _summaries(view: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def report_view(ctx: dict[str, Any]) -> dict[str, Any]:
+def report_view(ctx: ReportContext) -> ReportView:
     """What the report pages show: rows only for the series that ran.
 
     A series that scored nothing is the one line per judge under the headline ("Modes that
@@ -264,17 +294,26 @@ def report_view(ctx: dict[str, Any]) -> dict[str, Any]:
     tables, not on the page.
     """
     ran = _ran(ctx["systems"])
-    reliability = {name: [r for r in rows if "series" not in r or r["series"] in ran]
-                   for name, rows in ctx["reliability"].items()}
-    view = {**ctx, "judges": ctx["judge_rows"],
-            "agreement": [a for a in ctx["agreement"] if a["n"] > 0],
-            "systems": [s for s in ctx["systems"] if f"{s['judge']}/{s['mode']}" in ran],
-            "reliability": reliability}
+    rel = ctx["reliability"]
+    # Every section has a series except the comparisons (a pair of series): kept whole.
+    reliability: ReliabilitySections = {
+        "reliability_retest": [r for r in rel["reliability_retest"] if r["series"] in ran],
+        "reliability_items": [r for r in rel["reliability_items"] if r["series"] in ran],
+        "injection": [r for r in rel["injection"] if r["series"] in ran],
+        "injection_items": [r for r in rel["injection_items"] if r["series"] in ran],
+        "length_bias": [r for r in rel["length_bias"] if r["series"] in ran],
+        "calibration": [r for r in rel["calibration"] if r["series"] in ran],
+        "judge_comparisons": list(rel["judge_comparisons"])}
+    view: ReportView = {**ctx, "judges": ctx["judge_rows"],
+                        "agreement": [a for a in ctx["agreement"] if a["n"] > 0],
+                        "systems": [s for s in ctx["systems"]
+                                    if f"{s['judge']}/{s['mode']}" in ran],
+                        "reliability": reliability, "summaries": {}}
     view["summaries"] = _summaries(view)
     return view
 
 
-def _reliability(con: Any, config: ReportConfig) -> dict[str, list[dict[str, Any]]]:
+def _reliability(con: Any, config: ReportConfig) -> ReliabilitySections:
     """The judge-reliability and judges-compared sections, each also a database table."""
     cursor = con.execute("""
         SELECT s.judge, s.method, s.mode, s.series, s.item_id, s.system, s.score, s.human,
@@ -290,25 +329,29 @@ def _reliability(con: Any, config: ReportConfig) -> dict[str, list[dict[str, Any
     n_boot, seed = config.bootstrap, config.seed
     retest, retest_items = retest_tables(repeats, n_boot, seed)
     injection, injection_items = injection_tables(rows, n_boot, seed)
-    sections = {
-        "reliability_retest": (retest, RETEST_COLUMNS),
-        "reliability_items": (retest_items, RETEST_ITEM_COLUMNS),
-        "injection": (injection, INJECTION_COLUMNS),
-        "injection_items": (injection_items, INJECTION_ITEM_COLUMNS),
-        "length_bias": (length_bias_table(rows, n_boot, seed), LENGTH_COLUMNS),
-        "calibration": (calibration_table(rows, n_boot, fit_fraction=config.calibration_fit,
-                                          seed=seed) if config.calibration else [],
-                        CALIBRATION_COLUMNS),
-        "judge_comparisons": (comparison_table(rows, n_boot, seed), COMPARISON_COLUMNS),
+    sections: ReliabilitySections = {
+        "reliability_retest": retest, "reliability_items": retest_items,
+        "injection": injection, "injection_items": injection_items,
+        "length_bias": length_bias_table(rows, n_boot, seed),
+        "calibration": calibration_table(rows, n_boot, fit_fraction=config.calibration_fit,
+                                         seed=seed) if config.calibration else [],
+        "judge_comparisons": comparison_table(rows, n_boot, seed),
     }
-    for name, (table_rows, columns) in sections.items():
+    for name, table_rows, columns in (
+            ("reliability_retest", sections["reliability_retest"], RETEST_COLUMNS),
+            ("reliability_items", sections["reliability_items"], RETEST_ITEM_COLUMNS),
+            ("injection", sections["injection"], INJECTION_COLUMNS),
+            ("injection_items", sections["injection_items"], INJECTION_ITEM_COLUMNS),
+            ("length_bias", sections["length_bias"], LENGTH_COLUMNS),
+            ("calibration", sections["calibration"], CALIBRATION_COLUMNS),
+            ("judge_comparisons", sections["judge_comparisons"], COMPARISON_COLUMNS)):
         add_table(con, name, as_table(table_rows, columns))
-    return {name: table_rows for name, (table_rows, _) in sections.items()}
+    return sections
 
 
 def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
                aggregate_dir: str | Path, out_dir: str | Path, config: ReportConfig
-               ) -> dict[str, Any]:
+               ) -> ReportContext:
     """Build the database, compute agreement, write every report file; returns the context."""
     from capjudge.history import load_history, record_run, series_history
     from capjudge.lineage import collect, register
@@ -348,7 +391,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
     plots = _with_relpaths(make_plots(rows, out, config.human_criterion), out)
     headline = _headline(agree, judges, systems)
     (out / "thumbs").mkdir(parents=True, exist_ok=True)  # a declared output, even if empty
-    gallery: list[dict[str, Any]] = []
+    gallery: list[GalleryEntry] = []
     if headline:  # the series the report leads with
         lead = headline[0]["series"]
         gallery = build_gallery(lead, [r for r in rows if r["series"] == lead],
@@ -361,7 +404,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         record_run(Path(config.registry), run, agree, judges, systems, config.bootstrap)
         history = series_history(load_history(Path(config.registry)))
     history_figures = _with_relpaths(history_plots(history, out), out)
-    ctx: dict[str, Any] = {
+    ctx: ReportContext = {
         "title": config.title, "protocol": SAMPLE_PROTOCOL, "gallery": gallery,
         "human_criterion": config.human_criterion, "out_dir": out,
         "judges": judges, "judge_rows": _judge_rows(judges),
@@ -384,7 +427,7 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
 
 
 def _read_inputs(ingest: Path, agg: Path, judge_dirs: Sequence[str | Path]
-                 ) -> tuple[list[ItemRow], dict[str, pa.Table], dict[str, Any]]:
+                 ) -> tuple[list[ItemRow], dict[str, pa.Table], dict[str, JudgeSummary]]:
     """The items, the stages' tables and each judge's summary; half-written inputs are refused.
 
     The tables: items, quarantine, judgements (with their judge), the aggregates and labels.
@@ -400,7 +443,7 @@ def _read_inputs(ingest: Path, agg: Path, judge_dirs: Sequence[str | Path]
     items = pq.read_table(ingest / "items.parquet")
     item_rows = ItemRow.from_table(items)
     judgement_tables = []
-    judges: dict[str, Any] = {}
+    judges: dict[str, JudgeSummary] = {}
     for d in judge_dirs:
         t = pq.read_table(Path(d) / "judgements.parquet")
         judgement_tables.append(t.add_column(0, "judge", pa.array([Path(d).name] * len(t))))
@@ -420,8 +463,7 @@ def _read_inputs(ingest: Path, agg: Path, judge_dirs: Sequence[str | Path]
     return item_rows, tables, judges
 
 
-def _with_relpaths(figures: dict[str, list[dict[str, Any]]], out: Path
-                   ) -> dict[str, list[dict[str, Any]]]:
+def _with_relpaths(figures: Figures, out: Path) -> Figures:
     """``figures`` with each file's path relative to the report folder added (``relpath``)."""
     for files in figures.values():
         for f in files:
@@ -429,7 +471,7 @@ def _with_relpaths(figures: dict[str, list[dict[str, Any]]], out: Path
     return figures
 
 
-def _write_report_files(out: Path, ctx: dict[str, Any], rows: Sequence[ScoredItem],
+def _write_report_files(out: Path, ctx: ReportContext, rows: Sequence[ScoredItem],
                         run: RunLineage) -> None:
     """Write the report (Markdown, HTML), its metrics, points, lineage and DVC plot files."""
     view = report_view(ctx)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 from scipy import optimize
@@ -81,9 +81,28 @@ def linear_map(score: ArrayLike, source: tuple[float, float], target: tuple[floa
     return target[0] + (s - lo) * (target[1] - target[0]) / (hi - lo)
 
 
+class BeforeAfter(TypedDict):
+    """A statistic on the evaluation split before and after the calibration map."""
+
+    before: Estimate
+    after: Estimate
+
+
+class Calibration(TypedDict):
+    """What :func:`calibrate` returns."""
+
+    n_fit: int
+    n_eval: int
+    map: IsotonicMap
+    pearson: BeforeAfter
+    kendall_tau_b: BeforeAfter
+    mae: BeforeAfter
+    """Mean absolute error, in human-scale points."""
+
+
 def calibrate(score: ArrayLike, human: ArrayLike, *, fit_fraction: float = 0.5, seed: int = 0,
               score_scale: tuple[float, float] | None = None, n_boot: int = 1000,
-              level: float = 0.95) -> dict[str, Any]:
+              level: float = 0.95) -> Calibration:
     """Fit an isotonic map on a seeded split; compare agreement before and after on the rest.
 
     "Before" is the raw score (Pearson, Kendall tau-b) and, for the error, the raw score
@@ -119,14 +138,18 @@ def calibrate(score: ArrayLike, human: ArrayLike, *, fit_fraction: float = 0.5, 
             return math.nan
         return kendall_tau_b(a, b)
 
-    out: dict[str, Any] = {"n_fit": len(fit), "n_eval": len(evaluate), "map": mapping}
-    stat_fns = {"pearson": corr(pearson_fast), "kendall_tau_b": corr(tau), "mae": mae}
-    for offset, (name, fn) in enumerate(stat_fns.items()):
-        out[name] = {}
-        # Correlations "before" use the raw score (a linear stretch does not change them).
-        for label, values in (("before", x[evaluate] if name != "mae" else before),
-                              ("after", after)):
-            data = np.column_stack([values, truth])
-            low, high = bootstrap_rows(data, fn, n_boot=n_boot, level=level, seed=seed + offset)
-            out[name][label] = Estimate(fn(data), low, high, len(evaluate))
-    return out
+    def estimate(values: np.ndarray, fn: Callable[[np.ndarray], float], offset: int
+                 ) -> Estimate:
+        data = np.column_stack([values, truth])
+        low, high = bootstrap_rows(data, fn, n_boot=n_boot, level=level, seed=seed + offset)
+        return Estimate(fn(data), low, high, len(evaluate))
+
+    # Correlations "before" use the raw score (a linear stretch does not change them).
+    raw = x[evaluate]
+    pearson_fn, tau_fn = corr(pearson_fast), corr(tau)
+    return {"n_fit": len(fit), "n_eval": len(evaluate), "map": mapping,
+            "pearson": {"before": estimate(raw, pearson_fn, 0),
+                        "after": estimate(after, pearson_fn, 0)},
+            "kendall_tau_b": {"before": estimate(raw, tau_fn, 1),
+                              "after": estimate(after, tau_fn, 1)},
+            "mae": {"before": estimate(before, mae, 2), "after": estimate(after, mae, 2)}}

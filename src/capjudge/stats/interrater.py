@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 
@@ -120,12 +120,22 @@ def krippendorff_alpha(matrix: ArrayLike, metric: Literal["interval", "nominal"]
     return 1.0 - observed / expected if expected > 0 else math.nan
 
 
-def item_spread(matrix: ArrayLike) -> list[dict[str, float | int | None]]:
+class ItemSpread(TypedDict):
+    """One item's spread over its test-retest repeats (:func:`item_spread`)."""
+
+    repeats: int
+    """Repeats scored."""
+    mean: float | None
+    sd: float | None
+    range: float | None
+
+
+def item_spread(matrix: ArrayLike) -> list[ItemSpread]:
     """Per item (row) the repeats scored, their mean, sample SD and range (NaN = missing).
 
     SD and range are None for an item with fewer than two scored repeats.
     """
-    out: list[dict[str, float | int | None]] = []
+    out: list[ItemSpread] = []
     for row in np.asarray(matrix, float):
         v = row[~np.isnan(row)]
         out.append({"repeats": len(v), "mean": float(v.mean()) if len(v) else None,

@@ -39,15 +39,166 @@ import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from email import policy
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import parse_qs, urlsplit
 
-from capjudge.testing.openai_server import MockHandler, MockOpenAIServer, Script
+from capjudge.records import JSONValue
+from capjudge.testing.openai_server import (
+    ChatCompletion,
+    ChatRequest,
+    MockHandler,
+    MockOpenAIServer,
+    Script,
+)
 
-LineFault = Callable[[str, dict[str, Any]], "int | str | None"]
+LineFault = Callable[[str, ChatRequest], "int | str | None"]
+
+
+class ErrorDetail(TypedDict):
+    """An OpenAI error body's ``error``."""
+
+    message: str
+    type: str
+    param: None
+    code: str
+
+
+class ErrorBody(TypedDict):
+    """An OpenAI error body."""
+
+    error: ErrorDetail
+
+
+class FileObject(TypedDict):
+    """A file object as ``/v1/files`` returns it."""
+
+    id: str
+    object: str
+    bytes: int
+    created_at: int
+    filename: str
+    purpose: str
+    status: str
+    expires_at: int | None
+    status_details: str | None
+
+
+class BatchError(TypedDict):
+    """One validation error of a batch's input file."""
+
+    code: str
+    message: str
+    param: str | None
+    line: int | None
+    """The input line (from 1), or None for the whole file."""
+
+
+class BatchErrors(TypedDict):
+    """A failed batch's ``errors``."""
+
+    object: str
+    data: list[BatchError]
+
+
+class RequestCounts(TypedDict):
+    """A batch's ``request_counts``."""
+
+    total: int
+    completed: int
+    failed: int
+
+
+class Batch(TypedDict):
+    """A batch object as ``/v1/batches`` returns it."""
+
+    id: str
+    object: str
+    endpoint: str
+    errors: BatchErrors | None
+    input_file_id: str
+    completion_window: str
+    status: str
+    output_file_id: str | None
+    error_file_id: str | None
+    created_at: int
+    in_progress_at: int | None
+    expires_at: int
+    finalizing_at: int | None
+    completed_at: int | None
+    failed_at: int | None
+    expired_at: int | None
+    cancelling_at: int | None
+    cancelled_at: int | None
+    request_counts: RequestCounts
+    metadata: dict[str, str] | None
+
+
+class BatchList(TypedDict):
+    """``GET /v1/batches``: a page of batches."""
+
+    object: str
+    data: list[Batch]
+    first_id: str | None
+    last_id: str | None
+    has_more: bool
+
+
+class BatchCreate(TypedDict, total=False):
+    """A ``POST /v1/batches`` body."""
+
+    input_file_id: str
+    endpoint: str
+    completion_window: str
+    metadata: dict[str, str] | None
+
+
+class BatchLine(TypedDict):
+    """One line of a (validated) batch input file."""
+
+    custom_id: str
+    method: str
+    url: str
+    body: ChatRequest
+
+
+class LineResponse(TypedDict):
+    """An output line's ``response``: the answer to the line's request."""
+
+    status_code: int
+    request_id: str
+    body: ChatCompletion | ErrorBody
+
+
+class LineError(TypedDict):
+    """An output line's ``error`` (a line the batch did not run)."""
+
+    code: str
+    message: str
+
+
+class OutputLine(TypedDict):
+    """One line of a batch's output or error file."""
+
+    id: str
+    custom_id: str
+    response: LineResponse | None
+    error: LineError | None
+
+
+@dataclass
+class _BatchState:
+    """A batch as the server keeps it: its public object and the bookkeeping behind it."""
+
+    public: Batch
+    created: float
+    """``time.monotonic()`` at creation."""
+    polls: int = 0
+    expired: bool = False
+    """Some line was left unanswered: the batch ends ``expired``."""
 
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 
@@ -64,7 +215,7 @@ class MockBatchServer(MockOpenAIServer):
         max_batch_requests: lines allowed in one input file (the API's 50,000).
         max_file_bytes: bytes allowed in one uploaded file (the API's 200 MB).
         files: file id -> (object, bytes).
-        batches: batch id -> batch object (plus private bookkeeping under ``_``-keys).
+        batches: batch id -> the batch (its public object and the server's bookkeeping).
         batch_creations: ``POST /v1/batches`` that created a batch.
         submitted_lines: custom_id -> times it arrived in a created batch.
         batch_retrievals: ``GET /v1/batches/{id}`` calls.
@@ -79,8 +230,8 @@ class MockBatchServer(MockOpenAIServer):
         self.line_fault: LineFault | None = None
         self.max_batch_requests = max_batch_requests
         self.max_file_bytes = max_file_bytes
-        self.files: dict[str, tuple[dict[str, Any], bytes]] = {}
-        self.batches: dict[str, dict[str, Any]] = {}
+        self.files: dict[str, tuple[FileObject, bytes]] = {}
+        self.batches: dict[str, _BatchState] = {}
         self.batch_creations = 0
         self.submitted_lines: Counter[str] = Counter()
         self.batch_retrievals = 0
@@ -89,10 +240,10 @@ class MockBatchServer(MockOpenAIServer):
 
     # -- files ---------------------------------------------------------------------------
 
-    def add_file(self, data: bytes, purpose: str, filename: str) -> dict[str, Any]:
+    def add_file(self, data: bytes, purpose: str, filename: str) -> FileObject:
         """Store a file as the API would; returns its file object."""
         file_id = f"file-{uuid.uuid4().hex[:24]}"
-        obj: dict[str, Any] = {
+        obj: FileObject = {
             "id": file_id, "object": "file", "bytes": len(data),
             "created_at": int(time.time()), "filename": filename, "purpose": purpose,
             "status": "processed", "expires_at": None, "status_details": None}
@@ -106,7 +257,7 @@ class MockBatchServer(MockOpenAIServer):
 
     # -- batches -------------------------------------------------------------------------
 
-    def create_batch(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def create_batch(self, request: BatchCreate) -> tuple[int, Batch | ErrorBody]:
         """``POST /v1/batches``: (HTTP status, batch object or error body)."""
         file_id = str(request.get("input_file_id"))
         if request.get("completion_window") != "24h":
@@ -123,7 +274,7 @@ class MockBatchServer(MockOpenAIServer):
                 return 400, _error_body("the input file's purpose must be 'batch'",
                                         "invalid_request_error")
             now = int(time.time())
-            batch: dict[str, Any] = {
+            batch: Batch = {
                 "id": f"batch_{uuid.uuid4().hex[:24]}", "object": "batch",
                 "endpoint": request["endpoint"], "errors": None, "input_file_id": file_id,
                 "completion_window": "24h", "status": "validating", "output_file_id": None,
@@ -132,79 +283,82 @@ class MockBatchServer(MockOpenAIServer):
                 "failed_at": None, "expired_at": None, "cancelling_at": None,
                 "cancelled_at": None,
                 "request_counts": {"total": 0, "completed": 0, "failed": 0},
-                "metadata": request.get("metadata") or None,
-                "_polls": 0, "_created": time.monotonic()}
-            self.batches[batch["id"]] = batch
+                "metadata": request.get("metadata") or None}
+            self.batches[batch["id"]] = _BatchState(batch, created=time.monotonic())
             self.batch_creations += 1
             for line in self.files[file_id][1].splitlines():
                 try:
                     self.submitted_lines[str(json.loads(line).get("custom_id"))] += 1
                 except (ValueError, AttributeError):
                     continue  # validation reports it
-        return 200, _public(batch)
+        return 200, batch.copy()
 
-    def retrieve_batch(self, batch_id: str) -> dict[str, Any] | None:
+    def retrieve_batch(self, batch_id: str) -> Batch | None:
         """``GET /v1/batches/{id}``: moves the batch on by one status (see the module doc)."""
         with self._batch_lock:
-            batch = self.batches.get(batch_id)
-            if batch is None:
+            state = self.batches.get(batch_id)
+            if state is None:
                 return None
+            batch = state.public
             self.batch_retrievals += 1
-            batch["_polls"] += 1
+            state.polls += 1
             status = batch["status"]
             now = int(time.time())
             if status == "validating":
                 errors = self._validate(batch)
                 if errors:
-                    batch.update(status="failed", failed_at=now,
-                                 errors={"object": "list", "data": errors})
+                    batch.update({"status": "failed", "failed_at": now,
+                                  "errors": {"object": "list", "data": errors}})
                 else:
                     lines = [x for x in self.files[batch["input_file_id"]][1].splitlines()
                              if x.strip()]
-                    batch.update(status="in_progress", in_progress_at=now)
+                    batch.update({"status": "in_progress", "in_progress_at": now})
                     batch["request_counts"] = {"total": len(lines), "completed": 0,
                                                "failed": 0}
             elif status == "in_progress":
-                ready = (not self.hold_batches and batch["_polls"] >= self.batch_polls
-                         and time.monotonic() - batch["_created"] >= self.batch_delay_s)
+                ready = (not self.hold_batches and state.polls >= self.batch_polls
+                         and time.monotonic() - state.created >= self.batch_delay_s)
                 if ready:
-                    self._run(batch)
-                    batch.update(status="finalizing", finalizing_at=now)
+                    state.expired = self._run(batch)
+                    batch.update({"status": "finalizing", "finalizing_at": now})
             elif status == "finalizing":
-                expired = batch.pop("_expired", False)
-                batch.update(status="expired" if expired else "completed")
-                batch["expired_at" if expired else "completed_at"] = now
+                expired, state.expired = state.expired, False
+                batch["status"] = "expired" if expired else "completed"
+                if expired:
+                    batch["expired_at"] = now
+                else:
+                    batch["completed_at"] = now
             elif status == "cancelling":
-                batch.update(status="cancelled", cancelled_at=now)
-            return _public(batch)
+                batch.update({"status": "cancelled", "cancelled_at": now})
+            return batch.copy()
 
-    def cancel_batch(self, batch_id: str) -> dict[str, Any] | None:
+    def cancel_batch(self, batch_id: str) -> Batch | None:
         """``POST /v1/batches/{id}/cancel``."""
         with self._batch_lock:
-            batch = self.batches.get(batch_id)
-            if batch is None:
+            state = self.batches.get(batch_id)
+            if state is None:
                 return None
-            if batch["status"] not in TERMINAL:
-                batch.update(status="cancelling", cancelling_at=int(time.time()))
-            return _public(batch)
+            if state.public["status"] not in TERMINAL:
+                state.public.update({"status": "cancelling", "cancelling_at": int(time.time())})
+            return state.public.copy()
 
-    def list_batches(self, limit: int = 20, after: str | None = None) -> dict[str, Any]:
+    def list_batches(self, limit: int = 20, after: str | None = None) -> BatchList:
         """``GET /v1/batches``: newest first, cursor ``after`` a batch id."""
         with self._batch_lock:
-            ordered = sorted(self.batches.values(), key=lambda b: -b["_created"])
-        ids = [b["id"] for b in ordered]
+            ordered = sorted(self.batches.values(), key=lambda b: -b.created)
+        ids = [b.public["id"] for b in ordered]
         start = ids.index(after) + 1 if after in ids else 0
-        page = [_public(b) for b in ordered[start:start + limit]]
+        page = [b.public.copy() for b in ordered[start:start + limit]]
         return {"object": "list", "data": page,
                 "first_id": page[0]["id"] if page else None,
                 "last_id": page[-1]["id"] if page else None,
                 "has_more": start + limit < len(ordered)}
 
-    def _validate(self, batch: dict[str, Any]) -> list[dict[str, Any]]:
+    def _validate(self, batch: Batch) -> list[BatchError]:
         """The API's validation errors for a batch's input file (empty: valid)."""
         data = self.files[batch["input_file_id"]][1]
         lines = [line for line in data.splitlines() if line.strip()]
-        errors: list[dict[str, Any]] = []
+        errors: list[BatchError] = []
         if not lines:
             return [{"code": "empty_file", "message": "The input file is empty.",
                      "param": None, "line": None}]
@@ -216,12 +370,14 @@ class MockBatchServer(MockOpenAIServer):
         models: set[str] = set()
         for n, line in enumerate(lines, start=1):
             try:
-                obj = json.loads(line)
+                parsed: JSONValue = json.loads(line)
             except ValueError:
                 errors.append({"code": "invalid_json_line", "message": "not valid JSON",
                                "param": None, "line": n})
                 continue
-            custom_id = obj.get("custom_id") if isinstance(obj, dict) else None
+            # A line that is JSON but not an object has none of the fields.
+            obj: dict[str, JSONValue] = parsed if isinstance(parsed, dict) else {}
+            custom_id = obj.get("custom_id")
             if not isinstance(custom_id, str) or not custom_id:
                 errors.append({"code": "missing_required_parameter",
                                "message": "custom_id is required", "param": "custom_id",
@@ -247,15 +403,19 @@ class MockBatchServer(MockOpenAIServer):
                            "param": "model", "line": None})
         return errors
 
-    def _run(self, batch: dict[str, Any]) -> None:
-        """Answer every line of a batch; write its output and error files."""
-        outputs: list[dict[str, Any]] = []
-        errors: list[dict[str, Any]] = []
+    def _run(self, batch: Batch) -> bool:
+        """Answer every line of a batch; write its output and error files.
+
+        Returns:
+            Whether a line was left unanswered (the batch ends ``expired``).
+        """
+        outputs: list[OutputLine] = []
+        errors: list[OutputLine] = []
         expired = False
         for line in self.files[batch["input_file_id"]][1].splitlines():
             if not line.strip():
                 continue
-            obj = json.loads(line)
+            obj: BatchLine = json.loads(line)  # validated when the batch left ``validating``
             custom_id, body = obj["custom_id"], obj["body"]
             line_id = f"batch_req_{uuid.uuid4().hex[:24]}"
             request_id = f"req_{uuid.uuid4().hex[:24]}"
@@ -267,28 +427,32 @@ class MockBatchServer(MockOpenAIServer):
                                          "could not be executed before the completion window "
                                          "expired."}})
                 continue
+            answer: ChatCompletion | ErrorBody
             if isinstance(fault, int):
                 code, answer = fault, _error_body(f"injected batch line error {fault}",
                                                   "invalid_request_error" if fault < 500
                                                   else "server_error")
             else:
                 code, answer = self._chat(body)
-            result = {"id": line_id, "custom_id": custom_id,
-                      "response": {"status_code": code, "request_id": request_id,
-                                   "body": answer}, "error": None}
+            result: OutputLine = {"id": line_id, "custom_id": custom_id,
+                                  "response": {"status_code": code,
+                                               "request_id": request_id, "body": answer},
+                                  "error": None}
             (outputs if code == 200 else errors).append(result)
-        counts = {"total": len(outputs) + len(errors), "completed": len(outputs),
-                  "failed": len(errors)}
-        batch["request_counts"] = counts
-        for kind, rows in (("output_file_id", outputs), ("error_file_id", errors)):
-            if rows:
-                data = "".join(json.dumps(r) + "\n" for r in reversed(rows)).encode()
-                purpose = "batch_output"
-                batch[kind] = self.add_file(data, purpose, f"{batch['id']}_{kind[:-8]}.jsonl")["id"]
-        if expired:
-            batch["_expired"] = True
+        batch["request_counts"] = {"total": len(outputs) + len(errors),
+                                   "completed": len(outputs), "failed": len(errors)}
+        if outputs:
+            batch["output_file_id"] = self._write_lines(batch, "output", outputs)
+        if errors:
+            batch["error_file_id"] = self._write_lines(batch, "error", errors)
+        return expired
 
-    def _chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _write_lines(self, batch: Batch, kind: str, rows: list[OutputLine]) -> str:
+        """Store a batch's output (or error) file, its lines in reverse order; its id."""
+        data = "".join(json.dumps(r) + "\n" for r in reversed(rows)).encode()
+        return self.add_file(data, "batch_output", f"{batch['id']}_{kind}.jsonl")["id"]
+
+    def _chat(self, body: ChatRequest) -> tuple[int, ChatCompletion | ErrorBody]:
         """One line answered by this server's own ``/v1/chat/completions``."""
         request = urllib.request.Request(
             f"{self.url}/chat/completions", data=json.dumps(body).encode(), method="POST",
@@ -328,7 +492,7 @@ class BatchHandler(MockHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _json(self, code: int, obj: dict[str, Any]) -> None:
+    def _json(self, code: int, obj: FileObject | Batch | BatchList | ErrorBody) -> None:
         self._raw(code, json.dumps(obj).encode(), "application/json")
 
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
@@ -369,7 +533,7 @@ class BatchHandler(MockHandler):
             self._upload(raw)
         elif parts == ["batches"]:
             try:
-                request = json.loads(raw)
+                request: BatchCreate = json.loads(raw)  # the client's body, checked below
             except ValueError:
                 self._json(400, _error_body("could not parse the JSON body",
                                             "invalid_request_error"))
@@ -381,7 +545,7 @@ class BatchHandler(MockHandler):
             self._json(404, _error_body(f"no route {self.path}",
                                         "invalid_request_error"))
 
-    def _batch(self, batch_id: str, batch: dict[str, Any] | None) -> None:
+    def _batch(self, batch_id: str, batch: Batch | None) -> None:
         """The batch object, or OpenAI's 404 for an unknown id."""
         if batch is None:
             self._json(404, _error_body(f"No such Batch: {batch_id}",
@@ -431,13 +595,8 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[bytes, str | No
     return out
 
 
-def _error_body(message: str, kind: str) -> dict[str, Any]:
+def _error_body(message: str, kind: str) -> ErrorBody:
     return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
-
-
-def _public(batch: dict[str, Any]) -> dict[str, Any]:
-    """A batch object without the server's bookkeeping."""
-    return {k: v for k, v in batch.items() if not k.startswith("_")}
 
 
 def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual use

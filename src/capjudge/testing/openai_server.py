@@ -31,7 +31,108 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import ClassVar, TypedDict
+
+from capjudge.records import JSONValue
+
+
+class ContentPart(TypedDict, total=False):
+    """One part of a message's content: ``{"type": "text", "text": ...}`` or an image."""
+
+    type: str
+    text: str
+    image_url: dict[str, str]
+
+
+class ChatMessage(TypedDict, total=False):
+    """One message of a chat-completions request."""
+
+    role: str
+    content: str | list[ContentPart] | None
+
+
+class ChatRequest(TypedDict, total=False):
+    """A chat-completions request body: the keys this server reads.
+
+    The body is the client's JSON as received; keys this server ignores (``response_format``,
+    ...) are kept as they came and copied along (:func:`original_request`).
+    """
+
+    model: str
+    messages: list[ChatMessage]
+    temperature: float | None
+    seed: int | None
+    max_tokens: int | None
+    logprobs: bool
+    top_logprobs: int | None
+    continue_final_message: bool
+    """vLLM: continue the last (assistant) message instead of answering it."""
+    add_generation_prompt: bool
+
+
+class TopLogprob(TypedDict):
+    """One alternative at a token position (``top_logprobs[i]``)."""
+
+    token: str
+    logprob: float
+    bytes: list[int]
+
+
+class Token(TypedDict):
+    """One token of ``choices[0].logprobs.content``."""
+
+    token: str
+    logprob: float
+    bytes: list[int]
+    top_logprobs: list[TopLogprob]
+
+
+class ChoiceLogprobs(TypedDict):
+    """``choices[0].logprobs``."""
+
+    content: list[Token]
+    refusal: None
+
+
+class AssistantMessage(TypedDict):
+    """``choices[0].message``: the answer, or a refusal (``content`` None)."""
+
+    role: str
+    content: str | None
+    refusal: str | None
+    annotations: list[JSONValue]
+
+
+class Choice(TypedDict):
+    """One element of ``choices``."""
+
+    index: int
+    message: AssistantMessage
+    logprobs: ChoiceLogprobs | None
+    finish_reason: str
+
+
+class Usage(TypedDict):
+    """A completion's ``usage``."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: dict[str, int]
+    completion_tokens_details: dict[str, int]
+
+
+class ChatCompletion(TypedDict):
+    """A ``chat.completion`` object as the API shapes it."""
+
+    id: str
+    object: str
+    created: int
+    model: str
+    system_fingerprint: str
+    service_tier: str
+    choices: list[Choice]
+    usage: Usage
 
 
 @dataclass
@@ -64,10 +165,10 @@ class Scripted:
     score_first: bool = False  # the number opens the answer (HarmonicEval, VisCE²)
 
 
-Script = Callable[[dict[str, Any]], Scripted]
+Script = Callable[[ChatRequest], Scripted]
 
 
-def prompt_key(body: dict[str, Any]) -> str:
+def prompt_key(body: ChatRequest) -> str:
     """A stable id for a request's messages (what the counters are keyed on)."""
     return hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()
 
@@ -79,7 +180,7 @@ def _peaked(centre: int, low: int, high: int, width: float) -> dict[int, float]:
     return {v: 0.95 * p / total for v, p in dist.items()}
 
 
-def _prompt_text(body: dict[str, Any]) -> str:
+def _prompt_text(body: ChatRequest) -> str:
     parts = []
     for message in body.get("messages", []):
         content = message.get("content")
@@ -90,7 +191,7 @@ def _prompt_text(body: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def sample_jitter(body: dict[str, Any], salt: str, width: int) -> int:
+def sample_jitter(body: ChatRequest, salt: str, width: int) -> int:
     """How far a sampled answer's score moves from the prompt's centre (test-retest).
 
     At temperature 0 (or without a seed) the answer is the prompt's alone: 0. Above it, each
@@ -103,7 +204,7 @@ def sample_jitter(body: dict[str, Any], salt: str, width: int) -> int:
     return int(digest.hexdigest(), 16) % (2 * width + 1) - width
 
 
-def default_script(body: dict[str, Any], salt: str = "") -> Scripted:
+def default_script(body: ChatRequest, salt: str = "") -> Scripted:
     """A deterministic "model" that answers in the format the prompt asks for.
 
     The score's centre depends on the prompt's hash: the same request always gets the same
@@ -148,7 +249,7 @@ def default_script(body: dict[str, Any], salt: str = "") -> Scripted:
 
 
 def _tok(token: str, logprob: float, top: list[tuple[str, float]] | None = None
-         ) -> dict[str, Any]:
+         ) -> Token:
     top = top if top is not None else [(token, logprob)]
     return {"token": token, "logprob": logprob, "bytes": list(token.encode()),
             "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())}
@@ -175,7 +276,7 @@ def _words(text: str) -> list[str]:
     return out
 
 
-def render_answer(s: Scripted, top_n: int) -> tuple[str, list[dict[str, Any]]]:
+def render_answer(s: Scripted, top_n: int) -> tuple[str, list[Token]]:
     """Content and logprobs.content for a scripted answer."""
     if s.text is not None:
         return s.text, [_tok(t, -0.01) for t in _words(s.text)]
@@ -193,7 +294,7 @@ def render_answer(s: Scripted, top_n: int) -> tuple[str, list[dict[str, Any]]]:
         opening = [_tok(str(ranked[0][0]), math.log(ranked[0][1]), alts)]
         opening += [_tok(t, -0.05) for t in _words("\n" + s.reasoning)]
         return "".join(t["token"] for t in opening), opening
-    tokens: list[dict[str, Any]] = [_tok(t, -0.05) for t in _words(s.reasoning + " ")]
+    tokens: list[Token] = [_tok(t, -0.05) for t in _words(s.reasoning + " ")]
     sentences = s.labels or [("The final score is", s.distribution)]
     for label, dist in sentences:
         tokens += [_tok(t, -0.02) for t in _words(("\n" if tokens else "") + label + " ")]
@@ -241,7 +342,7 @@ def render_answer(s: Scripted, top_n: int) -> tuple[str, list[dict[str, Any]]]:
     return "".join(t["token"] for t in tokens), tokens
 
 
-def is_continuation(body: dict[str, Any]) -> bool:
+def is_continuation(body: ChatRequest) -> bool:
     """A request that asks the server to continue the assistant's last message.
 
     Such a request sets vLLM's chat parameters ``continue_final_message: true`` and
@@ -252,19 +353,20 @@ def is_continuation(body: dict[str, Any]) -> bool:
         and messages[-1].get("role") == "assistant"
 
 
-def original_request(body: dict[str, Any]) -> dict[str, Any]:
+def original_request(body: ChatRequest) -> ChatRequest:
     """A continuation's body as the request whose answer it continues.
 
     Same messages less the assistant's partial one, so a script answers it as it answered the
     original.
     """
-    out = {k: v for k, v in body.items()
-           if k not in ("continue_final_message", "add_generation_prompt")}
+    out = body.copy()
+    out.pop("continue_final_message", None)
+    out.pop("add_generation_prompt", None)
     out["messages"] = list(body["messages"][:-1])
     return out
 
 
-def _assistant_text(body: dict[str, Any]) -> str:
+def _assistant_text(body: ChatRequest) -> str:
     content = body["messages"][-1].get("content")
     if isinstance(content, list):
         return "".join(c.get("text", "") for c in content if c.get("type") == "text")
@@ -281,11 +383,11 @@ def _leading_digits(dist: dict[int, float], top_n: int) -> list[tuple[str, float
     return [(d, math.log(p)) for d, p in ranked]
 
 
-def _continuation_tokens(s: Scripted, partial: str, top_n: int) -> list[dict[str, Any]]:
+def _continuation_tokens(s: Scripted, partial: str, top_n: int) -> list[Token]:
     return render_continuation(s, partial, top_n)[1]
 
 
-def render_continuation(s: Scripted, partial: str, top_n: int) -> tuple[str, list[dict[str, Any]]]:
+def render_continuation(s: Scripted, partial: str, top_n: int) -> tuple[str, list[Token]]:
     """What the scripted model writes after the assistant's ``partial`` text.
 
     When that text ends inside a score ("... The final score is $9"): the number's next digit
@@ -302,7 +404,7 @@ def render_continuation(s: Scripted, partial: str, top_n: int) -> tuple[str, lis
     else:
         dist = s.distribution
     closing = "\n" if s.score_first else "$"
-    out: list[dict[str, Any]] = []
+    out: list[Token] = []
     prefix = digits
     while True:
         cond: dict[str, float] = defaultdict(float)
@@ -390,7 +492,7 @@ class MockOpenAIServer:
         self.latency_s = latency_s
         self.received: Counter[str] = Counter()
         self.answered: Counter[str] = Counter()
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[ChatRequest] = []
         self._faults: list[tuple[str, float]] = []
         self._lock = threading.Lock()
         self.stall_after: int | None = None  # answer this many, then hold the rest
@@ -517,7 +619,9 @@ class MockHandler(BaseHTTPRequestHandler):
             self._error(404, f"no route {self.path}", "invalid_request_error")
             return
         try:
-            body = json.loads(raw)
+            # What the client sent, taken to be a chat request (as the real API, this stand-in
+            # does not validate it beyond the keys it reads).
+            body: ChatRequest = json.loads(raw)
         except json.JSONDecodeError:
             self._error(400, "could not parse the JSON body", "invalid_request_error")
             return
@@ -537,7 +641,7 @@ class MockHandler(BaseHTTPRequestHandler):
                 return
         if self.mock.latency_s:
             time.sleep(self.mock.latency_s)
-        if body.get("logprobs") and not 0 <= int(body.get("top_logprobs", 0)) <= 20:
+        if body.get("logprobs") and not 0 <= int(body.get("top_logprobs") or 0) <= 20:
             self._error(400, "top_logprobs must be between 0 and 20",
                         "invalid_request_error")
             return
@@ -548,7 +652,7 @@ class MockHandler(BaseHTTPRequestHandler):
         with self.mock._lock:
             self.mock.answered[key] += 1
 
-    def _record(self, body: dict[str, Any], key: str) -> tuple[tuple[str, float] | None, bool]:
+    def _record(self, body: ChatRequest, key: str) -> tuple[tuple[str, float] | None, bool]:
         """Count the request; the fault planned for it and whether the server stalls it."""
         server = self.mock
         with server._lock:
@@ -569,8 +673,8 @@ class MockHandler(BaseHTTPRequestHandler):
                 server.stalled += 1
         return fault, stall
 
-    def _fault(self, fault: tuple[str, float], body: dict[str, Any]
-               ) -> tuple[bool, dict[str, Any]]:
+    def _fault(self, fault: tuple[str, float], body: ChatRequest
+               ) -> tuple[bool, ChatRequest]:
         """Apply a planned fault: (whether it answered the request, the body to answer)."""
         kind, seconds = fault
         if kind in _EXTRA_FAULTS:
@@ -595,7 +699,7 @@ class MockHandler(BaseHTTPRequestHandler):
             time.sleep(seconds)
         return False, body
 
-    def _completion(self, body: dict[str, Any], key: str) -> dict[str, Any]:
+    def _completion(self, body: ChatRequest, key: str) -> ChatCompletion:
         """The chat.completion object for a request: its scripted answer, as the API shapes it."""
         server = self.mock
         top_n = int(body.get("top_logprobs") or 0)
@@ -613,9 +717,9 @@ class MockHandler(BaseHTTPRequestHandler):
             content, tokens = render_answer(scripted, top_n)
         prompt_tokens = sum(len(json.dumps(m.get("content"))) // 4
                             for m in body.get("messages", []))
-        message: dict[str, Any] = {"role": "assistant", "content": content,
-                                   "refusal": None, "annotations": []}
-        logprobs = None
+        message: AssistantMessage = {"role": "assistant", "content": content,
+                                     "refusal": None, "annotations": []}
+        logprobs: ChoiceLogprobs | None = None
         if scripted.refusal is not None:
             message = {"role": "assistant", "content": None,
                        "refusal": scripted.refusal, "annotations": []}

@@ -14,10 +14,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from capjudge.prompts import neutralise_delimiters
-from capjudge.testing.openai_server import Script, Scripted, default_script, render_answer
+from capjudge.testing.openai_server import (
+    ChatRequest,
+    Script,
+    Scripted,
+    default_script,
+    render_answer,
+)
 
 
-def prompt_text(body: dict[str, Any]) -> str:
+def prompt_text(body: ChatRequest) -> str:
     """The text parts of a chat-completions request's messages, joined."""
     parts = []
     for message in body.get("messages", []):
@@ -65,7 +71,7 @@ def quoting_script(candidates: Sequence[str], quote: bool = True) -> Script:
     """
     ordered = sorted(candidates, key=len, reverse=True)
 
-    def script(body: dict[str, Any]) -> Scripted:
+    def script(body: ChatRequest) -> Scripted:
         honest = default_script(body)
         prompt = prompt_text(body)
         if honest.text is not None and "Correctness Score (C. Score)" not in honest.text:
