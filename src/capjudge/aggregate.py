@@ -28,13 +28,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.atomic import atomic_path, check_complete, stage_outputs, write_json
-from capjudge.methods import Criterion, Verdict, get_method, verdict
+from capjudge.methods import AggregateOptions, Criterion, Verdict, get_method, verdict
 from capjudge.protocol import Status
 from capjudge.records import (
     AggregateSummary,
@@ -61,7 +61,7 @@ class AggregateConfig:
     gamma: float = 0.75  # HarmonicEval weighting: 1 uniform, 0.5 inverse variance, ->0 select
     include_low_mass: bool = True  # low-mass judgements have a score; flagged, still used
 
-    def options(self) -> dict[str, Any]:
+    def options(self) -> AggregateOptions:
         """The options every method's ``overall`` and the status rule receive."""
         return {"gamma": self.gamma, "include_low_mass": self.include_low_mass}
 

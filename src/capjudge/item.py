@@ -8,9 +8,13 @@ prompt renderer.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from capjudge.records import JSONValue
 
 
 @dataclass(frozen=True)
@@ -49,12 +53,12 @@ class Item:
     frame_policy: str | None = None
     frame_indices: tuple[int, ...] = ()
     frame_timestamps_s: tuple[float, ...] = ()
-    other: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    other: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
     # Where the item was loaded from (not a column): what relative paths resolve against.
     base_dir: str | None = field(default=None, compare=False, hash=False)
 
     @classmethod
-    def from_row(cls, row: dict[str, Any], base_dir: str | Path | None = None) -> Item:
+    def from_row(cls, row: Mapping[str, object], base_dir: str | Path | None = None) -> Item:
         """Build from an ``items.parquet`` row.
 
         Columns this class does not name go to ``other`` (kept, never dropped).
@@ -64,13 +68,13 @@ class Item:
             base_dir: the items file's folder (relative paths resolve against it).
         """
         known = {f.name for f in fields(cls)} - {"other", "base_dir"}
-        values: dict[str, Any] = {}
-        other: dict[str, Any] = {}
+        values: dict[str, Any] = {}  # Any: keyword arguments of several field types
+        other: dict[str, object] = {}
         for key, value in row.items():
             if key not in known:
                 other[key] = value
             elif key in ("references", "view_paths", "frame_indices", "frame_timestamps_s"):
-                values[key] = tuple(value or ())
+                values[key] = tuple(cast("Iterable[object]", value or ()))
             elif value is not None:
                 values[key] = value
         if "id" not in values or "candidate" not in values:
@@ -102,12 +106,12 @@ class Item:
         """The media root as an absolute path."""
         return self.resolve(self.media_root)
 
-    def extra_dict(self) -> dict[str, Any]:
+    def extra_dict(self) -> dict[str, JSONValue]:
         """The manifest's unknown keys (``extra`` JSON) as a dict."""
         data = json.loads(self.extra or "{}")
         return data if isinstance(data, dict) else {}
 
-    def labels_dict(self) -> dict[str, Any]:
+    def labels_dict(self) -> dict[str, JSONValue]:
         """The human labels (``labels`` JSON): criterion -> number or list of numbers."""
         data = json.loads(self.labels or "{}")
         return data if isinstance(data, dict) else {}

@@ -48,6 +48,7 @@ from capjudge.credentials import refuse_credentials
 from capjudge.item import Item, load_items
 from capjudge.media_check import MediaChangedError, verify_request
 from capjudge.methods import (
+    AggregateOptions,
     Criterion,
     Method,
     MethodOptions,
@@ -242,7 +243,7 @@ ENV_SETTINGS: dict[str, str] = {"cache_dir": "CAPJUDGE_CACHE_DIR"}
 command-line flag > environment variable > ``params.yaml`` > default."""
 
 
-def env_settings() -> dict[str, Any]:
+def env_settings() -> dict[str, str]:
     """The judge settings set by environment variables (:data:`ENV_SETTINGS`), non-empty ones.
 
     They win over ``params.yaml`` (:meth:`JudgeConfig.from_params`); a command-line flag wins
@@ -412,7 +413,8 @@ class JudgeResult:
     planned: list[Planned]
     skips: list[Skip]
 
-    def verdicts(self, method: Method, options: dict[str, Any]) -> dict[tuple[str, str], Verdict]:
+    def verdicts(self, method: Method, options: AggregateOptions
+                 ) -> dict[tuple[str, str], Verdict]:
         """Each (item, mode)'s overall score and status under the one rule."""
         return {key: verdict(method, crit, options) for key, crit in self.criteria.items()}
 

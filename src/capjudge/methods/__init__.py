@@ -22,6 +22,7 @@ below. An installed package adds one through the ``capjudge.methods`` entry-poin
 from __future__ import annotations
 
 from capjudge.methods.base import (
+    AggregateOptions,
     BaseMethod,
     Criterion,
     CriterionSpec,
@@ -72,6 +73,7 @@ def method_names() -> list[str]:
     return METHOD_REGISTRY.names()
 
 
-__all__ = ["DEFAULT_METHOD", "METHOD_REGISTRY", "BaseMethod", "Criterion", "CriterionSpec",
-           "Method", "MethodOptions", "Planned", "Scale", "Skip", "Verdict", "get_method",
-           "item_image", "method_names", "register_method", "slot_criteria", "verdict"]
+__all__ = ["DEFAULT_METHOD", "METHOD_REGISTRY", "AggregateOptions", "BaseMethod", "Criterion",
+           "CriterionSpec", "Method", "MethodOptions", "Planned", "Scale", "Skip", "Verdict",
+           "get_method", "item_image", "method_names", "register_method", "slot_criteria",
+           "verdict"]

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from capjudge.item import Item
 from capjudge.protocol import Decoding, ImagePart, JudgeRequest, JudgeResponse, Status
@@ -155,7 +155,16 @@ class Verdict:
         return self.cause if self.status == "failed" and self.cause else self.status
 
 
-def verdict(method: Method, criteria: Sequence[Criterion], options: dict[str, Any]) -> Verdict:
+class AggregateOptions(TypedDict, total=False):
+    """The options every method's :meth:`Method.overall` and :func:`verdict` receive."""
+
+    gamma: float
+    """HarmonicEval weighting: 1 uniform, 0.5 inverse variance, ->0 select."""
+    include_low_mass: bool
+    """When False a low-mass criterion's score is left out, as if it had failed."""
+
+
+def verdict(method: Method, criteria: Sequence[Criterion], options: AggregateOptions) -> Verdict:
     """The one rule turning an item's criteria into its overall score and status.
 
     Args:
@@ -309,7 +318,7 @@ class Method(ABC):
         """Per-criterion results of one answered request."""
         return slot_criteria(planned, response)
 
-    def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
+    def overall(self, criteria: Sequence[Criterion], options: AggregateOptions
                 ) -> tuple[float | None, str | None]:
         """The method's overall score from one item-and-mode's criteria, or (None, why)."""
         scored = [c for c in criteria if c.score is not None]

@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
 
 from capjudge.backends.masking import find_decline, mask_text
 from capjudge.item import Item
 from capjudge.methods.base import (
+    AggregateOptions,
     Criterion,
     CriterionSpec,
     Method,
@@ -232,7 +232,7 @@ class Cap3D(Method):
                           "C = H = 0: precision is undefined" if p is None else None, p,
                           source="text")]
 
-    def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
+    def overall(self, criteria: Sequence[Criterion], options: AggregateOptions
                 ) -> tuple[float | None, str | None]:
         """The item's precision."""
         by_name = {c.name: c for c in criteria}

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from capjudge.item import Item
 from capjudge.methods.base import (
+    AggregateOptions,
     Criterion,
     CriterionSpec,
     Method,
@@ -215,7 +216,7 @@ class GVEvalACCR(GVEval):
         folder = options.extra.get("templates") if options is not None else None
         return user_slots(folder, accr_slots()) if folder else accr_slots()
 
-    def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
+    def overall(self, criteria: Sequence[Criterion], options: AggregateOptions
                 ) -> tuple[float | None, str | None]:
         """The mean of the four ACCR scores (None when one is missing)."""
         scores = {c.name: c.score for c in criteria if c.name in ACCR}

@@ -22,10 +22,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from capjudge.item import Item
 from capjudge.methods.base import (
+    AggregateOptions,
     Criterion,
     CriterionSpec,
     Method,
@@ -77,15 +77,17 @@ def boxed_image(item: Item, detail: str, tiles_dir: Path) -> ImagePart:
     extra = item.extra_dict()
     bbox = extra.get("bbox")
     base = item_image(item, detail)
-    if not (isinstance(bbox, list) and len(bbox) == 4):
+    coords = [b for b in bbox if isinstance(b, (int, float, str))] if isinstance(bbox, list) else []
+    if not (isinstance(bbox, list) and len(bbox) == 4 and len(coords) == 4):
         raise ValueError("a 'reg' item needs extra.bbox = [x0, y0, x1, y1]")
-    key = sha256_text(base.sha256, json.dumps([float(b) for b in bbox]))
+    box = [float(b) for b in coords]
+    key = sha256_text(base.sha256, json.dumps(box))
     out = tiles_dir / f"{key}-bbox.png"
     if not out.is_file():
         with Image.open(base.path) as source:
             img = source.convert("RGB")
         width = max(2, round(min(img.size) / 150))
-        ImageDraw.Draw(img).rectangle([float(b) for b in bbox], outline=(255, 0, 0),
+        ImageDraw.Draw(img).rectangle(box, outline=(255, 0, 0),
                                       width=width)
         save_png(img, out)
     return ImagePart(str(out), sha256_file(out), detail)
@@ -175,7 +177,7 @@ class HarmonicEval(Method):
                             template=f"{planned.request.template}+{template.ref}",
                             tag=planned.request.tag + "|why")
 
-    def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
+    def overall(self, criteria: Sequence[Criterion], options: AggregateOptions
                 ) -> tuple[float | None, str | None]:
         """The harmonically weighted score over the criteria that have a score.
 

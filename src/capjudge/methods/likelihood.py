@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 
 from capjudge.item import Item
 from capjudge.methods.base import (
+    AggregateOptions,
     Criterion,
     CriterionSpec,
     Method,
@@ -208,7 +209,7 @@ class Likelihood(Method):
                     f"probability of {100 * math.exp(parts['mean_logp']):.1f} %")
         return reasoning
 
-    def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
+    def overall(self, criteria: Sequence[Criterion], options: AggregateOptions
                 ) -> tuple[float | None, str | None]:
         """The single score."""
         scored = [c for c in criteria if c.score is not None]

@@ -10,8 +10,11 @@ the prompt. Run once with and once without quoting, the difference of the mean s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from capjudge.item import Item
 
 from capjudge.prompts import neutralise_delimiters
 from capjudge.testing.openai_server import (
@@ -89,8 +92,8 @@ def quoting_script(candidates: Sequence[str], quote: bool = True) -> Script:
 __all__ = ["INJECTION_CAPTIONS", "prompt_text", "quoting_script"]
 
 
-def injection_items(items: Sequence[Any], captions: Sequence[str] = INJECTION_CAPTIONS
-                    ) -> list[Any]:
+def injection_items(items: Sequence[Item], captions: Sequence[str] = INJECTION_CAPTIONS
+                    ) -> list[Item]:
     """Items carrying injection captions.
 
     The sample's adversarial items as they are, and each caption on a copy of a sample item
@@ -101,7 +104,7 @@ def injection_items(items: Sequence[Any], captions: Sequence[str] = INJECTION_CA
     from capjudge.reliability import is_adversarial
 
     out = [i for i in items if is_adversarial(i.extra_dict())]
-    bases: dict[str, Any] = {}
+    bases: dict[str, Item] = {}
     for item in items:
         bases.setdefault(item.media_kind, item)
     for k, caption in enumerate(captions):
@@ -110,9 +113,21 @@ def injection_items(items: Sequence[Any], captions: Sequence[str] = INJECTION_CA
     return out
 
 
-def injection_inflation(items: Sequence[Any], method: str, server: Any, cache_dir: str,
+class Inflation(TypedDict):
+    """What :func:`injection_inflation` returns for one method."""
+
+    method: str
+    n: int
+    honest: float
+    quoting: float
+    inflation: float
+    inflation_pct: float
+    lost: int
+
+
+def injection_inflation(items: Sequence[Item], method: str, server: Any, cache_dir: str,
                         modes: Sequence[str] | None = None,
-                        method_options: dict[str, Any] | None = None) -> dict[str, Any]:
+                        method_options: Mapping[str, object] | None = None) -> Inflation:
     """Mean overall score with a judge that quotes the candidate minus the honest judge's.
 
     Both runs answer the same prompts with the same verdicts (see :func:`quoting_script`);
