@@ -277,12 +277,13 @@ def apply_profile(settings: dict[str, Any], profile: str | None,
                          f"{', '.join(sorted(method.profiles)) or 'none'}")
     explicit = set(settings) if explicit is None else explicit
     out = dict(settings)
-    for key, value in method.profiles[profile].items():
-        if key == "method_options":
-            out["method_options"] = {**value, **(settings.get("method_options") or {}),
-                                     "profile": profile}
-        elif key not in explicit:
+    chosen = method.profiles[profile]
+    for key, value in chosen.items():
+        if key != "method_options" and key not in explicit:
             out[key] = value
+    if "method_options" in chosen:
+        out["method_options"] = {**chosen["method_options"],
+                                 **(settings.get("method_options") or {}), "profile": profile}
     return out
 
 

@@ -21,11 +21,13 @@ import dataclasses
 import difflib
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from capjudge.credentials import refuse_credentials
 
@@ -70,7 +72,7 @@ class WatchParams(BaseModel):
 
 
 # Keys a stage reads itself, beside the fields of the dataclass it builds.
-STAGE_KEYS: dict[str, dict[str, Any]] = {
+STAGE_KEYS: dict[str, dict[str, type]] = {
     "ingest": {"manifest": str, "media_root": str, "out": str},
     "aggregate": {"out": str},
     "validate": {"out": str},
@@ -83,7 +85,7 @@ STAGE_KEYS: dict[str, dict[str, Any]] = {
 }
 
 
-def _model_of(name: str, cls: type, extra: dict[str, Any] | None = None,
+def _model_of(name: str, cls: type, extra: Mapping[str, type] | None = None,
               required: tuple[str, ...] = ()) -> type[BaseModel]:
     """A strict pydantic model with ``cls``'s dataclass fields (+ ``extra`` keys).
 
@@ -160,7 +162,7 @@ def _valid_keys(model: Any, loc: tuple[int | str, ...]) -> list[str]:
     return []
 
 
-def _keys(model: type[BaseModel]) -> dict[str, Any]:
+def _keys(model: type[BaseModel]) -> dict[str, FieldInfo]:
     """A model's fields by the key written in the file (the alias, when there is one)."""
     return {f.alias or name: f for name, f in model.model_fields.items()}
 
@@ -201,14 +203,17 @@ def _message(error: Any, model: type[BaseModel]) -> str:
     return f"{where}: {error['msg']}, got {error['input']!r}"
 
 
-def _check_ids(data: dict[str, Any]) -> None:
+def _check_ids(data: Mapping[str, object]) -> None:
     """Method names and backend kinds must be registered (the registries import nothing)."""
     from capjudge.backends import backend_kinds
     from capjudge.methods import method_names
 
     methods, kinds = method_names(), backend_kinds()
     for group in ("judges", "context_judges", "contexts"):
-        for name, entry in (data.get(group) or {}).items():
+        section = data.get(group) or {}
+        if not isinstance(section, dict):
+            continue  # the schema has refused it already
+        for name, entry in section.items():
             if not isinstance(entry, dict):
                 continue
             method = entry.get("method")
@@ -223,11 +228,14 @@ def _check_ids(data: dict[str, Any]) -> None:
                                       f"in {backend!r}{suggest(kind, kinds)}")
 
 
-def _check_contexts(data: dict[str, Any]) -> None:
+def _check_contexts(data: Mapping[str, object]) -> None:
     """Each ``contexts.<name>`` against its method's context settings (the method owns them)."""
     from capjudge.methods import get_method, method_names
 
-    for name, entry in (data.get("contexts") or {}).items():
+    contexts = data.get("contexts") or {}
+    if not isinstance(contexts, dict):
+        return  # the schema has refused it already
+    for name, entry in contexts.items():
         method = entry.get("method")
         if method is None:
             candidates = [m for m in method_names() if get_method(m).needs_context]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from capjudge.judge import JudgeConfig
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 EXIT_ALERT = 4  # `watch --once`: a re-evaluated judge raised an alert
@@ -71,7 +74,14 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    "(templates.yaml; versioned by content hash)")
 
 
-def judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
+class _ClientLimits(TypedDict, total=False):
+    """The client limits a flag sets (``--max-retry-after``, ``--timeout``)."""
+
+    max_retry_after_s: float
+    timeout_s: float
+
+
+def judge_config(args: argparse.Namespace, modes: list[str] | None) -> JudgeConfig:
     """A :class:`~capjudge.judge.JudgeConfig` from the judge options.
 
     Raises:
@@ -79,14 +89,14 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> Any:
     """
     from capjudge.judge import JudgeConfig
 
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     templates = getattr(args, "templates", None)
     if templates and not (Path(templates) / "templates.yaml").is_file():
         raise UsageError(f"--templates {templates}: no templates.yaml in that folder")
     if args.base_url:
         options["base_url"] = args.base_url
     prices = read_prices(Path(args.params))
-    extra: dict[str, Any] = {}
+    extra: _ClientLimits = {}
     if getattr(args, "max_retry_after", None) is not None:
         extra["max_retry_after_s"] = args.max_retry_after
     if getattr(args, "timeout", None) is not None:
@@ -121,7 +131,7 @@ def flag_message(message: str) -> str:
     return message
 
 
-def read_prices(params: Path) -> dict[str, Any]:
+def read_prices(params: Path) -> dict[str, dict[str, float]]:
     """``judge.prices`` of a params file (empty when the file does not exist).
 
     The file is read by :func:`capjudge.params.load_params`, so a typo anywhere in it fails
@@ -139,5 +149,6 @@ def read_prices(params: Path) -> dict[str, Any]:
         data = load_params(params)
     except (OSError, ValueError) as exc:
         raise UsageError(f"--params {exc}") from None
-    prices: dict[str, Any] = (data.get("judge") or {}).get("prices") or {}
+    # The params schema has checked judge.prices against JudgeConfig.prices.
+    prices: dict[str, dict[str, float]] = (data.get("judge") or {}).get("prices") or {}
     return prices

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from capjudge.records import JSONValue
 
 from capjudge.cli.common import (
     EXIT_OK,
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def batch_options(pairs: list[str]) -> dict[str, Any]:
+def batch_options(pairs: list[str]) -> dict[str, JSONValue]:
     """``--batch-option KEY=VALUE`` pairs as ``batch_options`` (values read as YAML scalars).
 
     Raises:
@@ -57,7 +60,7 @@ def batch_options(pairs: list[str]) -> dict[str, Any]:
     """
     import yaml
 
-    out: dict[str, Any] = {}
+    out: dict[str, JSONValue] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:

@@ -155,6 +155,19 @@ class Verdict:
         return self.cause if self.status == "failed" and self.cause else self.status
 
 
+class Profile(TypedDict, total=False):
+    """Named judge settings a method offers (``judges.<name>.profile``; see ``Method.profiles``).
+
+    ``method_options`` are merged key by key; the other keys are judge settings.
+    """
+
+    temperature: float
+    top_logprobs: int
+    max_tokens: int
+    detail: str
+    method_options: dict[str, str]
+
+
 class AggregateOptions(TypedDict, total=False):
     """The options every method's :meth:`Method.overall` and :func:`verdict` receive."""
 
@@ -288,7 +301,7 @@ class Method(ABC):
     needs_context: ClassVar[bool] = False
     explains: ClassVar[bool] = False
     cut_reasoning: ClassVar[str | None] = None
-    profiles: ClassVar[dict[str, dict[str, Any]]] = {}
+    profiles: ClassVar[dict[str, Profile]] = {}
     choices: ClassVar[dict[str, tuple[str, ...]]] = {"prompt_variant": ("paper", "guarded")}
 
     def settings(self, options: MethodOptions) -> tuple[tuple[str, str], ...]:
@@ -370,7 +383,7 @@ class Method(ABC):
         return None
 
     def run_context(self, items: Sequence[Item], out_dir: str | Path,
-                    section: dict[str, Any]) -> dict[str, Any]:
+                    section: dict[str, Any]) -> Mapping[str, object]:
         """Run the method's context stage over ``items`` and write its outputs.
 
         ``section`` is ``params.yaml: contexts.<name>``. Returns the stage's summary. Methods

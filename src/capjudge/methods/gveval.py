@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from capjudge.item import Item
 from capjudge.methods.base import (
@@ -35,6 +35,7 @@ from capjudge.methods.base import (
     Method,
     MethodOptions,
     Planned,
+    Profile,
     Scale,
     Skip,
     item_image,
@@ -107,7 +108,7 @@ def frames_description(item: Item) -> dict[str, str] | None:
 
 SCALE = Scale(0, 100, pass_mark=50)
 
-PROFILES: dict[str, dict[str, Any]] = {
+PROFILES: dict[str, Profile] = {
     # What the G-VEval repository's scorer does (evaluation/gveval/scorer.py, utils.py):
     # temperature 1, top_logprobs 5, detail "high" for video, frames linspace(0, N-1, 4)[:3].
     "gveval_code": {"temperature": 1.0, "top_logprobs": 5,

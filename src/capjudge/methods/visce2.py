@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capjudge.item import Item
 from capjudge.methods.base import (
@@ -32,6 +32,9 @@ from capjudge.methods.base import (
 from capjudge.prompts import get_template, method_spec
 from capjudge.protocol import JudgeRequest, JudgeResponse, ScoreSlot
 from capjudge.records import ContextRow
+
+if TYPE_CHECKING:
+    from capjudge.methods.visce2_context import ContextSummary
 
 MODES = ("vanilla", "references", "description", "context", "context-objects",
          "context-objects-attributes")
@@ -109,7 +112,7 @@ class VisCE2(Method):
             return [Skip(item.id, mode, "backend has no vision input (VisCE² always shows "
                          "the image)", template.ref)]
         image = item_image(item, options.detail)
-        variables: dict[str, Any] = {"candidate": item.candidate}
+        variables: dict[str, object] = {"candidate": item.candidate}
         if mode == "references":
             refs = list(item.references)
             if not refs:
@@ -135,8 +138,9 @@ class VisCE2(Method):
             variables["context"] = text
         messages = template.render(image=image, **variables)
         # What the judge may quote: the candidate, the references, the context it was given.
+        context = variables.get("context")
         quotes = (item.candidate, *item.references,
-                  *([variables["context"]] if variables.get("context") else []))
+                  *([context] if isinstance(context, str) and context else []))
         request = JudgeRequest(messages=messages, slots=(replace(rating_slot(), quotes=quotes),),
                                decoding=options.decoding, template=template.ref,
                                tag=f"{item.id}|{mode}", quotes=quotes)
@@ -164,7 +168,7 @@ class VisCE2(Method):
         return ContextConfig
 
     def run_context(self, items: Sequence[Item], out_dir: str | Path,
-                    section: dict[str, Any]) -> dict[str, Any]:
+                    section: dict[str, Any]) -> ContextSummary:
         """Step 1: extract every distinct picture's visual context (and description)."""
         from capjudge.methods.visce2_context import ContextConfig, run_context
 

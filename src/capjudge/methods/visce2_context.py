@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pyarrow.parquet as pq
 
@@ -146,7 +146,21 @@ def extract(items: Sequence[Item], config: ContextConfig, backend: Backend,
     return context_rows(backend, requests, responses, uses)
 
 
-def write_contexts(out_dir: Path, rows: Sequence[ContextRow], summary: dict[str, Any]) -> None:
+class ContextSummary(TypedDict):
+    """The context stage's ``summary.json``."""
+
+    backend: Any  # as Backend.describe() gives it
+    kinds: list[str]
+    pictures: int
+    rows: int
+    by_status: dict[str, int]
+    requests: int
+    model_calls: int
+    cache_hits: int
+    seconds: float
+
+
+def write_contexts(out_dir: Path, rows: Sequence[ContextRow], summary: ContextSummary) -> None:
     """Write contexts.parquet and summary.json, atomically and as one set."""
     from capjudge.atomic import atomic_path, stage_outputs, write_json
 
@@ -157,7 +171,7 @@ def write_contexts(out_dir: Path, rows: Sequence[ContextRow], summary: dict[str,
 
 
 def run_context(items: Sequence[Item] | str | Path, out_dir: str | Path, config: ContextConfig,
-                backend: Backend | None = None) -> dict[str, Any]:
+                backend: Backend | None = None) -> ContextSummary:
     """The context stage without Prefect: extract, write, summarise.
 
     Args:
@@ -186,8 +200,9 @@ def run_context(items: Sequence[Item] | str | Path, out_dir: str | Path, config:
         rows = extract(pictures, config, backend, client)
     finally:
         progress.close()
-    summary = {"backend": backend.describe(), "kinds": config.kinds, "pictures": len(
-        {r.media_sha256 for r in rows}), "rows": len(rows),
+    summary: ContextSummary = {
+        "backend": backend.describe(), "kinds": config.kinds,
+        "pictures": len({r.media_sha256 for r in rows}), "rows": len(rows),
         "by_status": dict(Counter(r.status for r in rows)),
         "requests": client.stats.requests,
         "model_calls": client.stats.calls, "cache_hits": client.stats.cache_hits,

@@ -15,7 +15,10 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from capjudge.records import JSONValue
 
 from capjudge.metaeval.datasets import Candidate, DatasetError, MetaDataset
 
@@ -70,7 +73,8 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def read_csv(path: Path, required: tuple[str, ...]) -> list[tuple[int, dict[str, Any]]]:
+def read_csv(path: Path, required: tuple[str, ...]
+             ) -> list[tuple[int, dict[str, JSONValue]]]:
     """(line number, row) of a CSV file with a header; ``required`` columns must exist."""
     # StringIO, not splitlines(): a quoted cell may hold a newline.
     reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
