@@ -11,7 +11,7 @@ import argparse
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from capjudge.cli.common import (
     EXIT_OK,
@@ -97,6 +97,48 @@ def check_texts(args: argparse.Namespace) -> None:
     args.ref = refs
 
 
+class CriterionOutput(TypedDict):
+    """One criterion in ``capjudge score``'s output."""
+
+    score: float | None
+    sd: float | None
+    status: str
+    reason: str | None
+    mass: float | None
+    expected: float | None
+    printed: float | None
+    paths_disagree: bool
+    distribution: dict[str, float] | None
+
+
+class ScoreOutput(TypedDict):
+    """What ``capjudge score`` prints (``--json``: as it is)."""
+
+    score: float | None
+    status: str
+    reason: str | None
+    expected: float | None
+    printed: float | None
+    paths_disagree: bool | None
+    settings: str | None
+    mode: str
+    mass: float | None
+    argmax: int | None
+    sd: float | None
+    entropy: float | None
+    distribution: dict[str, float] | None
+    criteria: dict[str, CriterionOutput]
+    reasoning: str | None
+    backend: str
+    model: str | None
+    snapshot: str
+    system_fingerprint: str | None
+    template: str
+    cached: bool
+    usage: dict[str, int]
+    gamma: float
+
+
 def _distribution(values: list[int] | None, probs: list[float] | None) -> dict[str, float] | None:
     if not values or not probs:
         return None
@@ -134,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     if method.needs_context and backend.capabilities.vision and item.media_kind != "none":
         # The method's context stage on this one picture (answers cached like the stage's).
         out = Path(tempfile.mkdtemp(prefix="capjudge-score-context-"))
-        section: dict[str, Any] = {"backend": args.extractor or args.backend,
+        section: dict[str, object] = {"backend": args.extractor or args.backend,
                                    "backend_options": dict(config.backend_options),
                                    "cache_dir": config.cache_dir}
         method.run_context([item], out, section)
@@ -147,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     rows = [r for r in result.rows if r.status != "skipped"]
     main = rows[0] if len(rows) == 1 else None
     responses = result.responses
-    output: dict[str, Any] = {
+    output: ScoreOutput = {
         "score": v.score, "status": v.detail,
         "reason": v.reason or "; ".join(f"{c.name}: {c.reason}" for c in criteria
                                         if c.reason) or None,
@@ -182,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if v.score is not None else EXIT_STRICT
 
 
-def print_result(result: dict[str, Any], as_json: bool) -> None:
+def print_result(result: ScoreOutput, as_json: bool) -> None:
     """Print a score result as JSON or as readable lines."""
     if as_json:
         from capjudge.credentials import redact

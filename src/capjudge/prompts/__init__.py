@@ -33,6 +33,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
@@ -197,11 +198,12 @@ class Template:
         return tuple(messages)
 
 
-    def _render_replace(self, image: ImagePart | None, variables: dict[str, Any]
+    def _render_replace(self, image: ImagePart | None, variables: Mapping[str, object]
                         ) -> tuple[Message, ...]:
         """The file as it is, placeholders replaced the way the G-VEval scorer does."""
         text = (self.folder / self.file).read_text(encoding="utf-8")
-        refs = [str(r) for r in variables.get("references") or []]
+        given = variables.get("references") or []
+        refs = [str(r) for r in given] if isinstance(given, list | tuple) else []
         text = text.replace("{{Reference}}", "'" + "'; '".join(refs))
         text = text.replace("{{Caption}}", str(variables.get("candidate", "")))
         if variables.get("question"):
