@@ -204,7 +204,7 @@ class JudgeConfig:
         BatchOptions.from_dict(self.batch_options)  # unknown keys fail before anything runs
 
     @classmethod
-    def from_params(cls, section: dict[str, Any], common: dict[str, Any] | None = None
+    def from_params(cls, section: Mapping[str, object], common: Mapping[str, object] | None = None
                     ) -> JudgeConfig:
         """Build from a params section (unknown keys are an error naming them).
 
@@ -212,7 +212,8 @@ class JudgeConfig:
         ``gveval_code``; :func:`apply_profile`) and ``templates`` (a user's template folder,
         passed to the method as ``method_options.templates``).
         """
-        merged = {**(common or {}), **section, **env_settings()}
+        # Any: the keys become this dataclass's keyword arguments, of several types.
+        merged: dict[str, Any] = {**(common or {}), **section, **env_settings()}
         if "templates" in merged:
             merged["method_options"] = {**(merged.get("method_options") or {}),
                                         "templates": merged.pop("templates")}
@@ -254,8 +255,8 @@ def env_settings() -> dict[str, str]:
     return {key: os.environ[var] for key, var in ENV_SETTINGS.items() if os.environ.get(var)}
 
 
-def apply_profile(settings: dict[str, Any], profile: str | None,
-                  explicit: set[str] | None = None) -> dict[str, Any]:
+def apply_profile(settings: Mapping[str, object], profile: str | None,
+                  explicit: set[str] | None = None) -> dict[str, object]:
     """``settings`` with a method's named profile filled in under them.
 
     Args:
@@ -271,7 +272,7 @@ def apply_profile(settings: dict[str, Any], profile: str | None,
     """
     if profile is None:
         return dict(settings)
-    method = get_method(settings["method"])
+    method = get_method(str(settings["method"]))
     if profile not in method.profiles:
         raise ValueError(f"method {method.name!r} has no profile {profile!r}; profiles: "
                          f"{', '.join(sorted(method.profiles)) or 'none'}")
@@ -282,8 +283,10 @@ def apply_profile(settings: dict[str, Any], profile: str | None,
         if key != "method_options" and key not in explicit:
             out[key] = value
     if "method_options" in chosen:
-        out["method_options"] = {**chosen["method_options"],
-                                 **(settings.get("method_options") or {}), "profile": profile}
+        mine = settings.get("method_options") or {}
+        if not isinstance(mine, Mapping):
+            raise ValueError(f"method_options must be a mapping, got {mine!r}")
+        out["method_options"] = {**chosen["method_options"], **mine, "profile": profile}
     return out
 
 

@@ -23,11 +23,14 @@ import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
+
+if TYPE_CHECKING:
+    from capjudge.records import JSONValue
 
 from capjudge.credentials import refuse_credentials
 
@@ -103,7 +106,7 @@ def _model_of(name: str, cls: type, extra: Mapping[str, type] | None = None,
     return model
 
 
-def _sections() -> dict[str, Any]:
+def _sections() -> dict[str, type]:
     """The section models (imported lazily: the stage modules are heavy, and some import this)."""
     from capjudge.aggregate import AggregateConfig
     from capjudge.ingest import IngestConfig
@@ -261,7 +264,7 @@ def _message_for(error: Any, model: type[BaseModel], depth: int) -> str:
         _path(loc[depth:]), _path(loc), 1)
 
 
-def validate_params(data: Any) -> dict[str, Any]:
+def validate_params(data: object) -> dict[str, JSONValue]:
     """Check a loaded params mapping against the schema; return it unchanged.
 
     Raises:

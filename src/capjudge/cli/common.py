@@ -101,14 +101,16 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> JudgeConf
         extra["max_retry_after_s"] = args.max_retry_after
     if getattr(args, "timeout", None) is not None:
         extra["timeout_s"] = args.timeout
-    settings: dict[str, Any] = {"method": args.method}
+    given: dict[str, object] = {"method": args.method}
     if getattr(args, "templates", None):
-        settings["method_options"] = {"templates": str(args.templates)}
+        given["method_options"] = {"templates": str(args.templates)}
     try:
         from capjudge.judge import apply_profile
 
         # The CLI sets no temperature or top_logprobs: a profile's stand.
-        settings = apply_profile(settings, getattr(args, "profile", None), {"method"})
+        # Any: the keys become JudgeConfig's keyword arguments, of several types.
+        settings: dict[str, Any] = apply_profile(given, getattr(args, "profile", None),
+                                                 {"method"})
         return JudgeConfig(backend=args.backend, modes=modes,
                            max_tokens=args.max_tokens, min_mass=args.min_mass,
                            backend_options=options, prices=prices,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict, final
+from typing import NotRequired, TypedDict, final
 
 import numpy as np
 
@@ -171,7 +171,8 @@ def correlate(metric: Sequence[float | None], rows: Rows, protocol: Protocol, n_
     return out
 
 
-def judge_scorer(method: str, mode: str | None, backend: str, backend_options: dict[str, Any],
+def judge_scorer(method: str, mode: str | None, backend: str,
+                 backend_options: Mapping[str, object],
                  cache_dir: str | None, max_tokens: int = 512) -> Scorer:
     """A text-only judge as a metric (datasets here ship no images: reference modes only).
 
