@@ -22,6 +22,26 @@ from capjudge.cli.common import (
 )
 
 
+class _ItemFields(TypedDict, total=False):
+    """The :class:`~capjudge.item.Item` fields an ad-hoc item sets."""
+
+    id: str
+    task: str
+    candidate: str
+    references: tuple[str, ...]
+    question: str | None
+    media_kind: str
+    media_root: str
+    media_path: str
+    media_sha256: str
+    judge_path: str
+    judge_sha256: str
+    tile_path: str
+    tile_sha256: str
+    frame_policy: str
+    frame_indices: tuple[int, ...]
+
+
 def adhoc_item(args: argparse.Namespace, frame_policy: str | None = None) -> Any:
     """An item built from --image/--video/--views and --caption/--ref, hashed like ingest.
 
@@ -32,8 +52,8 @@ def adhoc_item(args: argparse.Namespace, frame_policy: str | None = None) -> Any
     from capjudge.item import Item
     from capjudge.media import MediaError, check_image, sha256_file, sha256_text
 
-    fields: dict[str, Any] = {"id": "cli", "task": "caption", "candidate": args.caption,
-                              "references": tuple(args.ref or ()), "question": args.question}
+    fields: _ItemFields = {"id": "cli", "task": "caption", "candidate": args.caption,
+                           "references": tuple(args.ref or ()), "question": args.question}
     try:
         # The same content-hash-keyed tile cache (and image normalisation) as ingest.
         ingest = IngestConfig(frame_policy=frame_policy) if frame_policy else IngestConfig()
@@ -43,26 +63,27 @@ def adhoc_item(args: argparse.Namespace, frame_policy: str | None = None) -> Any
             info = check_image(path)
             sha = sha256_file(path)
             judged = tiles.judge_image(path, sha, info)
-            fields.update(media_kind="image", media_root=str(path.parent.resolve()),
-                          media_path=path.name, media_sha256=sha, judge_path=judged.path,
-                          judge_sha256=judged.sha256)
+            fields.update({"media_kind": "image", "media_root": str(path.parent.resolve()),
+                           "media_path": path.name, "media_sha256": sha,
+                           "judge_path": judged.path, "judge_sha256": judged.sha256})
         elif args.video or args.views:
             if args.video:
                 path = Path(args.video)
                 sha = sha256_file(path)
                 meta = tiles.video(path, sha)
-                fields.update(media_kind="video", media_root=str(path.parent.resolve()),
-                              media_path=path.name, media_sha256=sha,
-                              tile_path=meta["tile_path"], tile_sha256=meta["tile_sha256"],
-                              frame_policy=meta["policy"],
-                              frame_indices=tuple(meta["indices"]))
+                fields.update({"media_kind": "video", "media_root": str(path.parent.resolve()),
+                               "media_path": path.name, "media_sha256": sha,
+                               "tile_path": meta["tile_path"],
+                               "tile_sha256": meta["tile_sha256"],
+                               "frame_policy": meta["policy"],
+                               "frame_indices": tuple(meta["indices"])})
             else:
                 paths = [Path(v) for v in args.views]
                 sha = sha256_text(*[sha256_file(v) for v in paths])
                 tile_path, tile_sha = tiles.views(paths, sha)
-                fields.update(media_kind="views", media_root=str(Path.cwd()),
-                              media_path=str(paths[0]), media_sha256=sha, tile_path=tile_path,
-                              tile_sha256=tile_sha)
+                fields.update({"media_kind": "views", "media_root": str(Path.cwd()),
+                               "media_path": str(paths[0]), "media_sha256": sha,
+                               "tile_path": tile_path, "tile_sha256": tile_sha})
     except (MediaError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     return Item(**fields)

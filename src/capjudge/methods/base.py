@@ -383,7 +383,7 @@ class Method(ABC):
         return None
 
     def run_context(self, items: Sequence[Item], out_dir: str | Path,
-                    section: dict[str, Any]) -> Mapping[str, object]:
+                    section: Mapping[str, object]) -> Mapping[str, object]:
         """Run the method's context stage over ``items`` and write its outputs.
 
         ``section`` is ``params.yaml: contexts.<name>``. Returns the stage's summary. Methods

@@ -13,10 +13,10 @@ the context ablations ``context-objects`` (objects only) and ``context-objects-a
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from capjudge.item import Item
 from capjudge.methods.base import (
@@ -168,7 +168,7 @@ class VisCE2(Method):
         return ContextConfig
 
     def run_context(self, items: Sequence[Item], out_dir: str | Path,
-                    section: dict[str, Any]) -> ContextSummary:
+                    section: Mapping[str, object]) -> ContextSummary:
         """Step 1: extract every distinct picture's visual context (and description)."""
         from capjudge.methods.visce2_context import ContextConfig, run_context
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
@@ -59,17 +59,18 @@ class ContextConfig:
     shared_dir: str | None = None
 
     @classmethod
-    def from_params(cls, section: dict[str, Any]) -> ContextConfig:
+    def from_params(cls, section: Mapping[str, object]) -> ContextConfig:
         """Build from ``params.yaml: contexts.<name>``.
 
         Unknown keys are an error naming them; ``method`` and ``out`` belong to the stage, not
         the extractor.
         """
-        section = {k: v for k, v in section.items() if k not in ("method", "out")}
-        unknown = sorted(set(section) - set(cls.__dataclass_fields__))
+        # Any: the keys become this dataclass's keyword arguments, of several types.
+        kwargs: dict[str, Any] = {k: v for k, v in section.items() if k not in ("method", "out")}
+        unknown = sorted(set(kwargs) - set(cls.__dataclass_fields__))
         if unknown:
             raise ValueError(f"unknown context settings: {', '.join(unknown)}")
-        return cls(**section)
+        return cls(**kwargs)
 
 
 def load_context_table(path: str | Path) -> dict[str, dict[str, ContextRow]]:
