@@ -51,7 +51,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Required, TypedDict
 
@@ -470,7 +470,7 @@ class OpenAIBackend(Backend):
             body["add_generation_prompt"] = False
         return body
 
-    def parse_completion(self, request: JudgeRequest, body: dict[str, Any],
+    def parse_completion(self, request: JudgeRequest, body: Mapping[str, JSONValue],
                          latency_s: float = 0.0) -> JudgeResponse | BackendError:
         """Read a ``chat.completion`` body received outside :meth:`generate`.
 
@@ -480,7 +480,7 @@ class OpenAIBackend(Backend):
         from openai.types.chat import ChatCompletion
 
         # construct(), as the SDK itself does: lenient about fields a server adds or omits.
-        return self._parse(request, ChatCompletion.construct(**body), latency_s)
+        return self._parse(request, ChatCompletion.construct(None, **body), latency_s)
 
     def _one(self, request: JudgeRequest) -> JudgeResponse | BackendError:
         if self.model.startswith(NO_LOGPROBS_PREFIXES):
