@@ -874,7 +874,7 @@ class HFBackend(Backend):
         strings = [str(v) for v in values]
         longest = max(len(s) for s in strings)
         prefixes = {s[:k] for s in strings for k in range(1, len(s) + 1)}
-        after: dict[str, Any] = {}  # next-token log-probs after each digit prefix
+        after: dict[str, torch.Tensor] = {}  # next-token log-probs after each digit prefix
 
         def path_logp(prefix: str) -> float:
             return sum(float(after[prefix[:k]][digit[prefix[k]]]) for k in range(len(prefix)))
@@ -966,7 +966,7 @@ class HFBackend(Backend):
             self.stats.forward_passes += 1
             self.stats.rows += 1
             self.stats.tokens += n
-            after: dict[str, Any] = {"": root}
+            after: dict[str, torch.Tensor] = {"": root}
 
             def path_logp(prefix: str) -> float:
                 return sum(float(after[prefix[:k]][digit[prefix[k]]])
