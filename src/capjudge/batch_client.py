@@ -52,7 +52,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,7 @@ from capjudge.backends.openai_batch import (
 from capjudge.cache import RequestCache
 from capjudge.client import ClientStats, JudgeClient, RetryPolicy
 from capjudge.protocol import BackendError, JudgeRequest, JudgeResponse
+from capjudge.records import JSONValue
 
 log = logging.getLogger(__name__)
 
@@ -450,11 +451,13 @@ class BatchClient(JudgeClient):
         log.info("batch: collected %s (%s): %d answered, %d failed", entry.label,
                  entry.status, len(answered & run.fresh), len(answered - run.fresh))
 
-    def _read_line(self, entry: BatchEntry, key: str, line: dict[str, Any], latency: float,
-                   run: _Run) -> None:
+    def _read_line(self, entry: BatchEntry, key: str, line: Mapping[str, JSONValue],
+                   latency: float, run: _Run) -> None:
         """One result line: an answer (finished, cached) or the request's failure."""
         request = run.by_key[key]
-        response = line.get("response") or {}
+        response = line.get("response")
+        if not isinstance(response, dict):  # absent or null (an error line); not an answer
+            response = {}
         error = line.get("error")
         code = response.get("status_code")
         body = response.get("body")

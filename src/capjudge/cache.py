@@ -76,11 +76,12 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from capjudge.atomic import HOST, is_orphan
 from capjudge.protocol import JudgeResponse
+from capjudge.records import JSONValue
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("CAPJUDGE_CACHE_DIR", ".capjudge-cache"))
 
 
-def encode_entry(key: str, response: JudgeResponse, meta: dict[str, Any] | None = None
+def encode_entry(key: str, response: JudgeResponse, meta: Mapping[str, JSONValue] | None = None
                  ) -> bytes:
     """The bytes of one cache file (framing, checksum and entry).
 
@@ -278,7 +279,7 @@ class RequestCache:
         response.cache_key = key
         return response
 
-    def put(self, key: str, response: JudgeResponse, meta: dict[str, Any] | None = None
+    def put(self, key: str, response: JudgeResponse, meta: Mapping[str, JSONValue] | None = None
             ) -> bool:
         """Store an answer if it is a real one.
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from capjudge.backends.base import Backend
 from capjudge.cache import RequestCache, is_cacheable
@@ -38,6 +38,7 @@ from capjudge.cost import request_tokens
 from capjudge.credentials import redact
 from capjudge.limits import Limiter, Pause, RateLimiter, SharedPause, shared_limits
 from capjudge.protocol import BackendError, JudgeRequest, JudgeResponse
+from capjudge.records import JSONValue
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,20 @@ class RetryPolicy:
         return max(jittered, retry_after or 0.0)
 
 
+class ClientStatsDict(TypedDict, total=False):
+    """:class:`ClientStats` as JSON (what tasks return to their flow)."""
+
+    requests: int
+    cache_hits: int
+    calls: int
+    retries: int
+    statuses: dict[str, int]
+    prompt_tokens: int
+    completion_tokens: int
+    cache_write_failures: int
+    auth_failure: str | None
+
+
 @dataclass
 class ClientStats:
     """What a run did: calls made, cache hits, retries, statuses.
@@ -127,7 +142,7 @@ class ClientStats:
             self.statuses[status] = self.statuses.get(status, 0) + n
         return self
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ClientStatsDict:
         """A JSON-able copy (what tasks return to their flow)."""
         return {"requests": self.requests, "cache_hits": self.cache_hits, "calls": self.calls,
                 "retries": self.retries, "statuses": dict(self.statuses),
@@ -137,10 +152,11 @@ class ClientStats:
                 "auth_failure": self.auth_failure}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ClientStats:
+    def from_dict(cls, data: ClientStatsDict) -> ClientStats:
         """The inverse of :meth:`to_dict`."""
-        fields: dict[str, Any] = {k: (dict(v) if k == "statuses" else v)
-                                  for k, v in data.items()}
+        fields = data.copy()
+        if "statuses" in fields:
+            fields["statuses"] = dict(fields["statuses"])
         return cls(**fields)
 
 
@@ -478,11 +494,11 @@ class JudgeClient:
             answer = self.backend.complete(request, answer, follow, replies)
         return answer
 
-    def _read_with(self) -> dict[str, Any]:
+    def _read_with(self) -> dict[str, JSONValue]:
         """The settings an answer's statuses are derived with (stored with the answer)."""
         from capjudge.backends.logprobs import READING_RULES_VERSION
 
-        out: dict[str, Any] = {"reading_rules": READING_RULES_VERSION}
+        out: dict[str, JSONValue] = {"reading_rules": READING_RULES_VERSION}
         min_mass = getattr(self.backend, "min_mass", None)
         if isinstance(min_mass, (int, float)):
             out["min_mass"] = float(min_mass)

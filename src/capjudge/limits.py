@@ -41,7 +41,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -200,7 +200,7 @@ def _write_json(path: Path, data: Any) -> None:
     write_text(path, json.dumps(data, separators=(",", ":")))
 
 
-def scope_key(facts: dict[str, Any]) -> str:
+def scope_key(facts: Mapping[str, object]) -> str:
     """A file-name-safe key for the server a budget belongs to (backend id and base URL).
 
     Two judges on one endpoint share its budget and its pauses.
@@ -302,7 +302,7 @@ class FilePause:
         return max(0.0, until - self._clock())
 
 
-def shared_limits(directory: str | Path, facts: dict[str, Any], rpm: float | None,
+def shared_limits(directory: str | Path, facts: Mapping[str, object], rpm: float | None,
                   tpm: float | None, window_s: float = 60.0
                   ) -> tuple[FileRateLimiter | None, FilePause]:
     """The limiter (None without rpm/tpm) and pause shared by every worker calling one server.

@@ -29,6 +29,7 @@ from typing import Any, Literal, cast
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
 from capjudge.atomic import atomic_path, write_bytes
+from capjudge.records import JSONValue
 
 PANEL = 512
 """Side of one square panel in a tile (G-VEval: three 512x512 frames make a 1536x512 image)."""
@@ -335,7 +336,8 @@ def prepare_judge_image(path: str | Path, media_sha256: str, out_dir: str | Path
     img, icc = _open_display(path)
     lossy_source = info.format in ("JPEG", "MPO") and img.mode in ("RGB", "L")
     fmt, ext = ("JPEG", ".jpg") if lossy_source else ("PNG", ".png")
-    options: dict[str, Any] = {"quality": 95} if fmt == "JPEG" else {"optimize": False}
+    options: dict[str, int | bool | bytes] = (
+        {"quality": 95} if fmt == "JPEG" else {"optimize": False})
     if icc:
         options["icc_profile"] = icc
     buffer = io.BytesIO()
@@ -656,7 +658,7 @@ def _worker_main() -> int:
     try:
         result = sample_video_tile(request["path"], request["tile_path"], request["policy"],
                                    int(request["n"]))
-        reply: dict[str, Any] = asdict(result)
+        reply: dict[str, JSONValue] = asdict(result)
     except MediaError as exc:
         reply = {"error": str(exc)}
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a quarantine reason

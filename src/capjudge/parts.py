@@ -11,15 +11,15 @@ and counts in the summaries are added up. Nothing here knows which method it run
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
 
 from capjudge.atomic import atomic_path, write_json
 from capjudge.item import Item
 from capjudge.methods.base import item_image
+from capjudge.records import JSONValue
 
 
 def picture_key(item: Item) -> str | None:
@@ -58,11 +58,24 @@ def shard_by_picture(items: Sequence[Item], index: int, count: int) -> list[Item
     return out
 
 
-def _merge(into: dict[str, Any], other: dict[str, Any]) -> None:
+def _numbers(values: Mapping[str, JSONValue]) -> dict[str, int | float] | None:
+    """``values`` when every one is a number (not a bool), else None."""
+    out: dict[str, int | float] = {}
+    for k, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return None
+        out[k] = v
+    return out
+
+
+def _merge(into: dict[str, JSONValue], other: Mapping[str, JSONValue]) -> None:
     """Add ``other``'s counts into ``into``.
 
     Numbers are summed, dicts of numbers summed key by key, anything else kept from the first
     part that had it.
+
+    Raises:
+        AttributeError: A key holds a dict in ``other`` but not in ``into``.
     """
     for key, value in other.items():
         if key not in into:
@@ -70,16 +83,20 @@ def _merge(into: dict[str, Any], other: dict[str, Any]) -> None:
         elif isinstance(value, bool) or not isinstance(value, int | float | dict):
             continue
         elif isinstance(value, dict):
-            if all(isinstance(v, int | float) and not isinstance(v, bool)
-                   for v in (*value.values(), *into[key].values())):
-                for k, v in value.items():
-                    into[key][k] = into[key].get(k, 0) + v
-        elif isinstance(into[key], int | float):
-            into[key] += value
+            mine = into[key]
+            if not isinstance(mine, dict):
+                raise AttributeError(f"summary key {key!r} is a dict in one part and "
+                                     f"{type(mine).__name__} in another")
+            theirs, ours = _numbers(value), _numbers(mine)
+            if theirs is not None and ours is not None:
+                for k, v in theirs.items():
+                    mine[k] = ours.get(k, 0) + v
+        elif isinstance(mine := into[key], int | float):
+            into[key] = mine + value
 
 
 def combine_part_dirs(part_dirs: Sequence[str | Path], out_dir: str | Path,
-                      seconds: float | None = None) -> dict[str, Any]:
+                      seconds: float | None = None) -> dict[str, JSONValue]:
     """Join the folders written by the shards of a stage into ``out_dir``.
 
     Every ``*.parquet`` file is concatenated across the parts in shard order (parts without
@@ -103,7 +120,7 @@ def combine_part_dirs(part_dirs: Sequence[str | Path], out_dir: str | Path,
         with atomic_path(out / name) as tmp, pq.ParquetWriter(tmp, schema) as writer:
             for file in files:
                 writer.write_table(pq.read_table(file, schema=schema))
-    summary: dict[str, Any] = {}
+    summary: dict[str, JSONValue] = {}
     for d in part_dirs:
         file = Path(d) / "summary.json"
         if file.is_file():

@@ -19,10 +19,10 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Required, TypedDict
 
 from capjudge.credentials import redact
-from capjudge.records import ServerTimings
+from capjudge.records import JSONValue, ServerTimings
 
 Status = Literal["ok", "parse_failure", "low_mass", "refused", "error", "skipped", "undefined",
                  "text_only"]
@@ -149,9 +149,9 @@ class JudgeRequest:
         """Whether any message carries an image."""
         return any(m.images for m in self.messages)
 
-    def canonical(self) -> dict[str, Any]:
+    def canonical(self) -> dict[str, JSONValue]:
         """Everything that determines the answer, with images by content hash, not path."""
-        messages = [
+        messages: list[JSONValue] = [
             {"role": m.role,
              "parts": [p if isinstance(p, str) else {"image": p.sha256, "detail": p.detail}
                        for p in m.parts]}
@@ -162,9 +162,10 @@ class JudgeRequest:
             # Repeat 0 keeps the key it had before repeats existed: caches stay valid.
             del decoding["sample"]
         # ``quotes`` is reading context, not what is asked: keys stay as they were.
-        slots = [{k: v for k, v in asdict(s).items() if k != "quotes"} for s in self.slots]
-        out = {"messages": messages, "slots": slots,
-               "decoding": decoding, "template": self.template}
+        slots: list[JSONValue] = [{k: v for k, v in asdict(s).items() if k != "quotes"}
+                                  for s in self.slots]
+        out: dict[str, JSONValue] = {"messages": messages, "slots": slots,
+                                     "decoding": decoding, "template": self.template}
         if self.continuations:  # only when present: generation requests keep their keys
             out["continuations"] = [list(pair) for pair in self.continuations]
         return out
@@ -174,6 +175,55 @@ class JudgeRequest:
         payload = json.dumps({"backend": backend_id, "snapshot": snapshot, **self.canonical()},
                              sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class ImageURL(TypedDict):
+    """A picture in a chat message: its data URL and the detail level."""
+
+    url: str
+    detail: str
+
+
+class ContentPart(TypedDict, total=False):
+    """One part of a multimodal chat message: ``{"type": "text", "text": ...}`` or an image."""
+
+    type: Required[str]
+    text: str
+    image_url: ImageURL
+
+
+class ChatMessage(TypedDict):
+    """A chat-completions message: plain text, or parts when it carries pictures."""
+
+    role: str
+    content: str | list[ContentPart]
+
+
+class BackendFacts(TypedDict, total=False):
+    """What :meth:`~capjudge.backends.base.Backend.describe` says about a backend.
+
+    ``backend`` and ``snapshot`` are always there; the rest is each kind's own (OpenAI: model,
+    base URL, continuation, server; HF: path, architecture, vision, device, numerics, threads;
+    llama.cpp: model, GGUF, mmproj, parallel, threads, poll, engine). Never credentials.
+    """
+
+    backend: Required[str]
+    snapshot: Required[str]
+    model: str
+    base_url: str | None
+    continuation: str
+    server: str | None
+    path: str
+    architecture: str
+    vision: bool
+    device: str
+    numerics: str
+    threads: int | None
+    gguf: str
+    mmproj: str | None
+    parallel: int
+    poll: int | None
+    engine: str
 
 
 @dataclass
@@ -227,7 +277,7 @@ class JudgeResponse:
     raw: dict[str, Any] | None = None
     # The settings the statuses were derived with ({"min_mass": .., "reading_rules": ..});
     # set by the client when it stores the answer, compared when it reads it back.
-    read_with: dict[str, Any] = field(default_factory=dict)
+    read_with: dict[str, JSONValue] = field(default_factory=dict)
     # What the server says it spent (llama.cpp's timings, summed over the follow-ups); None
     # for servers that send none.
     timings: ServerTimings | None = None

@@ -20,6 +20,7 @@ and how it fingerprints its model. An installed package adds a kind through the
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from capjudge.backends.base import Backend
@@ -89,7 +90,7 @@ def backend_kinds() -> list[str]:
     return BACKEND_REGISTRY.names()
 
 
-def default_concurrency(backend_id: str, options: dict[str, Any]) -> int:
+def default_concurrency(backend_id: str, options: Mapping[str, object]) -> int:
     """How many requests a judge on this backend runs at once by default.
 
     Found without building the backend (the flow sizes its worker pool with it).

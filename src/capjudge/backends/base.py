@@ -12,11 +12,18 @@ in :class:`capjudge.client.JudgeClient`, around every backend.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from capjudge.protocol import BackendError, JudgeRequest, JudgeResponse, apply_min_mass
+from capjudge.protocol import (
+    BackendError,
+    BackendFacts,
+    JudgeRequest,
+    JudgeResponse,
+    apply_min_mass,
+)
+from capjudge.records import JSONValue
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ class Backend(ABC):
         return cls(name, **options)  # type: ignore[call-arg]
 
     @classmethod
-    def check_options(cls, backend_id: str, options: dict[str, Any]) -> None:
+    def check_options(cls, backend_id: str, options: Mapping[str, object]) -> None:
         """Raise a non-transient :class:`BackendError` naming any option this backend rejects."""
         unknown = sorted(set(options) - set(cls.options))
         if unknown:
@@ -67,9 +74,9 @@ class Backend(ABC):
                 f"it accepts: {', '.join(sorted(cls.options))}", transient=False)
 
     @classmethod
-    def concurrency_for(cls, options: dict[str, Any]) -> int:
+    def concurrency_for(cls, options: Mapping[str, object]) -> int:
         """Requests in flight by default (the ``concurrency`` option, else the class's)."""
-        return int(options.get("concurrency") or cls.default_concurrency)
+        return int_option(options.get("concurrency") or cls.default_concurrency)
 
     @abstractmethod
     def snapshot(self) -> str:
@@ -79,7 +86,7 @@ class Backend(ABC):
     def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse | BackendError]:
         """Answer a batch; per request either a response or the error it raised."""
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendFacts:
         """Lineage facts about the backend (model id, snapshot, fingerprint where known)."""
         return {"backend": self.backend_id, "snapshot": self.snapshot()}
 
@@ -114,7 +121,7 @@ class Backend(ABC):
             return apply_min_mass(response, float(min_mass))
         return response
 
-    def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
+    def fingerprint_facts(self, probe: bool = True) -> dict[str, JSONValue]:
         """What identifies the model this backend serves *now* (the watch flow hashes it).
 
         Local backends: the weights' snapshot. Remote backends override this (model list,
@@ -122,3 +129,14 @@ class Backend(ABC):
         spend tokens.
         """
         return {"snapshot": self.snapshot()}
+
+
+def int_option(value: object) -> int:
+    """An integer backend option as ``int()`` reads it (params may give a number or a string).
+
+    Raises:
+        TypeError: The value is neither a number nor a string.
+    """
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"expected an integer option, got {type(value).__name__}: {value!r}")

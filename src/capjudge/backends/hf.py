@@ -45,6 +45,9 @@ from capjudge.backends.base import Backend, Capabilities
 from capjudge.backends.logprobs import find_printed
 from capjudge.protocol import (
     BackendError,
+    BackendFacts,
+    ChatMessage,
+    ContentPart,
     ImagePart,
     JudgeRequest,
     JudgeResponse,
@@ -237,7 +240,7 @@ class HFBackend(Backend):
         """
         return f"sha256:{self._weights}" + (f"+{self.numerics}" if self.numerics else "")
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendFacts:
         """Lineage facts: backend id, snapshot, path, architecture, vision, device, numerics."""
         return {"backend": self.backend_id, "snapshot": self.snapshot(), "path": self.path,
                 "architecture": type(self.model).__name__, "vision": self.is_vlm,
@@ -312,10 +315,11 @@ class HFBackend(Backend):
                   for m in request.messages for p in m.parts if isinstance(p, ImagePart)]
         template_owner = self.processor if self.is_vlm else self.tokenizer
         if getattr(template_owner, "chat_template", None):
-            messages: list[dict[str, Any]] = []
+            messages: list[ChatMessage] = []
             for m in request.messages:
                 if self.is_vlm:
-                    content = [{"type": "image"} if isinstance(p, ImagePart)
+                    content: list[ContentPart] = [
+                        {"type": "image"} if isinstance(p, ImagePart)
                                else {"type": "text", "text": p} for p in m.parts]
                     messages.append({"role": m.role, "content": content})
                 else:
@@ -715,21 +719,21 @@ class HFBackend(Backend):
                 return ids[:k]
         return ids
 
-    def _vision_extras(self, enc: Any, start: int, count: int) -> dict[str, Any]:
+    def _vision_extras(self, enc: Any, start: int, count: int) -> dict[str, object]:
         """The image tensors of one row's images.
 
         A VLM needs them again when the row's context is re-encoded for the score distribution.
         """
         if count == 0:
             return {}
-        extras: dict[str, Any] = {}
+        extras: dict[str, object] = {}
         for key in ("pixel_values", "image_grid_thw", "image_sizes"):
             if key in enc and enc[key] is not None:
                 extras[key] = enc[key][start:start + count]
         return extras
 
     def _score(self, request: JudgeRequest, prompt_ids: list[int], new_ids: list[int],
-               extras: dict[str, Any]) -> JudgeResponse:
+               extras: dict[str, object]) -> JudgeResponse:
         text = self.tokenizer.decode(new_ids, skip_special_tokens=True)
         slots = []
         for slot in request.slots:
@@ -808,7 +812,7 @@ class HFBackend(Backend):
     # -- exact distributions ---------------------------------------------------------------
 
     def distribution(self, context: list[int], values: Sequence[int],
-                     extras: dict[str, Any] | None = None) -> dict[int, float]:
+                     extras: dict[str, object] | None = None) -> dict[int, float]:
         """Exact P(value) for each value at the end of ``context`` (not renormalised)."""
         if self._digit_ids is not None and all(v >= 0 for v in values):
             if self.tree_mask:
@@ -816,7 +820,7 @@ class HFBackend(Backend):
             return self._digit_tree(context, values, extras or {})
         return self._candidates(context, values, extras or {})
 
-    def _base(self, context: list[int], extras: dict[str, Any]) -> tuple[Any, Any]:
+    def _base(self, context: list[int], extras: dict[str, object]) -> tuple[Any, Any]:
         import torch
 
         ids = torch.tensor([context], device=self.device)
@@ -856,7 +860,7 @@ class HFBackend(Backend):
         """P(the number ends here) = 1 - P(next token starts with a digit)."""
         return max(0.0, 1.0 - float(logp.exp()[self._digit_start].sum()))
 
-    def _digit_tree(self, context: list[int], values: Sequence[int], extras: dict[str, Any]
+    def _digit_tree(self, context: list[int], values: Sequence[int], extras: dict[str, object]
                     ) -> dict[int, float]:
         """Score the values' digits level by level, reusing cached rows.
 
@@ -870,7 +874,7 @@ class HFBackend(Backend):
         strings = [str(v) for v in values]
         longest = max(len(s) for s in strings)
         prefixes = {s[:k] for s in strings for k in range(1, len(s) + 1)}
-        after: dict[str, Any] = {}  # next-token log-probs after each digit prefix
+        after: dict[str, torch.Tensor] = {}  # next-token log-probs after each digit prefix
 
         def path_logp(prefix: str) -> float:
             return sum(float(after[prefix[:k]][digit[prefix[k]]]) for k in range(len(prefix)))
@@ -918,7 +922,7 @@ class HFBackend(Backend):
         return out_probs
 
     def _digit_tree_masked(self, context: list[int], values: Sequence[int],
-                           extras: dict[str, Any]) -> dict[int, float]:
+                           extras: dict[str, object]) -> dict[int, float]:
         """The digit tree in two passes: the context, then every digit prefix at once.
 
         The prefixes of the scale's values ("0".."9", "10".."99", "100" for 0-100) are one
@@ -962,7 +966,7 @@ class HFBackend(Backend):
             self.stats.forward_passes += 1
             self.stats.rows += 1
             self.stats.tokens += n
-            after: dict[str, Any] = {"": root}
+            after: dict[str, torch.Tensor] = {"": root}
 
             def path_logp(prefix: str) -> float:
                 return sum(float(after[prefix[:k]][digit[prefix[k]]])
@@ -991,7 +995,7 @@ class HFBackend(Backend):
                 else 0.0
         return out_probs
 
-    def _candidates(self, context: list[int], values: Sequence[int], extras: dict[str, Any]
+    def _candidates(self, context: list[int], values: Sequence[int], extras: dict[str, object]
                     ) -> dict[int, float]:
         """Fallback for tokenizers with multi-digit tokens: score each value's tokens."""
         import torch

@@ -22,13 +22,15 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import Capabilities
+from capjudge.backends.base import Capabilities, int_option
 from capjudge.backends.embedded import EMBEDDED_MODELS, embedded_package, models_dir
-from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
-from capjudge.protocol import BackendError
+from capjudge.backends.openai_backend import ChatBody, OpenAIBackend, error_from_body
+from capjudge.protocol import BackendError, BackendFacts
+from capjudge.records import JSONValue
 from capjudge.stopping import exit_promptly_on_signals
 
 log = logging.getLogger(__name__)
@@ -234,18 +236,19 @@ class LlamaCppBackend(OpenAIBackend):
                            server="llama.cpp")
 
     @classmethod
-    def concurrency_for(cls, options: dict[str, Any]) -> int:
+    def concurrency_for(cls, options: Mapping[str, object]) -> int:
         """Requests in flight by default: one per server slot."""
-        return int(options.get("concurrency") or options.get("parallel") or DEFAULT_PARALLEL)
+        return int_option(options.get("concurrency") or options.get("parallel")
+                          or DEFAULT_PARALLEL)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendFacts:
         """Backend facts for summaries and lineage (the GGUF, its hash, the engine settings)."""
         return {"backend": self.backend_id, "snapshot": self._snapshot, "model": self.model,
                 "gguf": str(self.gguf), "mmproj": self.mmproj, "parallel": self.parallel,
                 "threads": self.threads, "poll": self.poll,
                 "engine": "llama.cpp (xllamacpp, in process)"}
 
-    def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
+    def fingerprint_facts(self, probe: bool = True) -> dict[str, JSONValue]:
         """The GGUF's hash (a local model: nothing to probe)."""
         return {"snapshot": self._snapshot}
 
@@ -253,7 +256,7 @@ class LlamaCppBackend(OpenAIBackend):
         """The one model this engine serves."""
         return [self.model]
 
-    def _call(self, body: dict[str, Any]) -> Any:
+    def _call(self, body: ChatBody) -> Any:
         """Send the body to the engine in process; its ``chat.completion`` or the error."""
         from openai.types.chat import ChatCompletion
 

@@ -51,9 +51,9 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from capjudge.backends.base import Backend, Capabilities
 from capjudge.backends.logprobs import (
@@ -75,6 +75,9 @@ from capjudge.credentials import CredentialsInURLError, check_url, strip_userinf
 from capjudge.media_check import read_verified
 from capjudge.protocol import (
     BackendError,
+    BackendFacts,
+    ChatMessage,
+    ContentPart,
     Decoding,
     ImagePart,
     JudgeRequest,
@@ -87,12 +90,40 @@ from capjudge.protocol import (
     Usage,
     worst_status,
 )
+from capjudge.records import JSONValue
 
 # Reasoning models refuse logprobs requests (HTTP 403): they cannot give a distribution.
 NO_LOGPROBS_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 
 # vLLM's chat parameters of a continuation: body fields, passed through the SDK's extra_body.
 _CONTINUATION_FIELDS = ("continue_final_message", "add_generation_prompt")
+
+
+class ChatBody(TypedDict, total=False):
+    """A ``/v1/chat/completions`` request body as this backend sends it.
+
+    ``continue_final_message`` and ``add_generation_prompt`` are vLLM's (a continuation).
+    """
+
+    model: Required[str]
+    messages: Required[list[ChatMessage]]
+    temperature: float
+    max_tokens: int
+    logprobs: bool
+    top_logprobs: int
+    seed: int | None
+    continue_final_message: bool
+    add_generation_prompt: bool
+
+
+class _ResponseBase(TypedDict):
+    """The fields every response read from one completion shares (``JudgeResponse(**base)``)."""
+
+    usage: Usage
+    model: str
+    system_fingerprint: str | None
+    latency_s: float
+    timings: ServerTimings | None
 
 LLAMACPP_TOP_LOGPROBS = 200
 """Alternatives asked of llama.cpp per token (it has no cap of 20; costs ~nothing, measured).
@@ -206,14 +237,14 @@ def image_data_url(part: ImagePart) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def to_openai_messages(request: JudgeRequest) -> list[dict[str, Any]]:
+def to_openai_messages(request: JudgeRequest) -> list[ChatMessage]:
     """Our neutral messages in the chat-completions wire format."""
-    out: list[dict[str, Any]] = []
+    out: list[ChatMessage] = []
     for message in request.messages:
         if not message.images:
             out.append({"role": message.role, "content": message.text()})
             continue
-        content: list[dict[str, Any]] = []
+        content: list[ContentPart] = []
         for part in message.parts:
             if isinstance(part, ImagePart):
                 content.append({"type": "image_url", "image_url": {
@@ -360,7 +391,7 @@ class OpenAIBackend(Backend):
         """The configured snapshot name (the model name when none was given)."""
         return self._snapshot
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendFacts:
         """Backend facts for summaries and lineage (never credentials).
 
         The key is not here and the URL passes :func:`~capjudge.credentials.strip_userinfo`
@@ -370,16 +401,17 @@ class OpenAIBackend(Backend):
                 "base_url": strip_userinfo(self.base_url) if self.base_url else None,
                 "continuation": self.continuation, "server": self.server}
 
-    def fingerprint_facts(self, probe: bool = True) -> dict[str, Any]:
+    def fingerprint_facts(self, probe: bool = True) -> dict[str, JSONValue]:
         """The server's model list and, with ``probe``, a one-token answer's identity.
 
         The identity is the answer's ``model`` and ``system_fingerprint`` (what changes when
         the provider swaps the model).
         """
-        facts: dict[str, Any] = {"models": self.list_models()}
-        if self.model not in facts["models"]:
+        models = self.list_models()
+        facts: dict[str, JSONValue] = {"models": list[JSONValue](models)}
+        if self.model not in models:
             facts["note"] = f"{self.model} is not in the server's model list"
-        facts["served"] = self.model in facts["models"]
+        facts["served"] = self.model in models
         if probe:
             answer = self.generate([JudgeRequest(
                 messages=(Message("user", ("Reply with the single word OK.",)),),
@@ -412,7 +444,7 @@ class OpenAIBackend(Backend):
         """
         return self._client
 
-    def request_body(self, request: JudgeRequest) -> dict[str, Any]:
+    def request_body(self, request: JudgeRequest) -> ChatBody:
         """The ``/v1/chat/completions`` body of a request, exactly as :meth:`generate` sends it.
 
         It is also a Batch API input line's ``body``.
@@ -421,7 +453,7 @@ class OpenAIBackend(Backend):
             capjudge.media_check.MediaChangedError: a picture no longer matches its hash.
         """
         dec = request.decoding
-        body: dict[str, Any] = {
+        body: ChatBody = {
             "model": self.model, "messages": to_openai_messages(request),
             "temperature": dec.temperature, "max_tokens": dec.max_tokens,
             "logprobs": True, "top_logprobs": dec.top_logprobs,
@@ -434,10 +466,11 @@ class OpenAIBackend(Backend):
             # A follow-up that continues the assistant's own text (vLLM's chat parameters)
             # instead of starting a new turn: see follow_ups(). llama.cpp continues a final
             # assistant message by itself and ignores these fields.
-            body.update({"continue_final_message": True, "add_generation_prompt": False})
+            body["continue_final_message"] = True
+            body["add_generation_prompt"] = False
         return body
 
-    def parse_completion(self, request: JudgeRequest, body: dict[str, Any],
+    def parse_completion(self, request: JudgeRequest, body: Mapping[str, JSONValue],
                          latency_s: float = 0.0) -> JudgeResponse | BackendError:
         """Read a ``chat.completion`` body received outside :meth:`generate`.
 
@@ -447,7 +480,7 @@ class OpenAIBackend(Backend):
         from openai.types.chat import ChatCompletion
 
         # construct(), as the SDK itself does: lenient about fields a server adds or omits.
-        return self._parse(request, ChatCompletion.construct(**body), latency_s)
+        return self._parse(request, ChatCompletion.construct(None, **body), latency_s)
 
     def _one(self, request: JudgeRequest) -> JudgeResponse | BackendError:
         if self.model.startswith(NO_LOGPROBS_PREFIXES):
@@ -461,7 +494,9 @@ class OpenAIBackend(Backend):
         if (isinstance(completion, BackendError) and self.continuation == "auto"
                 and "continue_final_message" in body and str(completion).startswith("HTTP 400")):
             # A server that rejects vLLM's fields: continue by plain prefill (llama.cpp's way).
-            retry = {k: v for k, v in body.items() if k not in _CONTINUATION_FIELDS}
+            retry = body.copy()
+            retry.pop("continue_final_message", None)
+            retry.pop("add_generation_prompt", None)
             completion = self._call(retry)
             if not isinstance(completion, BackendError):
                 self.continuation = "prefill"
@@ -470,7 +505,7 @@ class OpenAIBackend(Backend):
         latency = time.perf_counter() - started
         return self._parse(request, completion, latency)
 
-    def _call(self, body: dict[str, Any]) -> Any:
+    def _call(self, body: ChatBody) -> Any:
         """Send one chat-completions body; the SDK's completion, or the error as a value."""
         import openai
 
@@ -478,8 +513,11 @@ class OpenAIBackend(Backend):
         extra = {k: kwargs.pop(k) for k in _CONTINUATION_FIELDS if k in kwargs}
         if extra:
             kwargs["extra_body"] = extra  # not parameters of the SDK's create()
+        # The SDK's overloads spell every field with its own Literal types; the body is ours
+        # (ChatBody, checked where it is built), handed over as keyword arguments.
+        create: Any = self._client.chat.completions.create
         try:
-            return self._client.chat.completions.create(**kwargs)
+            return create(**kwargs)
         except openai.RateLimitError as exc:
             return BackendError(f"429 rate limited: {exc.message}", transient=True,
                                 retry_after=_retry_after(exc.response.headers))
@@ -511,7 +549,7 @@ class OpenAIBackend(Backend):
         if completion.usage is not None:
             usage = Usage(prompt_tokens=completion.usage.prompt_tokens or 0,
                           completion_tokens=completion.usage.completion_tokens or 0)
-        base: dict[str, Any] = {"usage": usage, "model": completion.model or self.model,
+        base: _ResponseBase = {"usage": usage, "model": completion.model or self.model,
                 "system_fingerprint": getattr(completion, "system_fingerprint", None),
                 "latency_s": latency, "timings": ServerTimings.from_server(timings)}
         choice = completion.choices[0]
@@ -660,7 +698,7 @@ class OpenAIBackend(Backend):
         slots = list(response.slots)
         for i, reading in pending.readings.items():
             slots[i] = _finish(reading, self.min_mass, pending.forced, i)
-        base = {"usage": usage, "model": response.model,
+        base: _ResponseBase = {"usage": usage, "model": response.model,
                 "system_fingerprint": response.system_fingerprint,
                 "latency_s": response.latency_s, "timings": timings}
         done = _response(response.text, slots, None, request, base)
@@ -694,7 +732,7 @@ def _reread_raw(backend: OpenAIBackend, request: JudgeRequest, response: JudgeRe
             add_continuation(reading, prefix, node)
         reading.notes.extend(n for n in notes.get(str(i), []) if n not in reading.notes)
         slots.append(finish(reading, backend.min_mass))
-    base = {"usage": response.usage, "model": response.model,
+    base: _ResponseBase = {"usage": response.usage, "model": response.model,
             "system_fingerprint": response.system_fingerprint,
             "latency_s": response.latency_s, "timings": response.timings}
     done = _response(response.text, slots, raw.get("finish_reason"), request, base)
@@ -784,7 +822,7 @@ def _body_error(completion: Any) -> str | None:
 
 
 def _response(text: str, slots: list[SlotResult], finish_reason: str | None,
-              request: JudgeRequest, base: dict[str, Any]) -> JudgeResponse:
+              request: JudgeRequest, base: _ResponseBase) -> JudgeResponse:
     status = worst_status([s.status for s in slots])
     reason = "; ".join(f"{s.name}: {s.reason}" for s in slots if s.status != "ok") or None
     if finish_reason == "length" and status not in ("ok", "text_only"):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from capjudge.atomic import atomic_path, write_bytes
+from capjudge.records import JSONValue
 
 SUBMIT_MODES = ("sync", "batch")
 """Values of ``JudgeConfig.submit``: one request at a time, or through the Batch API."""
@@ -200,7 +201,7 @@ class BatchState:
         self.save()
 
 
-def read_result_lines(path: str | Path) -> Iterator[dict[str, Any]]:
+def read_result_lines(path: str | Path) -> Iterator[dict[str, JSONValue]]:
     """The lines of a Batch API (or ``vllm run-batch``) output or error file.
 
     Raises:
@@ -244,7 +245,7 @@ def import_results(results: str | Path, state_dir: str | Path) -> BatchEntry:
         OSError: it cannot be read, or the state directory cannot be written.
     """
     results = Path(results)
-    ids = [line["custom_id"] for line in read_result_lines(results)]
+    ids = [str(line["custom_id"]) for line in read_result_lines(results)]  # str: checked
     if not ids:
         raise ValueError(f"{results}: no result lines")
     directory = Path(state_dir)
