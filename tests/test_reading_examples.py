@@ -21,8 +21,8 @@ from capjudge.scoring import harmonic_score
 from capjudge.testing.openai_server import (
     MockOpenAIServer,
     Scripted,
-    _prompt_text,
     default_script,
+    prompt_text,
 )
 
 Script = Callable[[dict[str, Any]], Scripted]
@@ -47,7 +47,7 @@ def picture(tmp_path: Path, name: str = "img.png") -> Path:
 def with_context_stage(answer: Scripted) -> Script:
     """The default answers for VisCE²'s context extraction, ``answer`` for the rating."""
     def script(body: dict[str, Any]) -> Scripted:
-        text = _prompt_text(body)
+        text = prompt_text(body)
         if "Analyze the uploaded image" in text or "Generate a detailed description" in text:
             return default_script(body)
         return answer
@@ -179,7 +179,7 @@ HE_DISTRIBUTIONS = {"Completeness": {4: 0.6, 5: 0.3, 3: 0.1}, "Clarity": {5: 0.7
 
 def he_script(body: dict[str, Any]) -> Scripted:
     """Distributions for four criteria; correctness comes back without logprobs."""
-    text = _prompt_text(body)
+    text = prompt_text(body)
     if "- Correctness:" in text:
         return Scripted(text="3\nThe caption misses the grey background.", logprobs=False)
     name = next(n for n in HE_DISTRIBUTIONS if f"- {n}:" in text)
@@ -257,8 +257,8 @@ def test_visce2_json_score_is_the_printed_integer_with_the_expected_value_beside
     assert out["expected"] == pytest.approx(77.0)
     assert out["settings"] == "prompt_variant=paper; score=printed"
     assert out["template"] == "visce2/vanilla@2"
-    rating = [b for b in server.requests if "Candidate caption" in _prompt_text(b)]
-    assert _prompt_text(rating[0]) == (
+    rating = [b for b in server.requests if "Candidate caption" in prompt_text(b)]
+    assert prompt_text(rating[0]) == (
         "On a precise scale from 0 to 100, rate whether the candidate caption is appropriate "
         "for the given image. Candidate caption: A red square. Your rating must be a single "
         "digit between 0 and 100.")

@@ -1,16 +1,7 @@
-"""The report stage: join scores with human labels in DuckDB, measure agreement, write reports.
+"""The report stage's code: :func:`run_report` and the helpers it calls.
 
-Split by concern: :mod:`~capjudge.report.database` (tables and the one human-label view),
-:mod:`~capjudge.report.agreement` (pure agreement maths over the joined rows),
-:mod:`~capjudge.report.plots` (PNG plots on each method's declared scale),
-:mod:`~capjudge.report.judge_reliability` (test-retest, injection, length bias, calibration
-and judge-vs-judge tables over :mod:`capjudge.stats`) and
-:mod:`~capjudge.report.render` (Markdown and HTML from Jinja templates).
-
-Outputs: ``capjudge.duckdb``, ``report.md``, a self-contained ``report.html`` (plots inlined),
-PNG plots, ``metrics.json`` (flat, for ``dvc metrics diff``; only series that were scored),
-``agreement_points.csv`` (for ``dvc plots diff``) and ``lineage.json``. Every number names its
-protocol.
+It reads the stage's inputs, joins them with the human labels, measures agreement and writes
+the outputs listed in :mod:`capjudge.report` (the package overview: which module does what).
 """
 
 from __future__ import annotations

@@ -180,7 +180,8 @@ def _peaked(centre: int, low: int, high: int, width: float) -> dict[int, float]:
     return {v: 0.95 * p / total for v, p in dist.items()}
 
 
-def _prompt_text(body: ChatRequest) -> str:
+def prompt_text(body: ChatRequest) -> str:
+    """The text parts of a chat-completions request's messages, joined."""
     parts = []
     for message in body.get("messages", []):
         content = message.get("content")
@@ -214,7 +215,7 @@ def default_script(body: ChatRequest, salt: str = "") -> Scripted:
     score-first 1-5 ratings (HarmonicEval), score-first 0-100 (VisCE²), VisCE² context
     extraction, detailed descriptions, 3D C/H scoring, and a plain "Why?" explanation.
     """
-    text = _prompt_text(body)
+    text = prompt_text(body)
     seed = int(hashlib.sha256((prompt_key(body) + salt).encode()).hexdigest(), 16)
     if "Correctness Score (C. Score)" in text:
         c, h = seed % 4, (seed // 4) % 3
