@@ -529,8 +529,8 @@ class AggregateSummary(TypedDict):
     """``judge/mode`` -> item status -> items."""
 
 
-class ScoredItem(TypedDict):
-    """One row of the report database's ``scored_items`` view: an item score and its human label.
+class JudgedItem(TypedDict):
+    """What every per-item report row carries: one series' score of an item and its human label.
 
     ``human`` is the mean of the annotators' values for the report's human criterion.
     """
@@ -542,10 +542,15 @@ class ScoredItem(TypedDict):
     item_id: str
     system: str | None
     score: float | None
+    human: float | None
+
+
+class ScoredItem(JudgedItem):
+    """One row of the report database's ``scored_items`` view (and why an item has no score)."""
+
     status: str
     cause: str | None
     reason: str | None
-    human: float | None
 
 
 class AgreementEntry(TypedDict):
@@ -579,17 +584,9 @@ class AgreementEntry(TypedDict):
     """``not_scored`` as one line for the report's tables."""
 
 
-class ReliabilityItem(TypedDict):
+class ReliabilityItem(JudgedItem):
     """A ``scored_items`` row joined with its item's text (the reliability sections' input)."""
 
-    judge: str
-    method: str
-    mode: str
-    series: str
-    item_id: str
-    system: str | None
-    score: float | None
-    human: float | None
     candidate: str | None
     extra: str | None
     media_sha256: str | None
