@@ -53,6 +53,15 @@ def temp_path(path: str | Path) -> Path:
                           f"{os.urandom(4).hex()}.tmp")
 
 
+def fsync_file(path: str | Path) -> None:
+    """Flush a written file's bytes to disk (before it is renamed into place)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path, *, durable: bool = False) -> Iterator[Path]:
     """Yield a temporary path to write; on success it is renamed over ``path``.
@@ -70,11 +79,7 @@ def atomic_path(path: str | Path, *, durable: bool = False) -> Iterator[Path]:
     try:
         yield tmp
         if durable:
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_file(tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

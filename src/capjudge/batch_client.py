@@ -57,7 +57,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from capjudge.atomic import atomic_path
+from capjudge.atomic import atomic_path, fsync_file, write_bytes
 from capjudge.backends.base import Backend
 from capjudge.backends.openai_backend import NO_LOGPROBS_PREFIXES, OpenAIBackend
 from capjudge.backends.openai_batch import (
@@ -69,10 +69,8 @@ from capjudge.backends.openai_batch import (
     BatchEntry,
     BatchOptions,
     BatchState,
-    fsync_file,
     read_result_lines,
     state_lock,
-    write_durably,
 )
 from capjudge.cache import RequestCache
 from capjudge.client import ClientStats, JudgeClient, RetryPolicy
@@ -268,7 +266,7 @@ class BatchClient(JudgeClient):
         for part_keys, tmp in self._parts(keys, run):
             name = state.next_name("batch")
             ids = "".join(k + "\n" for k in part_keys).encode()
-            write_durably(self.state_dir / f"{name}.ids", ids)
+            write_bytes(self.state_dir / f"{name}.ids", ids, durable=True)
             fsync_file(tmp)
             size = tmp.stat().st_size
             os.replace(tmp, self.state_dir / f"{name}.jsonl")

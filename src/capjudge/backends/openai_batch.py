@@ -16,7 +16,6 @@ released by the kernel even after ``kill -9``: :func:`state_lock`).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -173,7 +172,7 @@ class BatchState:
         self.dir.mkdir(parents=True, exist_ok=True)
         data = {"version": STATE_VERSION, "backend": self.backend, "endpoint": ENDPOINT,
                 "updated": now_iso(), "batches": [asdict(e) for e in self.entries]}
-        write_durably(self.path, (json.dumps(data, indent=1) + "\n").encode())
+        write_bytes(self.path, (json.dumps(data, indent=1) + "\n").encode(), durable=True)
 
     def ids(self, entry: BatchEntry) -> frozenset[str]:
         """The custom_ids of an entry (read once from its ``.ids`` file)."""
@@ -255,7 +254,8 @@ def import_results(results: str | Path, state_dir: str | Path) -> BatchEntry:
         name = state.next_name("import")
         with atomic_path(directory / f"{name}.output.jsonl") as tmp:
             shutil.copyfile(results, tmp)
-        write_durably(directory / f"{name}.ids", "".join(i + "\n" for i in ids).encode())
+        write_bytes(directory / f"{name}.ids", "".join(i + "\n" for i in ids).encode(),
+                durable=True)
         entry = BatchEntry(name=name, requests=len(ids), bytes=results.stat().st_size,
                            first_id=ids[0], last_id=ids[-1], status=IMPORTED, source="file",
                            outputs=[f"{name}.output.jsonl"])
@@ -282,17 +282,6 @@ def state_lock(directory: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def write_durably(path: Path, data: bytes) -> None:
-    """Write a file so that a reader (or a run after a crash) sees the old or the new bytes."""
-    write_bytes(path, data, durable=True)
-
-
-def fsync_file(path: Path) -> None:
-    """Flush a file's bytes to disk (before it is renamed into place)."""
-    with open(path, "rb+") as f:
-        os.fsync(f.fileno())
 
 
 def now_iso() -> str:
