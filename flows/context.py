@@ -17,7 +17,7 @@ from prefect import flow, get_run_logger
 
 from capjudge.atomic import stage_outputs
 from capjudge.judge import env_settings
-from capjudge.methods import get_method, method_names
+from capjudge.methods import context_method_names, default_context_method, get_method
 from capjudge.parts import combine_part_dirs
 from flows.params import load_params
 from flows.runner import RunnerConfig, task_runner
@@ -53,17 +53,6 @@ def context_flow(name: str, method: str, items_path: str, out_dir: str,
     return summary
 
 
-def _context_methods() -> list[str]:
-    return [m for m in method_names() if get_method(m).needs_context]
-
-
-def _only_context_method() -> str | None:
-    """Without ``method:``, the one registered method that has a context stage (if only one
-    has)."""
-    found = _context_methods()
-    return found[0] if len(found) == 1 else None
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the named context stage as a flow."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -80,10 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     if not section:
         print(f"context {args.name}: not defined under params.yaml contexts", file=sys.stderr)
         return 2
-    method = section.pop("method", None) or _only_context_method()
+    method = str(section.pop("method", None) or default_context_method() or "")
+    # (load_params has refused a method that does not exist or cannot be loaded.)
     if not method or not get_method(method).needs_context:
         print(f"context {args.name}: `method:` must name a method with a context stage "
-              f"({', '.join(_context_methods())})", file=sys.stderr)
+              f"({', '.join(context_method_names())})", file=sys.stderr)
         return 2
     out_dir = section.pop("out", f"data/context/{args.name}")
     # CAPJUDGE_CACHE_DIR wins over params.yaml (capjudge.judge.env_settings).

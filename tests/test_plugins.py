@@ -167,3 +167,35 @@ def test_code_registration_may_not_silently_replace_either() -> None:
         registry.get("two")
     with pytest.raises(ValueError, match="already registered"):
         DATASET_REGISTRY.add("vatex-eval", DATASET_REGISTRY.get("foil"))
+
+
+def test_a_broken_plugin_leaves_the_context_stage_default_alone(
+        bad_plugins: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without ``method:`` a contexts section runs the one method with a context stage; the
+    methods that cannot be loaded are left out with a warning, and naming one is a one-line
+    error of the stage."""
+    import logging
+
+    import yaml
+
+    from capjudge.methods import context_method_names, default_context_method
+    from flows.context import main as context_main
+
+    warnings: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: warnings.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("capjudge.methods").addHandler(handler)
+    try:
+        assert context_method_names() == ["visce2"] and default_context_method() == "visce2"
+    finally:
+        logging.getLogger("capjudge.methods").removeHandler(handler)
+    assert any(w.startswith("method broken left out") for w in warnings), warnings
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"ingest": {"out": str(tmp_path / "ingest")},
+                                      "contexts": {"c": {"method": "broken"}}}))
+    capsys.readouterr()  # the warnings above
+    assert context_main(["--name", "c", "--params", str(params)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"context c: error: {params}: contexts.c.method: method 'broken': "
+                          "cannot load its entry point")

@@ -233,17 +233,18 @@ def _check_ids(data: Mapping[str, object]) -> None:
 
 def _check_contexts(data: Mapping[str, object]) -> None:
     """Each ``contexts.<name>`` against its method's context settings (the method owns them)."""
-    from capjudge.methods import get_method, method_names
+    from capjudge.methods import default_context_method, get_method
+    from capjudge.registry import RegistryError
 
     contexts = data.get("contexts") or {}
     if not isinstance(contexts, dict):
         return  # the schema has refused it already
     for name, entry in contexts.items():
-        method = entry.get("method")
-        if method is None:
-            candidates = [m for m in method_names() if get_method(m).needs_context]
-            method = candidates[0] if len(candidates) == 1 else None
-        settings = get_method(method).context_settings() if method else None
+        method = entry.get("method") or default_context_method()
+        try:
+            settings = get_method(method).context_settings() if method else None
+        except RegistryError as exc:  # no such method, or a plugin that cannot be loaded
+            raise ParamsError(f"contexts.{name}.method: {exc.args[0]}") from None
         if settings is None:
             continue
         model = _model_of("ContextParams", settings, STAGE_KEYS["contexts"])

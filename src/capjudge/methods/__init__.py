@@ -21,6 +21,8 @@ below. An installed package adds one through the ``capjudge.methods`` entry-poin
 
 from __future__ import annotations
 
+import logging
+
 from capjudge.methods.base import (
     AggregateOptions,
     BaseMethod,
@@ -36,7 +38,9 @@ from capjudge.methods.base import (
     slot_criteria,
     verdict,
 )
-from capjudge.registry import Registry, subclass_check
+from capjudge.registry import Registry, RegistryError, subclass_check
+
+log = logging.getLogger(__name__)
 
 METHOD_REGISTRY: Registry[type[Method]] = Registry("method", group="capjudge.methods",
                                                  check=subclass_check(Method))
@@ -73,7 +77,35 @@ def method_names() -> list[str]:
     return METHOD_REGISTRY.names()
 
 
+def context_method_names() -> list[str]:
+    """The registered methods that have a context stage (each method is loaded to ask it).
+
+    A method that cannot be loaded is left out with a warning: a broken plugin must not stop
+    a ``contexts`` section from defaulting to the one working method with a context stage.
+    """
+    found = []
+    for name in method_names():
+        try:
+            if get_method(name).needs_context:
+                found.append(name)
+        except RegistryError as exc:
+            log.warning("method %s left out of the context-stage methods: %s", name, exc)
+    return found
+
+
+def default_context_method() -> str | None:
+    """What a ``contexts`` section without ``method:`` runs.
+
+    Returns:
+        The one registered method with a context stage, or None when there are several (or
+        none) to choose from.
+    """
+    found = context_method_names()
+    return found[0] if len(found) == 1 else None
+
+
 __all__ = ["DEFAULT_METHOD", "METHOD_REGISTRY", "AggregateOptions", "BaseMethod", "Criterion",
            "CriterionSpec", "Method", "MethodOptions", "Planned", "Scale", "Skip", "Verdict",
-           "get_method", "item_image", "method_names", "register_method", "slot_criteria",
+           "context_method_names", "default_context_method", "get_method", "item_image",
+           "method_names", "register_method", "slot_criteria",
            "verdict"]
