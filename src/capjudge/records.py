@@ -91,20 +91,32 @@ def _from_cell(tp: object, value: object) -> object:
     return value
 
 
-_SCHEMAS: dict[type, pa.Schema] = {}
-
-
 def _fields(cls: type) -> tuple[dataclasses.Field[object], ...]:
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls.__name__} is not a dataclass")
     return dataclasses.fields(cls)
 
 
+_HINTS: dict[type, dict[str, object]] = {}
+_SCHEMAS: dict[type, pa.Schema] = {}
+
+
+def _hints(cls: type) -> dict[str, object]:
+    """Field name -> resolved type, once per class.
+
+    The annotations are strings here; resolving them again for every row read back was most
+    of :meth:`Record.from_row`'s time.
+    """
+    if cls not in _HINTS:
+        resolved = typing.get_type_hints(cls)
+        _HINTS[cls] = {f.name: resolved[f.name] for f in _fields(cls)}
+    return _HINTS[cls]
+
+
 def _schema(cls: type[Record]) -> pa.Schema:
     if cls not in _SCHEMAS:
-        hints = typing.get_type_hints(cls)
-        _SCHEMAS[cls] = pa.schema([(f.name, arrow_type(hints[f.name])) for f in _fields(cls)
-                                   if f.name not in cls.not_columns])
+        _SCHEMAS[cls] = pa.schema([(name, arrow_type(tp)) for name, tp in _hints(cls).items()
+                                   if name not in cls.not_columns])
     return _SCHEMAS[cls]
 
 
@@ -135,9 +147,8 @@ class Record:
         Raises:
             TypeError: a column without a default is missing.
         """
-        hints = typing.get_type_hints(cls)
-        names = {f.name for f in _fields(cls)}
-        return cls(**{k: _from_cell(hints[k], v) for k, v in row.items() if k in names})
+        hints = _hints(cls)
+        return cls(**{k: _from_cell(hints[k], v) for k, v in row.items() if k in hints})
 
     @classmethod
     def table(cls: type[R], records: Iterable[R]) -> pa.Table:
