@@ -239,8 +239,11 @@ def _check_contexts(data: Mapping[str, object]) -> None:
     contexts = data.get("contexts") or {}
     if not isinstance(contexts, dict):
         return  # the schema has refused it already
+    # Loading every method to find the default is done once, and only if a section needs it.
+    default = default_context_method() if any(
+        not entry.get("method") for entry in contexts.values()) else None
     for name, entry in contexts.items():
-        method = entry.get("method") or default_context_method()
+        method = entry.get("method") or default
         try:
             settings = get_method(method).context_settings() if method else None
         except RegistryError as exc:  # no such method, or a plugin that cannot be loaded
