@@ -157,7 +157,7 @@ class SeriesComparison(TypedDict):
     """With at least 3 labelled common items."""
 
 
-class BackendFacts(TypedDict):
+class ComparedBackend(TypedDict):
     """One judge's backend in a run (the ``run_backends`` columns a comparison shows)."""
 
     judge: str | None
@@ -174,7 +174,7 @@ class RunFacts(TypedDict):
     run_id: object
     time: object
     git_revision: object
-    backends: list[BackendFacts]
+    backends: list[ComparedBackend]
 
 
 class CostComparison(TypedDict):
@@ -328,7 +328,7 @@ def _run_facts(data: RunData, db: str) -> RunFacts:
             "backends": [_backend_facts(b) for b in data["backends"]]}
 
 
-def _backend_facts(row: Mapping[str, object]) -> BackendFacts:
+def _backend_facts(row: Mapping[str, object]) -> ComparedBackend:
     """A ``run_backends`` row's shown columns (DuckDB gives its lists as numpy arrays)."""
 
     def text(key: str) -> str | None:
