@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.atomic import atomic_path, check_complete, stage_outputs, write_json
@@ -45,13 +44,8 @@ from capjudge.records import (
     SystemScore,
 )
 
-ITEM_SCHEMA = ItemScore.schema()
-"""The columns of ``item_scores.parquet`` (:class:`capjudge.records.ItemScore`)."""
 REPEAT_SCHEMA = RepeatScore.schema()
 """The columns of ``repeat_scores.parquet`` (:class:`capjudge.records.RepeatScore`)."""
-SYSTEM_FIELDS = list(SystemScore.schema())
-"""Fixed system columns (:class:`capjudge.records.SystemScore`); each method's declared
-aggregates (e.g. 3D ``precision_macro``, ``precision_micro``) follow as float columns."""
 
 
 @dataclass(frozen=True)
@@ -168,11 +162,6 @@ def aggregate_judge_repeats(judge: str, rows: Sequence[Judgement], config: Aggre
             scored=len(values), failed=sum(g.status == "failed" for g in members),
             aggregates=aggregates))
     return items, systems, per_repeat
-
-
-def system_schema(systems: Sequence[SystemScore]) -> pa.Schema:
-    """The fixed system columns plus every aggregate some method reported."""
-    return SystemScore.full_schema(systems)
 
 
 def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,

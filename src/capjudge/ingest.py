@@ -61,8 +61,6 @@ ITEMS_SCHEMA = ItemRow.schema()
 # Rows per row group of items.parquet (about 1 MB of items).
 ITEMS_ROW_GROUP = 1024
 
-QUARANTINE_SCHEMA = QuarantineRow.schema()
-"""The columns of ``quarantine.parquet`` (:class:`capjudge.records.QuarantineRow`)."""
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 # Checked before _URL, which would otherwise call C:\images\a.jpg a URL with scheme "C".

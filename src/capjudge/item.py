@@ -111,11 +111,6 @@ class Item:
         data = json.loads(self.extra or "{}")
         return data if isinstance(data, dict) else {}
 
-    def labels_dict(self) -> dict[str, JSONValue]:
-        """The human labels (``labels`` JSON): criterion -> number or list of numbers."""
-        data = json.loads(self.labels or "{}")
-        return data if isinstance(data, dict) else {}
-
     def media_file(self) -> Path | None:
         """The original media file (first view for 3D objects), or None without media."""
         if not self.media_path:

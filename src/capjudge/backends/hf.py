@@ -831,31 +831,6 @@ class HFBackend(Backend):
         self.stats.rows += 1
         return torch.log_softmax(out.logits[0, -1].float(), dim=-1), out.past_key_values
 
-    def _extend(self, cache: Any, rows: list[list[int]], read_at: list[int]) -> list[Any]:
-        """Log-softmax after each row's tokens appended to the shared cache (right-padded)."""
-        import torch
-
-        results: list[Any] = []
-        width = max(len(r) for r in rows)
-        pad = self.tokenizer.pad_token_id
-        for start in range(0, len(rows), self.max_tree_rows):
-            chunk = rows[start:start + self.max_tree_rows]
-            positions = read_at[start:start + self.max_tree_rows]
-            # Right padding is harmless: causal attention never lets a real token see it.
-            ids = torch.tensor([r + [pad] * (width - len(r)) for r in chunk], device=self.device)
-            past = copy.deepcopy(cache)
-            past.batch_repeat_interleave(len(chunk))
-            keep = width - min(positions)
-            out = self.model(input_ids=ids, past_key_values=past, use_cache=True,
-                             logits_to_keep=keep)
-            self.stats.forward_passes += 1
-            self.stats.rows += len(chunk)
-            # logits_to_keep keeps the last `keep` positions: shift the indices accordingly.
-            logits = out.logits[torch.arange(len(chunk)),
-                                torch.tensor(positions) - (width - keep)]
-            results.extend(torch.log_softmax(logits.float(), dim=-1))
-        return results
-
     def _end_prob(self, logp: Any) -> float:
         """P(the number ends here) = 1 - P(next token starts with a digit)."""
         return max(0.0, 1.0 - float(logp.exp()[self._digit_start].sum()))

@@ -34,8 +34,6 @@ from capjudge.records import ContextRow
 
 KINDS = ("context", "description")
 
-CONTEXTS_SCHEMA = ContextRow.schema()
-"""The columns of ``contexts.parquet`` (:class:`capjudge.records.ContextRow`)."""
 
 
 @dataclass

@@ -23,9 +23,6 @@ import pyarrow as pa
 
 from capjudge.records import ItemRow, LabelRow, ScoredItem
 
-LABELS_SCHEMA = LabelRow.schema()
-"""The ``labels`` table's columns (:class:`capjudge.records.LabelRow`)."""
-
 HUMAN_VIEW = """
 CREATE OR REPLACE VIEW human AS
 SELECT item_id, criterion, avg(value) AS human, count(*) AS annotators

@@ -33,11 +33,6 @@ class Estimate:
     high: float
     n: int
 
-    def as_dict(self, name: str) -> dict[str, float | int | None]:
-        """``{name, name_low, name_high}`` with NaN as None (DuckDB tables and JSON)."""
-        return {name: none_if_nan(self.value), f"{name}_low": none_if_nan(self.low),
-                f"{name}_high": none_if_nan(self.high)}
-
 
 def none_if_nan(value: float) -> float | None:
     """``value`` as a float, or None when it is None or NaN (DuckDB tables and JSON)."""
