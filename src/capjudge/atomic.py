@@ -93,10 +93,7 @@ def write_bytes(path: str | Path, data: bytes, *, durable: bool = False) -> Path
     with atomic_path(path, durable=durable) as tmp:
         with open(tmp, "xb") as f:
             f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-    return path
+    return path  # (durable: atomic_path fsyncs the closed file before the rename)
 
 
 def write_text(path: str | Path, text: str, *, durable: bool = False) -> Path:
