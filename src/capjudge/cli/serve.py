@@ -20,7 +20,6 @@ import os
 import signal
 import socket
 import sys
-import threading
 import time
 import urllib.request
 from typing import Any
@@ -42,6 +41,27 @@ def _check_port(host: str, port: int) -> None:
                              f"{exc.strerror or exc}") from None
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _stopped() -> None:
+    """End the process now, status 0.
+
+    Not through the engine's destructor: it waits for the requests in flight while holding
+    the interpreter lock (measured: a long generation kept the process alive past 20 s, no
+    Python thread able to run). The OS closes the listener.
+    """
+    print("capjudge serve: stopped", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(EXIT_OK)
+
+
+def _pause(seconds: float) -> None:
+    """Sleep, or stop if SIGINT/SIGTERM is pending (they are blocked: see :func:`run`)."""
+    if signal.sigtimedwait(STOP_SIGNALS, seconds) is not None:
+        _stopped()
+
+
 def _wait_ready(url: str, timeout_s: float) -> bool:
     """Poll ``url`` until it answers 200 (True) or the time is up (False)."""
     deadline = time.monotonic() + timeout_s
@@ -52,7 +72,7 @@ def _wait_ready(url: str, timeout_s: float) -> bool:
                     return True
         except OSError:
             pass
-        time.sleep(0.1)
+        _pause(0.1)
     return False
 
 
@@ -61,12 +81,26 @@ def run(args: argparse.Namespace) -> int:
 
     Once serving, it does not return: the process exits with status 0 on the signal.
     """
-    from capjudge.backends.llamacpp import resolve_model, server_params, start_engine
-    from capjudge.protocol import BackendError
-
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be 1-65535, got {args.port}")
     _check_port(args.host, args.port)
+    # SIGINT/SIGTERM are blocked before the engine starts, so its native threads inherit the
+    # mask: the signals then wait for this thread's sigwait, whichever thread the kernel
+    # would have picked and whatever handler the engine might install. (With a Python
+    # handler, one CI run in many found the process still serving 20 s after SIGTERM.)
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        code = _serve(args)
+    finally:  # only reached when it could not serve (a stop ends the process)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    return code
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """Start the engine, announce the URL once it answers, then wait for a stop signal."""
+    from capjudge.backends.llamacpp import resolve_model, server_params, start_engine
+    from capjudge.protocol import BackendError
+
     try:
         gguf, alias = resolve_model(args.model.removeprefix("llamacpp/"))
         params = server_params(gguf, alias=alias, mmproj=args.mmproj, parallel=args.parallel,
@@ -85,24 +119,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"http://{shown}:{args.port}/v1", flush=True)
     print(f"serving {alias} ({gguf}) as model {alias!r}; stop with Ctrl-C or SIGTERM",
           file=sys.stderr, flush=True)
-    stop = threading.Event()
-
-    def _stop(signum: int, frame: Any) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        while not stop.wait(0.5):  # a timed wait: the main thread stays responsive to signals
-            pass
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    # The process ends here without the engine's destructor: it waits for the requests in
-    # flight while holding the interpreter lock (measured: a long generation kept the process
-    # alive past 20 s, no Python thread able to run). The OS closes the listener.
-    print("capjudge serve: stopped", file=sys.stderr, flush=True)
-    sys.stdout.flush()
-    os._exit(EXIT_OK)
+    signal.sigwait(STOP_SIGNALS)
+    _stopped()
+    return EXIT_OK  # not reached: _stopped ends the process
 
 
 def register(sub: Any) -> None:
