@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import struct
+import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 from PIL import Image
@@ -50,3 +52,17 @@ class FakeClock:
 
     def sleep(self, seconds: float) -> None:
         self.now += seconds
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.05
+               ) -> bool:
+    """Poll ``condition`` until it holds (True) or ``timeout_s`` passes (False).
+
+    For what another process or thread does in its own time; the caller still asserts.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval_s)
+    return True

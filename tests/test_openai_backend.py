@@ -23,7 +23,7 @@ from capjudge.methods.gveval import score_slot
 from capjudge.protocol import Decoding, JudgeRequest, Message
 from capjudge.scoring import summarise
 from capjudge.testing.openai_server import MockOpenAIServer, Scripted
-from helpers import FakeClock
+from helpers import FakeClock, wait_until
 
 FAST = RetryPolicy(max_attempts=4, base_s=0.01, max_s=0.05)
 
@@ -209,15 +209,11 @@ def test_killed_run_resumes_without_repeating_answered_requests(ingested: Path,
         env = {**os.environ, "OPENAI_BASE_URL": server.url}
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        deadline = time.time() + 120
-        while server.stalled < 1 and time.time() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: server.stalled >= 1, 120)
         assert server.stalled >= 1, "the run never reached the stalled request"
         # Let the client store the answers it has received (a fixed pause was a race on a
         # loaded machine); the assertion below still compares the two after the kill.
-        stored_by = time.time() + 30
-        while len(RequestCache(cache_dir)) < server.total_answered and time.time() < stored_by:
-            time.sleep(0.05)
+        wait_until(lambda: len(RequestCache(cache_dir)) >= server.total_answered, 30)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         answered_before_kill = server.total_answered
