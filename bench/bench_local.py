@@ -3,9 +3,11 @@
     python bench/bench_local.py [--items 12] [--rounds 2] [--numerics] [--tree]
 
 1. Likelihood judge (npmi, pmi, conditional on the first ``--items`` sample candidates): the
-   left-padded path (every pair encoded whole) vs prefix sharing (each context once, texts
-   over its cache) — seconds per candidate, tokens fed to the model per candidate vs the
-   minimum (every distinct context and every distinct pair's text once), max |delta score|.
+   left-padded path (every pair encoded whole, the vocabulary head applied whole: the path
+   before prefix sharing) vs prefix sharing (each context once, texts over its cache) with the
+   head applied whole vs in vocabulary slices (today's) — seconds per candidate, tokens fed to
+   the model per candidate vs the minimum (every distinct context and every distinct pair's
+   text once), max |delta score| against the padded path.
 2. ``--numerics``: the shared path in float32 vs bfloat16 vs int8 dynamic quantisation
    (seconds per candidate, max |delta score| against float32).
 3. ``--tree``: the exact 0-100 distribution, level walk (4 passes) vs tree mask (2 passes).
@@ -101,27 +103,29 @@ def likelihood_benchmark(items: list[Item], rounds: int, batch: int) -> None:
     config = JudgeConfig(method="likelihood", backend="embedded/gemma-3-270m", modes=MODES)
     planned, _ = plan(items, config)
     n = len(items)
-    padded = create_backend(config.backend, batch_size=batch, prefix_sharing=False)
-    shared = create_backend(config.backend, batch_size=batch, prefix_sharing=True)
-    assert isinstance(padded, HFBackend) and isinstance(shared, HFBackend)
-    run_once(shared, planned[:3], batch)  # warm-up (first-call allocations), not measured
-    res = compare({"padded": padded, "shared": shared}, planned, n, rounds, batch)
-    minimum = minimum_tokens(shared, planned) / n
-    delta = max(abs(a - b) for a, b in zip(res["padded"]["scores"], res["shared"]["scores"],
-                                           strict=True))
+    # The path before issue 20 (every pair whole, the head applied whole), prefix sharing with
+    # the head still applied whole, and today's (prefix sharing, the head in slices).
+    paths = {"padded": (False, False), "shared-whole": (True, False), "shared": (True, True)}
+    backends: dict[str, HFBackend] = {}
+    for name, (sharing, sliced) in paths.items():
+        b = _own_backend(batch, {"prefix_sharing": sharing})  # one instance each
+        b.sliced_head = sliced
+        backends[name] = b
+    run_once(backends["shared"], planned[:3], batch)  # warm-up (first-call allocations)
+    res = compare(backends, planned, n, rounds, batch)
+    minimum = minimum_tokens(backends["shared"], planned) / n
+    before = res["padded"]
     print(f"[likelihood] {n} candidates x {len(MODES)} modes ({len(planned)} requests, "
           f"batches of {batch}), median of {rounds} alternating rounds, threads "
-          f"{shared.threads}")
-    for name in ("padded", "shared"):
+          f"{backends['shared'].threads}")
+    for name in paths:
         r = res[name]
-        print(f"  {name:<7} {r['s_per_candidate']:.3f} s/candidate  "
+        delta = max(abs(a - b) for a, b in zip(before["scores"], r["scores"], strict=True))
+        print(f"  {name:<12} {r['s_per_candidate']:.3f} s/candidate "
+              f"({before['s_per_candidate'] / r['s_per_candidate']:.2f}x padded)  "
               f"{r['tokens_per_candidate']:.0f} tokens/candidate "
               f"({r['tokens_per_candidate'] / minimum:.2f}x the minimum {minimum:.0f}), "
-              f"{r['passes']} forward passes")
-    speed = res["padded"]["s_per_candidate"] / res["shared"]["s_per_candidate"]
-    fewer = res["padded"]["tokens_per_candidate"] / res["shared"]["tokens_per_candidate"]
-    print(f"  prefix sharing: {speed:.2f}x fewer s/candidate, {fewer:.2f}x fewer tokens; "
-          f"max |delta score| {delta:.2e} (0-100 scale)")
+              f"{r['passes']} forward passes, max |delta score| {delta:.2e} (0-100 scale)")
 
 
 def numerics_benchmark(items: list[Item], rounds: int, batch: int) -> None:
@@ -144,13 +148,18 @@ def numerics_benchmark(items: list[Item], rounds: int, batch: int) -> None:
               f"max |delta score| {delta:.3f}, snapshot {backends[name].snapshot()[-20:]}")
 
 
+def _own_backend(batch: int, options: dict[str, Any]) -> HFBackend:
+    """A new embedded backend instance (``create_backend`` shares one per set of options)."""
+    from capjudge.backends.embedded import EmbeddedBackend, prepare_embedded
+
+    return EmbeddedBackend(prepare_embedded(), backend_id="embedded/gemma-3-270m",
+                           batch_size=batch, **options)
+
+
 def _backend(batch: int, options: dict[str, Any]) -> HFBackend:
     """The embedded backend; int8 is built directly (measured, not a backend option)."""
     if "quantize" in options:
-        from capjudge.backends.embedded import EmbeddedBackend, prepare_embedded
-
-        return EmbeddedBackend(prepare_embedded(), backend_id="embedded/gemma-3-270m",
-                               batch_size=batch, **options)
+        return _own_backend(batch, options)
     b = create_backend("embedded/gemma-3-270m", batch_size=batch, **options)
     assert isinstance(b, HFBackend)
     return b

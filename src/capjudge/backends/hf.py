@@ -221,9 +221,13 @@ class HFBackend(Backend):
         # Likelihood pairs grouped by context, each context encoded once (see loglikelihoods).
         self.prefix_sharing = bool(prefix_sharing)
         self.prefix_cache_size = max(1, int(prefix_cache_size))
-        # Text positions scored per pass: each costs a vocabulary-sized row of logits (1 MB
-        # in fp32 for a 262k vocabulary), so this bounds the pass's memory.
+        # Scored positions per application of a head applied whole (a quantised one): each
+        # costs a vocabulary-sized row of logits (1 MB in fp32 for a 262k vocabulary), so
+        # this bounds the memory. A plain head is applied a vocabulary slice at a time
+        # (vocab_head), its memory a small buffer whatever the number of rows.
         self.max_scored_positions = max(1, int(max_scored_positions))
+        # False: the head applied whole, as before slicing (benchmarks compare both).
+        self.sliced_head = True
         # Tokens of context held per batched pass (each row carries its context's cache).
         self.max_batch_tokens = 8192
         self._prefix_lru: OrderedDict[tuple[int, ...], tuple[list[tuple[Any, Any]], Any]] = \
@@ -486,13 +490,15 @@ class HFBackend(Backend):
                       encoded: list[tuple[list[int], int]]) -> None:
         """Every pair encoded whole, left-padded, ``max_batch`` rows per pass.
 
-        Only the logits of the text positions are kept (``logits_to_keep``): a 262k-word
-        vocabulary makes full logits the memory cost.
+        Only the text positions go through the vocabulary head (a 262k-word vocabulary makes
+        it the cost), with the shared path's head (``vocab_head``); a model without a
+        separable head keeps only those positions' logits (``logits_to_keep``).
         """
         import torch
 
         order = sorted(range(len(todo)), key=lambda k: len(encoded[k][0]))
         batch = max(1, self.capabilities.max_batch)
+        decoder = self._decoder()
         pad = self.tokenizer.pad_token_id
         for start in range(0, len(order), batch):
             rows = order[start:start + batch]
@@ -505,14 +511,33 @@ class HFBackend(Backend):
                 ids[r, width - len(full):] = torch.tensor(full)
                 mask[r, width - len(full):] = 1
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            self.stats.forward_passes += 1
+            self.stats.rows += len(rows)
+            self.stats.tokens += len(rows) * width
+            if decoder is not None and self.sliced_head:
+                # Hidden states, then the same head as the shared path (one vocabulary slice
+                # at a time, the target's logit as an exact dot product).
+                with torch.inference_mode():
+                    hidden = decoder(input_ids=ids.to(self.device),
+                                     attention_mask=mask.to(self.device),
+                                     position_ids=positions.to(self.device)).last_hidden_state
+                picks = _Picks()
+                for r, k in enumerate(rows):
+                    full, keep = encoded[k]
+                    # Left-padded: token t of the row sits at width - len(full) + t and is
+                    # predicted one position before.
+                    at = [width - len(full) + t - 1 for t in range(keep, len(full))]
+                    picks.add(hidden[r, at], full[keep:], [k] * len(at))
+                totals = self._apply_head(picks)
+                for k in rows:
+                    full, keep = encoded[k]
+                    self._loglik_memo[todo[k]] = (totals.get(k, 0.0), len(full) - keep)
+                continue
             with torch.inference_mode():
                 logits = self.model(input_ids=ids.to(self.device),
                                     attention_mask=mask.to(self.device),
                                     position_ids=positions.to(self.device),
                                     logits_to_keep=scored + 1).logits.float()
-            self.stats.forward_passes += 1
-            self.stats.rows += len(rows)
-            self.stats.tokens += len(rows) * width
             logprobs = torch.log_softmax(logits[:, :-1], dim=-1)  # predicts the last `scored`
             for r, k in enumerate(rows):
                 full, keep = encoded[k]
@@ -566,13 +591,23 @@ class HFBackend(Backend):
         # attention column.
         rows.sort(key=lambda row: (len(encoded[row[1]][0]) - len(row[0]), len(row[0])))
         widths = [len(encoded[k][0]) - len(prefix) for prefix, k in rows]
+        picks = _Picks()
         for lo, hi in _buckets(widths, self.max_batch_tokens,
                                [len(encoded[k][0]) for _, k in rows]):
-            self._score_rows(rows[lo:hi], states, todo, encoded, decoder)
+            self._score_rows(rows[lo:hi], states, encoded, decoder, picks)
+        # The vocabulary head once over every scored position of the call: hundreds of rows
+        # at a time make it arithmetic-bound rather than bound by reading its weights.
+        totals = self._apply_head(picks)
+        for _, k in rows:
+            self._loglik_memo[todo[k]] = (totals.get(k, 0.0),
+                                          len(encoded[k][0]) - encoded[k][1])
 
     def _prefix_states(self, prefixes: list[tuple[int, ...]]
                        ) -> dict[tuple[int, ...], tuple[list[tuple[Any, Any]], Any]]:
-        """Per prefix: its per-layer (keys, values) and the log-probabilities after it.
+        """Per prefix: its per-layer (keys, values) and its last position's hidden state.
+
+        The hidden state predicts a text's first token; the head is applied to it with the
+        rest of the call's scored positions (``_apply_head``).
 
         Prefixes seen before come from a small LRU (the neutral context is the same for every
         text of the run; a picture's references are the context of all its candidates); the
@@ -591,7 +626,6 @@ class HFBackend(Backend):
                 missing.append(prefix)
         missing.sort(key=len)
         decoder = self._decoder()
-        head = self.model.get_output_embeddings()
         pad = self.tokenizer.pad_token_id
         lengths = [len(p) for p in missing]
         for lo, hi in _buckets(lengths, self.max_batch_tokens, lengths):
@@ -602,8 +636,7 @@ class HFBackend(Backend):
             with torch.inference_mode():
                 result = decoder(input_ids=ids, use_cache=True)
                 ends = torch.tensor([len(p) - 1 for p in chunk], device=self.device)
-                last = self._head_logprobs(
-                    head, result.last_hidden_state[torch.arange(len(chunk)), ends])
+                last = result.last_hidden_state[torch.arange(len(chunk)), ends]
                 layers = [(k, v) for k, v, *_ in result.past_key_values]
             self.stats.forward_passes += 1
             self.stats.rows += len(chunk)
@@ -611,7 +644,7 @@ class HFBackend(Backend):
             for r, prefix in enumerate(chunk):
                 n = len(prefix)
                 state = ([(k[r:r + 1, :, :n].clone(), v[r:r + 1, :, :n].clone())
-                          for k, v in layers], last[r])
+                          for k, v in layers], last[r].clone())
                 out[prefix] = state
                 self._prefix_lru[prefix] = state
                 while len(self._prefix_lru) > self.prefix_cache_size:
@@ -630,9 +663,12 @@ class HFBackend(Backend):
 
     def _score_rows(self, rows: list[tuple[tuple[int, ...], int]],
                     states: dict[tuple[int, ...], tuple[list[tuple[Any, Any]], Any]],
-                    todo: list[tuple[str, str]], encoded: list[tuple[list[int], int]],
-                    decoder: Any) -> None:
-        """One pass: every row's text over its own context's cache; memoise each pair."""
+                    encoded: list[tuple[list[int], int]], decoder: Any,
+                    picks: _Picks) -> None:
+        """One pass: every row's text over its own context's cache.
+
+        The scored positions' hidden states (and targets) go to ``picks`` for the head.
+        """
         import torch
         from transformers import DynamicCache
 
@@ -664,38 +700,46 @@ class HFBackend(Backend):
         past = DynamicCache(ddp_cache_data=layers, config=self.model.config)
         # Token t of a row is predicted at position t - 1: in the text part of the pass, or
         # (for the text's first token) by the context's own last position.
-        picks: list[tuple[int, int, int]] = []  # (row, text position, token)
-        totals = [0.0] * n_rows
+        inside: list[tuple[int, int, int, int]] = []  # (row, text position, token, pair)
         for r, (prefix, k) in enumerate(rows):
             full, begin = encoded[k]
             for t in range(begin, len(full)):
                 j = t - 1 - len(prefix)
                 if j < 0:
-                    totals[r] += float(states[prefix][1][full[t]])
+                    picks.add_prefix(prefix, states[prefix][1], full[t], k)
                 else:
-                    picks.append((r, j, full[t]))
+                    inside.append((r, j, full[t], k))
         with torch.inference_mode():
             hidden = decoder(input_ids=ids, attention_mask=mask.to(self.device),
                              position_ids=positions.to(self.device), past_key_values=past,
                              use_cache=True).last_hidden_state
-            if picks:
-                at = hidden[torch.tensor([r for r, _, _ in picks], device=self.device),
-                            torch.tensor([j for _, j, _ in picks], device=self.device)]
-                targets = torch.tensor([t for _, _, t in picks], device=self.device)
-                head = self.model.get_output_embeddings()
-                # The vocabulary head is the cost of scoring (262k x 640 is 1.7x the rest of
-                # Gemma 3 270M per token): applied to the scored positions only, in blocks.
-                for lo in range(0, len(picks), self.max_scored_positions):
-                    logp = self._head_logprobs(head, at[lo:lo + self.max_scored_positions])
-                    chosen = logp.gather(-1, targets[lo:lo + self.max_scored_positions, None])
-                    for (r, _, _), v in zip(picks[lo:lo + self.max_scored_positions],
-                                            chosen[:, 0].tolist(), strict=True):
-                        totals[r] += v
+            if inside:
+                picks.add(hidden[torch.tensor([r for r, _, _, _ in inside], device=self.device),
+                                 torch.tensor([j for _, j, _, _ in inside], device=self.device)],
+                          [t for _, _, t, _ in inside], [k for _, _, _, k in inside])
         self.stats.forward_passes += 1
         self.stats.rows += n_rows
         self.stats.tokens += n_rows * width
-        for r, (_, k) in enumerate(rows):
-            self._loglik_memo[todo[k]] = (totals[r], len(encoded[k][0]) - encoded[k][1])
+
+    def _apply_head(self, picks: _Picks) -> dict[int, float]:
+        """Sum of log p(token) per pair over every collected position."""
+        import torch
+
+        from capjudge.backends.vocab_head import target_logprobs
+
+        if not picks.targets:
+            return {}
+        with torch.inference_mode():
+            logp = target_logprobs(
+                self.model.get_output_embeddings(), torch.cat(picks.hidden),
+                torch.tensor(picks.targets, device=self.device),
+                torch.tensor(picks.rows, device=self.device),
+                softcap=getattr(self._text_config(), "final_logit_softcapping", None),
+                block=self.max_scored_positions, sliced=self.sliced_head).tolist()
+        totals: dict[int, float] = {}
+        for k, v in zip(picks.pairs, logp, strict=True):
+            totals[k] = totals.get(k, 0.0) + v
+        return totals
 
     def _decoder(self) -> Any:
         """The model without its vocabulary head (None when it has no separable one)."""
@@ -1014,6 +1058,41 @@ class HFBackend(Backend):
                 total = sum(float(logp[n - 1 + k, t]) for k, t in enumerate(tail))
                 out[v] = math.exp(total) * self._end_prob(logp[-1])
         return out
+
+
+class _Picks:
+    """The scored positions of one likelihood call, gathered for one application of the head.
+
+    ``hidden`` holds the distinct hidden states (a context's last position once, however many
+    texts follow it); each target names its hidden row and the pair it counts toward.
+    """
+
+    def __init__(self) -> None:
+        self.hidden: list[Any] = []  # [n, dim] tensors
+        self.size = 0  # hidden rows so far
+        self.rows: list[int] = []
+        self.targets: list[int] = []
+        self.pairs: list[int] = []
+        self._prefix_row: dict[tuple[int, ...], int] = {}
+
+    def add(self, hidden: Any, targets: list[int], pairs: list[int]) -> None:
+        """Positions of a pass: hidden row i predicts ``targets[i]`` for ``pairs[i]``."""
+        self.hidden.append(hidden)
+        self.rows += range(self.size, self.size + len(targets))
+        self.size += len(targets)
+        self.targets += targets
+        self.pairs += pairs
+
+    def add_prefix(self, prefix: tuple[int, ...], hidden: Any, target: int, pair: int) -> None:
+        """A text's first token, predicted by its context's last position."""
+        row = self._prefix_row.get(prefix)
+        if row is None:
+            row = self._prefix_row[prefix] = self.size
+            self.hidden.append(hidden[None])
+            self.size += 1
+        self.rows.append(row)
+        self.targets.append(target)
+        self.pairs.append(pair)
 
 
 def _buckets(widths: Sequence[int], budget: int, held: Sequence[int],
