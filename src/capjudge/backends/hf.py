@@ -498,7 +498,8 @@ class HFBackend(Backend):
 
         order = sorted(range(len(todo)), key=lambda k: len(encoded[k][0]))
         batch = max(1, self.capabilities.max_batch)
-        decoder = self._decoder()
+        decoder = self._decoder() if self.sliced_head else None
+        picks = _Picks()  # every pass's scored positions, for one application of the head
         pad = self.tokenizer.pad_token_id
         for start in range(0, len(order), batch):
             rows = order[start:start + batch]
@@ -514,24 +515,19 @@ class HFBackend(Backend):
             self.stats.forward_passes += 1
             self.stats.rows += len(rows)
             self.stats.tokens += len(rows) * width
-            if decoder is not None and self.sliced_head:
-                # Hidden states, then the same head as the shared path (one vocabulary slice
-                # at a time, the target's logit as an exact dot product).
+            if decoder is not None:
+                # Hidden states now; the head (the shared path's: one vocabulary slice at a
+                # time, the target's logit an exact dot product) once after the last pass.
                 with torch.inference_mode():
                     hidden = decoder(input_ids=ids.to(self.device),
                                      attention_mask=mask.to(self.device),
                                      position_ids=positions.to(self.device)).last_hidden_state
-                picks = _Picks()
                 for r, k in enumerate(rows):
                     full, keep = encoded[k]
                     # Left-padded: token t of the row sits at width - len(full) + t and is
                     # predicted one position before.
                     at = [width - len(full) + t - 1 for t in range(keep, len(full))]
                     picks.add(hidden[r, at], full[keep:], [k] * len(at))
-                totals = self._apply_head(picks)
-                for k in rows:
-                    full, keep = encoded[k]
-                    self._loglik_memo[todo[k]] = (totals.get(k, 0.0), len(full) - keep)
                 continue
             with torch.inference_mode():
                 logits = self.model(input_ids=ids.to(self.device),
@@ -545,6 +541,11 @@ class HFBackend(Backend):
                 targets = torch.tensor(full[keep:], device=logprobs.device)
                 picked = logprobs[r, scored - n:, :].gather(-1, targets[:, None])[:, 0]
                 self._loglik_memo[todo[k]] = (float(picked.sum()), n)
+        if decoder is not None:
+            totals = self._apply_head(picks)
+            for k in order:
+                full, keep = encoded[k]
+                self._loglik_memo[todo[k]] = (totals.get(k, 0.0), len(full) - keep)
 
     def _score_shared(self, todo: list[tuple[str, str]],
                       encoded: list[tuple[list[int], int]]) -> None:
