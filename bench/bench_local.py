@@ -14,6 +14,9 @@
 4. ``--flickr8k PATH --limit N``: Kendall tau-c x100 of the npmi judge on the first N
    Flickr8k-Expert candidates (every rating a row) in float32, bfloat16 and int8, and the
    wall time of each (a numerics option is offered only within +-0.3 tau-c of float32).
+5. ``--floor GFLOPS``: the least arithmetic a candidate needs (every distinct context and
+   text once; the head at every scored position) and its time at that rate, on the sample
+   and (with ``--flickr8k``) on the whole of Flickr8k-Expert.
 
 The paths alternate round by round and each figure is the median of its rounds, so a machine
 shared with other work slows both sides alike: read the ratios, not the seconds.
@@ -220,6 +223,51 @@ def flickr_benchmark(path: str, limit: int) -> None:
               f"{seconds:.0f} s")
 
 
+# Gemma 3 270M: 100.3 M parameters outside the head (18 layers of 5.57 M), so 2 x that in
+# FLOP per token fed; the 262,144 x 640 head 2 x 167.8 M per scored position.
+DECODER_GFLOP_PER_TOKEN = 0.2006
+HEAD_GFLOP_PER_POSITION = 0.3355
+
+
+def floor_report(label: str, items: list[Item], gflops: float) -> None:
+    """The arithmetic a candidate needs at least, and its time at ``gflops``."""
+    config = JudgeConfig(method="likelihood", backend="embedded/gemma-3-270m", modes=MODES)
+    planned, _ = plan(items, config)
+    backend = _backend(16, {})
+    pairs = {p for x in planned for p in x.request.continuations}
+    positions = 0
+    for context, text in pairs:
+        full, begin = backend._pair_ids(context, text)
+        positions += len(full) - begin
+    n = len(items)
+    tokens = minimum_tokens(backend, planned) / n
+    per = tokens * DECODER_GFLOP_PER_TOKEN + positions / n * HEAD_GFLOP_PER_POSITION
+    print(f"[floor] {label}: {n} candidates, at least {tokens:.0f} tokens fed and "
+          f"{positions / n:.0f} scored positions each = {per:.1f} GFLOP; at {gflops:.0f} "
+          f"GFLOP/s {per / gflops:.3f} s per candidate, {per / gflops * n / 60:.1f} min for all")
+
+
+def flickr_items(path: str) -> list[Item]:
+    """Flickr8k-Expert's candidates and references exactly as meta-eval gives them a judge."""
+    from capjudge.metaeval import run_meta_eval
+
+    got: list[Item] = []
+
+    class Captured(Exception):
+        pass
+
+    def capture(texts: Any, references: Any) -> list[float | None]:
+        got.extend(Item(id=str(i), candidate=t, references=tuple(r))
+                   for i, (t, r) in enumerate(zip(texts, references, strict=True)))
+        raise Captured
+
+    try:
+        run_meta_eval("flickr8k-expert", path, metrics=[], judges={"x": capture}, n_boot=0)
+    except Captured:
+        pass
+    return got
+
+
 def main() -> None:
     """Run the selected benchmarks and print their ratios."""
     parser = argparse.ArgumentParser(description=__doc__,
@@ -235,7 +283,15 @@ def main() -> None:
     parser.add_argument("--skip-likelihood", action="store_true")
     parser.add_argument("--flickr8k", help="flickr8k.json: tau-c per numerics option")
     parser.add_argument("--limit", type=int, default=120, help="Flickr8k candidates")
+    parser.add_argument("--floor", type=float, metavar="GFLOPS",
+                        help="the arithmetic floor at this rate (sample; all of Flickr8k "
+                             "with --flickr8k) instead of the benchmarks")
     args = parser.parse_args()
+    if args.floor:
+        floor_report("sample", sample_items(args.items), args.floor)
+        if args.flickr8k:
+            floor_report("flickr8k-expert", flickr_items(args.flickr8k), args.floor)
+        return
     if args.threads:
         os.environ["CAPJUDGE_THREADS"] = str(args.threads)
     items = sample_items(args.items) if not args.skip_likelihood or args.numerics else []
