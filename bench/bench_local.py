@@ -202,17 +202,20 @@ def flickr_benchmark(path: str, limit: int) -> None:
     base = None
     for name, options in (("float32", {}), ("bfloat16", {"dtype": "bfloat16"}),
                           ("int8", {"quantize": "int8"})):
+        # A new, empty request cache each (None would mean the default .capjudge-cache, and
+        # a second run would time cache hits).
+        cache = tempfile.mkdtemp(prefix="bench-local-cache-")
         started = time.perf_counter()
         if "quantize" in options:  # not a backend option: the scorer gets the instance
             from unittest import mock
 
             backend = _backend(16, options)
             with mock.patch("capjudge.judge.make_backend", lambda _config, b=backend: b):
-                scorer = judge_scorer("likelihood", "npmi", "embedded/gemma-3-270m", {}, None)
+                scorer = judge_scorer("likelihood", "npmi", "embedded/gemma-3-270m", {}, cache)
                 result = run_meta_eval("flickr8k-expert", path, metrics=[],
                                        judges={name: scorer}, n_boot=0, limit=limit)
         else:
-            scorer = judge_scorer("likelihood", "npmi", "embedded/gemma-3-270m", options, None)
+            scorer = judge_scorer("likelihood", "npmi", "embedded/gemma-3-270m", options, cache)
             result = run_meta_eval("flickr8k-expert", path, metrics=[], judges={name: scorer},
                                    n_boot=0, limit=limit)
         seconds = time.perf_counter() - started
