@@ -38,12 +38,16 @@ from capjudge.testing.openai_server import FAULT_KINDS, FaultPlan, MockOpenAISer
 from helpers import wait_until
 
 TRANSPORT = ("429", "500", "503", "stall", "drop", "malformed")
-TIMEOUT_S = 0.4  # the client's HTTP timeout in these tests; stalls hold longer
+# The client's HTTP timeout in these tests; stalls hold longer. Every retry must come from a
+# planned fault, so an answer must never be late by itself: 0.4 s once let a CI run time out
+# an ordinary answer (a retry more than the server's faults). 1.5 s keeps that out of reach
+# of a busy 2-core machine at the cost of a few seconds of stalls.
+TIMEOUT_S = 1.5
 
 
 def plan(rate: float, kinds: tuple[str, ...] = TRANSPORT, seed: int = 11) -> FaultPlan:
     return FaultPlan(rate=rate, seed=seed, kinds=tuple((k, 1.0) for k in kinds),
-                     retry_after_s=0.05, stall_s=TIMEOUT_S + 0.4)
+                     retry_after_s=0.05, stall_s=TIMEOUT_S + 0.5)
 
 
 def config(server: MockOpenAIServer, cache: Path, **kw: Any) -> JudgeConfig:
