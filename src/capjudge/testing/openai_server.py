@@ -477,9 +477,10 @@ class _Listener(ThreadingHTTPServer):
 
     http.server's default backlog is 5. With eight client workers reconnecting after faults on
     a loaded machine, a sixth pending connection can have its handshake dropped; the kernel
-    retries only after a second, past a short client timeout (the fault tests once used 0.4 s), so the client counts an
-    attempt the server never sees (one suspect for a CI failure of ``test_faults``, where the
-    server had 1 receipt for a prompt the client tried twice). Real servers queue hundreds.
+    retries only after a second, past a short client timeout (the fault tests once used
+    0.4 s), so the client counts an attempt the server never sees (one suspect for a CI
+    failure of ``test_faults``, where the server had 1 receipt for a prompt the client tried
+    twice). Real servers queue hundreds.
     """
 
     daemon_threads = True
