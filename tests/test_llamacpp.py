@@ -356,7 +356,11 @@ def test_concurrent_requests_agree_with_sequential_ones(in_process: OpenAIBacken
     assert all(r.status in ("ok", "low_mass") for r in together), [r.reason for r in together]
     a, b = together[0].slots[0], alone.slots[0]
     assert a.probs is not None and b.probs is not None
-    assert max(abs(x - y) for x, y in zip(a.probs, b.probs, strict=True)) < 0.02
+    # llama.cpp's logits move with how a prompt is split between its cache and the batch: two
+    # engines with the same settings differ by up to 0.025 on the same answer text
+    # (docs/results/benchmarks.md), and one CI run saw 0.026 here. An answer taken from
+    # another request's slot would differ by far more.
+    assert max(abs(x - y) for x, y in zip(a.probs, b.probs, strict=True)) < 0.05
 
 
 def test_a_shared_instruction_prefix_is_computed_once(in_process: OpenAIBackend) -> None:
