@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from capjudge.backends import create_backend
-from capjudge.backends.hf import HFBackend, _buckets
+from capjudge.backends.hf import HFBackend
+from capjudge.backends.packing import buckets as _buckets
 from capjudge.client import JudgeClient
 from capjudge.item import Item, load_items
 from capjudge.judge import JudgeConfig, judge_items, shared_context_order

@@ -43,6 +43,7 @@ from typing import Any
 
 from capjudge.backends.base import Backend, Capabilities
 from capjudge.backends.logprobs import find_printed
+from capjudge.backends.packing import CONTEXT, Pack, buckets, pack_paths, plan_packs
 from capjudge.protocol import (
     BackendError,
     BackendFacts,
@@ -57,6 +58,9 @@ from capjudge.protocol import (
     worst_status,
 )
 from capjudge.scoring import normalise
+
+# Nodes per row of a context pass (contexts as one trie): fuller rows, fewer passes.
+PREFIX_PACK_WIDTH = 256
 
 log = logging.getLogger(__name__)
 
@@ -553,9 +557,10 @@ class HFBackend(Backend):
 
         Two kinds of pass: the contexts not already cached, right-padded in one batch (causal
         attention never lets a real token see the padding, and each row keeps its own
-        positions); then the texts of every context in one batch, each row over its own
-        context's key/value cache (rows with shorter contexts have the gap masked out and
-        their own position ids, so nothing is left-padded or shifted).
+        positions); then the texts, packed as token tries (``packing``): a row holds many
+        texts of one context over that context's key/value cache, each node fed once and
+        masked to see the context, its ancestors and itself only (rows with shorter contexts
+        have the gap masked out, and every node its own position id).
         """
         decoder = self._decoder()
         window = getattr(self._text_config(), "sliding_window", None)
@@ -569,8 +574,8 @@ class HFBackend(Backend):
             # first token merges with the context's last one re-reads that token itself).
             shared = max(1, min(encoded[k][1] for k in members))
             longest = max(len(encoded[k][0]) for k in members)
-            # A sliding-window layer masks by cache index: the batched rows (context gap
-            # included) must stay inside the window for the masks to be the model's own.
+            # One mask serves every layer, so a sliding-window layer sees what a full one
+            # does: exact only while no row reaches past the window (context, gap and pack).
             if decoder is None or (window and 2 * longest >= window - 1):
                 whole += members
             else:
@@ -579,29 +584,35 @@ class HFBackend(Backend):
             self._score_padded([todo[k] for k in whole], [encoded[k] for k in whole])
         if not plans:
             return
-        states = self._prefix_states([prefix for prefix, _ in plans])
-        rows: list[tuple[tuple[int, ...], int]] = []  # (prefix, pair index)
+        texts = []
         for prefix, members in plans:
+            mine = []
             for k in members:
                 full, begin = encoded[k]
                 if len(full) == begin:  # the text adds no token
                     self._loglik_memo[todo[k]] = (0.0, 0)
                 else:
-                    rows.append((prefix, k))
-        # By text length: padding the texts costs whole tokens, a context gap only a masked
-        # attention column.
-        rows.sort(key=lambda row: (len(encoded[row[1]][0]) - len(row[0]), len(row[0])))
-        widths = [len(encoded[k][0]) - len(prefix) for prefix, k in rows]
+                    mine.append((k, full[len(prefix):], begin - len(prefix)))
+            texts.append((prefix, mine))
+        widest = None
+        if window:
+            widest = max(1, window - 2 - max(len(prefix) for prefix, _ in plans))
+        packs, passes = plan_packs(texts, self.max_batch_tokens, widest)
+        states = self._prefix_states([prefix for prefix, _ in plans])
         picks = _Picks()
-        for lo, hi in _buckets(widths, self.max_batch_tokens,
-                               [len(encoded[k][0]) for _, k in rows]):
-            self._score_rows(rows[lo:hi], states, encoded, decoder, picks)
+        for pack in packs:  # first tokens: read at the context's last position
+            for node, target, pair in pack.scored:
+                if node < 0:
+                    picks.add_prefix(pack.prefix, states[pack.prefix][1], target, pair)
+        for lo, hi in passes:
+            self._score_packs(packs[lo:hi], states, decoder, picks)
         # The vocabulary head once over every scored position of the call: hundreds of rows
         # at a time make it arithmetic-bound rather than bound by reading its weights.
         totals = self._apply_head(picks)
-        for _, k in rows:
-            self._loglik_memo[todo[k]] = (totals.get(k, 0.0),
-                                          len(encoded[k][0]) - encoded[k][1])
+        for _, mine in texts:
+            for k, _, _ in mine:
+                self._loglik_memo[todo[k]] = (totals.get(k, 0.0),
+                                              len(encoded[k][0]) - encoded[k][1])
 
     def _prefix_states(self, prefixes: list[tuple[int, ...]]
                        ) -> dict[tuple[int, ...], tuple[list[tuple[Any, Any]], Any]]:
@@ -625,32 +636,71 @@ class HFBackend(Backend):
                 out[prefix] = hit
             elif prefix not in missing:
                 missing.append(prefix)
-        missing.sort(key=len)
-        decoder = self._decoder()
-        pad = self.tokenizer.pad_token_id
-        lengths = [len(p) for p in missing]
-        for lo, hi in _buckets(lengths, self.max_batch_tokens, lengths):
-            chunk = missing[lo:hi]
-            width = max(len(p) for p in chunk)
-            ids = torch.tensor([list(p) + [pad] * (width - len(p)) for p in chunk],
-                               device=self.device)
+        if not missing:
+            return out
+        # As one trie: the prompt's opening words (the same for every context) fed once.
+        window = getattr(self._text_config(), "sliding_window", None)
+        width = max(max(len(p) for p in missing), PREFIX_PACK_WIDTH)
+        if window:  # a pass's cache stays inside the window (the caller checked the prefixes)
+            width = max(max(len(p) for p in missing), min(width, window - 2))
+        packed = sorted(pack_paths(missing, width), key=lambda x: len(x[0]))
+        sizes = [len(pack) for pack, _ in packed]
+        for lo, hi in buckets(sizes, self.max_batch_tokens, sizes):
+            chunk = packed[lo:hi]
+            ids, positions, mask = self._tree_inputs([pack for pack, _ in chunk])
             with torch.inference_mode():
-                result = decoder(input_ids=ids, use_cache=True)
-                ends = torch.tensor([len(p) - 1 for p in chunk], device=self.device)
-                last = result.last_hidden_state[torch.arange(len(chunk)), ends]
+                result = self._decoder()(input_ids=ids, attention_mask=mask,
+                                         position_ids=positions, use_cache=True)
+                hidden = result.last_hidden_state
                 layers = [(k, v) for k, v, *_ in result.past_key_values]
             self.stats.forward_passes += 1
             self.stats.rows += len(chunk)
-            self.stats.tokens += len(chunk) * width
-            for r, prefix in enumerate(chunk):
-                n = len(prefix)
-                state = ([(k[r:r + 1, :, :n].clone(), v[r:r + 1, :, :n].clone())
-                          for k, v in layers], last[r].clone())
-                out[prefix] = state
-                self._prefix_lru[prefix] = state
-                while len(self._prefix_lru) > self.prefix_cache_size:
-                    self._prefix_lru.popitem(last=False)
+            self.stats.tokens += ids.numel()
+            for r, (pack, ends) in enumerate(chunk):
+                for k, node in ends:
+                    # The keys and values of the context's own path, in order: each node was
+                    # fed at its depth, so these are what encoding it alone gives.
+                    at = torch.tensor(pack.path(node), device=self.device)
+                    state = ([(key[r:r + 1, :, at].clone(), value[r:r + 1, :, at].clone())
+                              for key, value in layers], hidden[r, node].clone())
+                    out[missing[k]] = state
+                    self._prefix_lru[missing[k]] = state
+                    while len(self._prefix_lru) > self.prefix_cache_size:
+                        self._prefix_lru.popitem(last=False)
         return out
+
+    def _tree_inputs(self, packs: list[Pack]) -> tuple[Any, Any, Any]:
+        """Input ids, position ids and the 4D attention mask of one pass over ``packs``.
+
+        Row r holds pack r's nodes after a past of the longest prefix of the pass: its own
+        prefix in ``[0, c_r)``, then a masked gap. A node sees the prefix, its ancestors and
+        itself (what the sequence it ends would see alone) at position ``c_r + depth``.
+        """
+        import torch
+
+        context = max(len(p.prefix) for p in packs)
+        width = max(len(p) for p in packs)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.full((len(packs), width), pad, dtype=torch.long)
+        positions = torch.zeros((len(packs), width), dtype=torch.long)
+        allowed = torch.zeros((len(packs), width, context + width), dtype=torch.bool)
+        for r, pack in enumerate(packs):
+            n, c = len(pack), len(pack.prefix)
+            ids[r, :n] = torch.tensor(pack.tokens)
+            positions[r, :n] = c + torch.tensor(pack.depths)
+            positions[r, n:] = c
+            allowed[r, :, :c] = True
+            tree = allowed[r, :, context:]
+            for i, parent in enumerate(pack.parents):
+                if parent != CONTEXT:
+                    tree[i] = tree[parent]
+                tree[i, i] = True
+            if c == 0:  # a padding row that sees nothing would be NaN
+                tree[n:, 0] = True
+        dtype = self.model.dtype if self.model.dtype.is_floating_point else torch.float32
+        mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(
+            ~allowed, torch.finfo(dtype).min)[:, None]
+        return ids.to(self.device), positions.to(self.device), mask.to(self.device)
 
     def _head_logprobs(self, head: Any, hidden: Any) -> Any:
         """Log-softmax of the vocabulary head over hidden states (soft-capped if the model is)."""
@@ -662,65 +712,50 @@ class HFBackend(Backend):
             logits = torch.tanh(logits / cap) * cap
         return torch.log_softmax(logits, dim=-1)
 
-    def _score_rows(self, rows: list[tuple[tuple[int, ...], int]],
-                    states: dict[tuple[int, ...], tuple[list[tuple[Any, Any]], Any]],
-                    encoded: list[tuple[list[int], int]], decoder: Any,
-                    picks: _Picks) -> None:
-        """One pass: every row's text over its own context's cache.
+    def _score_packs(self, packs: list[Pack],
+                     states: dict[tuple[int, ...], tuple[list[tuple[Any, Any]], Any]],
+                     decoder: Any, picks: _Picks) -> None:
+        """One pass: every pack (a trie of texts) over its own context's cache.
 
-        The scored positions' hidden states (and targets) go to ``picks`` for the head.
+        The hidden states of the nodes that predict a scored token go to ``picks`` (once per
+        node, however many texts share it), with their targets.
         """
         import torch
         from transformers import DynamicCache
 
-        suffixes = [encoded[k][0][len(prefix):] for prefix, k in rows]
-        context = max(len(prefix) for prefix, _ in rows)
-        width = max(len(sfx) for sfx in suffixes)
-        n_rows = len(rows)
-        pad = self.tokenizer.pad_token_id
-        ids = torch.tensor([sfx + [pad] * (width - len(sfx)) for sfx in suffixes],
-                           device=self.device)
-        # Row r: its context in [0, c_r), a masked gap up to the longest context, then its
-        # text; position ids continue its own context.
-        mask = torch.zeros((n_rows, context + width), dtype=torch.long)
-        positions = torch.zeros((n_rows, width), dtype=torch.long)
-        for r, ((prefix, _), sfx) in enumerate(zip(rows, suffixes, strict=True)):
-            mask[r, :len(prefix)] = 1
-            mask[r, context:context + len(sfx)] = 1
-            positions[r] = torch.arange(len(prefix), len(prefix) + width)
+        context = max(len(p.prefix) for p in packs)
+        n_rows = len(packs)
+        ids, positions, mask = self._tree_inputs(packs)
         layers = []
-        for layer in range(len(states[rows[0][0]][0])):
-            k0, v0 = states[rows[0][0]][0][layer]
+        first = states[packs[0].prefix][0]
+        for layer in range(len(first)):
+            k0, v0 = first[layer]
             keys = k0.new_zeros((n_rows, k0.shape[1], context, k0.shape[3]))
             values = v0.new_zeros((n_rows, v0.shape[1], context, v0.shape[3]))
-            for r, (prefix, _) in enumerate(rows):
-                k, v = states[prefix][0][layer]
+            for r, pack in enumerate(packs):
+                k, v = states[pack.prefix][0][layer]
                 keys[r, :, :k.shape[2]] = k[0]
                 values[r, :, :v.shape[2]] = v[0]
             layers.append((keys, values))
         past = DynamicCache(ddp_cache_data=layers, config=self.model.config)
-        # Token t of a row is predicted at position t - 1: in the text part of the pass, or
-        # (for the text's first token) by the context's own last position.
-        inside: list[tuple[int, int, int, int]] = []  # (row, text position, token, pair)
-        for r, (prefix, k) in enumerate(rows):
-            full, begin = encoded[k]
-            for t in range(begin, len(full)):
-                j = t - 1 - len(prefix)
-                if j < 0:
-                    picks.add_prefix(prefix, states[prefix][1], full[t], k)
-                else:
-                    inside.append((r, j, full[t], k))
+        # The nodes whose hidden state predicts a scored token, each once.
+        at: dict[tuple[int, int], int] = {}
+        rows, targets, pairs = [], [], []
+        for r, pack in enumerate(packs):
+            for node, target, pair in pack.scored:
+                if node != CONTEXT:
+                    rows.append(at.setdefault((r, node), len(at)))
+                    targets.append(target)
+                    pairs.append(pair)
         with torch.inference_mode():
-            hidden = decoder(input_ids=ids, attention_mask=mask.to(self.device),
-                             position_ids=positions.to(self.device), past_key_values=past,
-                             use_cache=True).last_hidden_state
-            if inside:
-                picks.add(hidden[torch.tensor([r for r, _, _, _ in inside], device=self.device),
-                                 torch.tensor([j for _, j, _, _ in inside], device=self.device)],
-                          [t for _, _, t, _ in inside], [k for _, _, _, k in inside])
+            hidden = decoder(input_ids=ids, attention_mask=mask, position_ids=positions,
+                             past_key_values=past, use_cache=True).last_hidden_state
+            if at:
+                index = torch.tensor(list(at), device=self.device)
+                picks.add(hidden[index[:, 0], index[:, 1]], targets, pairs, rows)
         self.stats.forward_passes += 1
         self.stats.rows += n_rows
-        self.stats.tokens += n_rows * width
+        self.stats.tokens += ids.numel()
 
     def _apply_head(self, picks: _Picks) -> dict[int, float]:
         """Sum of log p(token) per pair over every collected position."""
@@ -1076,11 +1111,13 @@ class _Picks:
         self.pairs: list[int] = []
         self._prefix_row: dict[tuple[int, ...], int] = {}
 
-    def add(self, hidden: Any, targets: list[int], pairs: list[int]) -> None:
-        """Positions of a pass: hidden row i predicts ``targets[i]`` for ``pairs[i]``."""
+    def add(self, hidden: Any, targets: list[int], pairs: list[int],
+            rows: list[int] | None = None) -> None:
+        """Positions of a pass: hidden row ``rows[i]`` (default i) predicts ``targets[i]``."""
         self.hidden.append(hidden)
-        self.rows += range(self.size, self.size + len(targets))
-        self.size += len(targets)
+        self.rows += [self.size + r for r in (rows if rows is not None
+                                              else range(len(targets)))]
+        self.size += hidden.shape[0]
         self.targets += targets
         self.pairs += pairs
 
@@ -1094,31 +1131,6 @@ class _Picks:
         self.rows.append(row)
         self.targets.append(target)
         self.pairs.append(pair)
-
-
-def _buckets(widths: Sequence[int], budget: int, held: Sequence[int],
-             waste: float = 0.5) -> list[tuple[int, int]]:
-    """Consecutive ranges of rows (sorted by ``widths``) to run as one padded pass each.
-
-    A range grows while its padded size (rows x widest) stays within ``1 + waste`` of its real
-    tokens (padding costs whole tokens of compute) and its rows' ``held`` tokens (a row's
-    context and text) within ``budget`` (the memory of a pass).
-    """
-    out: list[tuple[int, int]] = []
-    lo = 0
-    while lo < len(widths):
-        hi, real, kept = lo + 1, widths[lo], held[lo]
-        while hi < len(widths):
-            rows = hi + 1 - lo
-            if rows * widths[hi] > (1 + waste) * (real + widths[hi]) or \
-                    rows * max(kept, held[hi]) > budget:
-                break
-            real += widths[hi]
-            kept = max(kept, held[hi])
-            hi += 1
-        out.append((lo, hi))
-        lo = hi
-    return out
 
 
 def default_threads() -> int:
