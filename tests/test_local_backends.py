@@ -134,6 +134,39 @@ def test_embedded_likelihoods_batched_equal_one_pair_at_a_time() -> None:
     assert backend.loglikelihoods(pairs[::-1]) == got[::-1]  # memoised, order kept
 
 
+def test_packed_texts_equal_each_sequence_scored_alone() -> None:
+    """The trie packing (texts sharing first tokens, a text that is another's start, a
+    one-token text, a text whose first token merges with its context's last) gives each
+    pair the log-likelihood the whole sequence alone gives."""
+    import torch
+
+    backend = create_backend("embedded/gemma-3-270m", batch_size=8)
+    assert isinstance(backend, HFBackend) and backend.prefix_sharing
+    backend.clear_memo()
+    header = "Captions written by different people for the same image:\n-"
+    pairs = [(header, " A dog runs on the grass."), (header, " A dog runs."),
+             (header, " A dog"), (header, " A"), (header, " Two cats sleep."),
+             (header + " A dog runs.\n-", " A dog runs on the grass."),
+             (header + " A dog runs.\n-", " A cat."),
+             ("A caption written for an ima", "ge of two dogs."),
+             ("A caption written for an ima", "ges of a cat.")]
+    tokens = backend.stats.tokens
+    got = backend.loglikelihoods(pairs)
+    # Shared first tokens fed once: fewer than the contexts once plus every text whole.
+    contexts = {c for c, _ in pairs}
+    alone = sum(len(backend._pair_ids(c, "")[0]) for c in contexts) + \
+        sum(len(f) - b for f, b in (backend._pair_ids(c, t) for c, t in pairs))
+    assert 0 < backend.stats.tokens - tokens < alone
+    for (context, text), (value, n) in zip(pairs, got, strict=True):
+        full, begin = backend._pair_ids(context, text)
+        with torch.inference_mode():
+            logits = backend.model(input_ids=torch.tensor([full])).logits.float()[0]
+        logp = torch.log_softmax(logits[:-1], dim=-1)
+        expected = sum(float(logp[k - 1, full[k]]) for k in range(begin, len(full)))
+        assert n == len(full) - begin
+        assert value == pytest.approx(expected, abs=1e-3), (context, text)
+
+
 @pytest.mark.slow
 def test_embedded_likelihood_judge_scores_the_sample(ingested: Path, tmp_path: Path) -> None:
     config = JudgeConfig(method="likelihood", backend="embedded/gemma-3-270m",

@@ -14,7 +14,6 @@ import pytest
 
 from capjudge.backends import create_backend
 from capjudge.backends.hf import HFBackend
-from capjudge.backends.packing import buckets as _buckets
 from capjudge.client import JudgeClient
 from capjudge.item import Item, load_items
 from capjudge.judge import JudgeConfig, judge_items, shared_context_order
@@ -38,18 +37,6 @@ def test_requests_sharing_a_context_are_sent_together_in_first_seen_order() -> N
     order = shared_context_order(range(len(planned)), planned)
     assert [planned[k].item_id for k in order] == ["a1", "a2", "b1", "b2", "g"]
     assert shared_context_order([4, 0], planned) == [4, 0]  # only the given indices
-
-
-def test_buckets_bound_padding_and_memory() -> None:
-    widths = [2, 2, 3, 10, 10, 11, 40]
-    ranges = _buckets(widths, budget=100, held=widths)
-    assert ranges[0][0] == 0 and ranges[-1][1] == len(widths)
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
-    for lo, hi in ranges:
-        rows = widths[lo:hi]
-        assert len(rows) == 1 or len(rows) * max(rows) <= 1.5 * sum(rows)
-        assert len(rows) == 1 or len(rows) * max(rows) <= 100
-    assert (6, 7) in ranges  # the long row is not padded onto the short ones
 
 
 @pytest.mark.slow
