@@ -4,10 +4,11 @@
 
 1. Likelihood judge (npmi, pmi, conditional on the first ``--items`` sample candidates): the
    left-padded path (every pair encoded whole, the vocabulary head applied whole: the path
-   before prefix sharing) vs prefix sharing (each context once, texts over its cache) with the
-   head applied whole vs in vocabulary slices (today's) — seconds per candidate, tokens fed to
-   the model per candidate vs the minimum (every distinct context and every distinct pair's
-   text once), max |delta score| against the padded path.
+   before prefix sharing) vs prefix sharing (each context once, the texts packed as token
+   tries over its cache) with the head applied whole vs in vocabulary slices (today's) —
+   seconds per candidate, tokens fed to the model per candidate vs the one-text-per-row
+   minimum (every distinct context and every distinct pair's text once; the tries go below
+   it), max |delta score| against the padded path.
 2. ``--numerics``: the shared path in float32 vs bfloat16 vs int8 dynamic quantisation
    (seconds per candidate, max |delta score| against float32).
 3. ``--tree``: the exact 0-100 distribution, level walk (4 passes) vs tree mask (2 passes).
@@ -15,8 +16,9 @@
    Flickr8k-Expert candidates (every rating a row) in float32, bfloat16 and int8, and the
    wall time of each (a numerics option is offered only within +-0.3 tau-c of float32).
 5. ``--floor GFLOPS``: the least arithmetic a candidate needs (every distinct context and
-   text once; the head at every scored position) and its time at that rate, on the sample
-   and (with ``--flickr8k``) on the whole of Flickr8k-Expert.
+   text once, the head at every scored position; and as whole-run tries: shared starts
+   once, last tokens unfed, one head row per distinct position) and its time at that rate,
+   on the sample and (with ``--flickr8k``) on the whole of Flickr8k-Expert.
 
 The paths alternate round by round and each figure is the median of its rounds, so a machine
 shared with other work slows both sides alike: read the ratios, not the seconds.
@@ -232,6 +234,31 @@ DECODER_GFLOP_PER_TOKEN = 0.2006
 HEAD_GFLOP_PER_POSITION = 0.3355
 
 
+def trie_counts(backend: HFBackend, planned: list[Planned]) -> tuple[int, int]:
+    """Tokens fed and head rows when the whole run is one trie per context (the packed
+    path's own floor): every context as one trie, each context's texts as one trie without
+    their last tokens, and one head row per distinct predicting position."""
+    from capjudge.backends.packing import Pack, pack_paths
+
+    pairs = {p for x in planned for p in x.request.continuations}
+    by_context: dict[tuple[int, ...], list[tuple[int, list[int], int]]] = {}
+    for k, (context, text) in enumerate(sorted(pairs)):
+        full, begin = backend._pair_ids(context, text)
+        if len(full) > begin:
+            prefix = tuple(full[:begin])
+            by_context.setdefault(prefix, []).append((k, full[begin:], 0))
+    paths = list(by_context)
+    tokens = sum(len(pack) for pack, _ in pack_paths(paths, sum(map(len, paths))))
+    rows = 0
+    for prefix, texts in by_context.items():
+        pack = Pack(prefix)
+        for k, suffix, first in texts:
+            pack.add(k, suffix, first)
+        tokens += len(pack)
+        rows += len({node for node, _, _ in pack.scored})
+    return tokens, rows
+
+
 def floor_report(label: str, items: list[Item], gflops: float) -> None:
     """The arithmetic a candidate needs at least, and its time at ``gflops``."""
     config = JudgeConfig(method="likelihood", backend="embedded/gemma-3-270m", modes=MODES)
@@ -245,9 +272,15 @@ def floor_report(label: str, items: list[Item], gflops: float) -> None:
     n = len(items)
     tokens = minimum_tokens(backend, planned) / n
     per = tokens * DECODER_GFLOP_PER_TOKEN + positions / n * HEAD_GFLOP_PER_POSITION
-    print(f"[floor] {label}: {n} candidates, at least {tokens:.0f} tokens fed and "
-          f"{positions / n:.0f} scored positions each = {per:.1f} GFLOP; at {gflops:.0f} "
-          f"GFLOP/s {per / gflops:.3f} s per candidate, {per / gflops * n / 60:.1f} min for all")
+    print(f"[floor] {label}: {n} candidates, one text per row: at least {tokens:.0f} tokens "
+          f"fed and {positions / n:.0f} scored positions each = {per:.1f} GFLOP; at "
+          f"{gflops:.0f} GFLOP/s {per / gflops:.3f} s per candidate, "
+          f"{per / gflops * n / 60:.1f} min for all")
+    fed, rows = trie_counts(backend, planned)
+    per = fed / n * DECODER_GFLOP_PER_TOKEN + rows / n * HEAD_GFLOP_PER_POSITION
+    print(f"[floor] {label}: as tries (shared starts once, last tokens unfed): {fed / n:.0f} "
+          f"tokens and {rows / n:.0f} head rows each = {per:.1f} GFLOP; "
+          f"{per / gflops:.3f} s per candidate, {per / gflops * n / 60:.1f} min for all")
 
 
 def flickr_items(path: str) -> list[Item]:

@@ -446,10 +446,12 @@ class HFBackend(Backend):
         is asked for every candidate of its picture, and the judge's modes share their pairs.
 
         With ``prefix_sharing`` (the default) the pairs are grouped by context: each distinct
-        context is encoded once and its key/value cache kept (a small LRU across calls, so a
+        context is encoded once (the call's new contexts as one token trie, their shared
+        opening words fed once) and its key/value cache kept (a small LRU across calls, so a
         picture's references and the neutral context are not re-encoded by the next batch);
-        all the group's texts are then scored in one batched pass over that cache, expanded
-        to the batch (right padding only, which causal attention never lets a real token see).
+        the group's texts are then packed as token tries over that cache (``packing``): a
+        token several texts start with is fed and put through the head once, and a text's
+        last token is scored without being fed.
         Without it every pair is encoded whole in a left-padded batch (the path before
         prefix sharing; same numbers within float noise).
         """
@@ -555,9 +557,8 @@ class HFBackend(Backend):
                       encoded: list[tuple[list[int], int]]) -> None:
         """Pairs grouped by context: each context encoded once, then every text over it.
 
-        Two kinds of pass: the contexts not already cached, right-padded in one batch (causal
-        attention never lets a real token see the padding, and each row keeps its own
-        positions); then the texts, packed as token tries (``packing``): a row holds many
+        Two kinds of pass: the contexts not already cached (as a trie, ``_prefix_states``);
+        then the texts, packed as token tries (``packing``): a row holds many
         texts of one context over that context's key/value cache, each node fed once and
         masked to see the context, its ancestors and itself only (rows with shorter contexts
         have the gap masked out, and every node its own position id).
@@ -623,7 +624,9 @@ class HFBackend(Backend):
 
         Prefixes seen before come from a small LRU (the neutral context is the same for every
         text of the run; a picture's references are the context of all its candidates); the
-        others are encoded right-padded, as few passes as the token budget allows.
+        others are encoded as one token trie (``packing.pack_paths``; the prompt's opening
+        words, the same in every context, fed once), each keeping the keys and values of its
+        own path.
         """
         import torch
 
