@@ -603,7 +603,7 @@ class HFBackend(Backend):
         picks = _Picks()
         for pack in packs:  # first tokens: read at the context's last position
             for node, target, pair in pack.scored:
-                if node < 0:
+                if node == CONTEXT:
                     picks.add_prefix(pack.prefix, states[pack.prefix][1], target, pair)
         for lo, hi in passes:
             self._score_packs(packs[lo:hi], states, decoder, picks)
@@ -643,9 +643,9 @@ class HFBackend(Backend):
             return out
         # As one trie: the prompt's opening words (the same for every context) fed once.
         window = getattr(self._text_config(), "sliding_window", None)
-        width = max(max(len(p) for p in missing), PREFIX_PACK_WIDTH)
-        if window:  # a pass's cache stays inside the window (the caller checked the prefixes)
-            width = max(max(len(p) for p in missing), min(width, window - 2))
+        # A pass's cache stays inside the window (the caller checked the prefixes' lengths).
+        cap = min(PREFIX_PACK_WIDTH, window - 2) if window else PREFIX_PACK_WIDTH
+        width = max(cap, max(len(p) for p in missing))
         packed = sorted(pack_paths(missing, width), key=lambda x: len(x[0]))
         sizes = [len(pack) for pack, _ in packed]
         for lo, hi in buckets(sizes, self.max_batch_tokens, sizes):
@@ -997,28 +997,24 @@ class HFBackend(Backend):
         nodes = sorted({s[:k] for s in strings for k in range(1, len(s) + 1)},
                        key=lambda p: (len(p), p))
         index = {p: i for i, p in enumerate(nodes)}
+        # One pack: each prefix adds one node (its parent prefix came before it in this
+        # order), so node i is nodes[i].
+        pack = Pack(tuple(context))
+        for p in nodes:
+            pack.add_path([digit[c] for c in p])
         with torch.inference_mode():
             root, cache = self._base(context, extras)
-            n_ctx, n = len(context), len(nodes)
-            dtype = self.model.dtype if self.model.dtype.is_floating_point else torch.float32
-            allowed = torch.zeros((n, n_ctx + n), dtype=torch.bool)
-            allowed[:, :n_ctx] = True
-            for i, p in enumerate(nodes):
-                for k in range(1, len(p) + 1):
-                    allowed[i, n_ctx + index[p[:k]]] = True
-            mask = torch.full((1, 1, n, n_ctx + n), torch.finfo(dtype).min, dtype=dtype)
-            mask[0, 0][allowed] = 0.0
-            ids = torch.tensor([[digit[p[-1]] for p in nodes]], device=self.device)
-            positions = torch.tensor([[n_ctx + len(p) - 1 for p in nodes]], device=self.device)
+            n = len(nodes)
+            ids, positions, mask = self._tree_inputs([pack])
             decoder = self._decoder()
             if decoder is None:  # no separable head: every node's logits from the model
                 out = self.model(input_ids=ids, past_key_values=cache, use_cache=True,
-                                 attention_mask=mask.to(self.device), position_ids=positions)
+                                 attention_mask=mask, position_ids=positions)
                 logp = torch.log_softmax(out.logits[0].float(), dim=-1)
                 hidden = None
             else:
                 hidden = decoder(input_ids=ids, past_key_values=cache, use_cache=True,
-                                 attention_mask=mask.to(self.device),
+                                 attention_mask=mask,
                                  position_ids=positions).last_hidden_state[0]
                 head = self.model.get_output_embeddings()
             self.stats.forward_passes += 1

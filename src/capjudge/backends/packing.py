@@ -52,13 +52,13 @@ class Pack:
 
     def new_nodes(self, tokens: Sequence[int]) -> int:
         """How many nodes feeding ``tokens`` as a path would add."""
-        node, known = CONTEXT, 0
-        while known < len(tokens):
-            node = self._nodes.get((node, tokens[known]), None)  # type: ignore[assignment]
-            if node is None:
-                break
-            known += 1
-        return len(tokens) - known
+        node = CONTEXT
+        for known, token in enumerate(tokens):
+            child = self._nodes.get((node, token))
+            if child is None:
+                return len(tokens) - known
+            node = child
+        return 0
 
     def add_path(self, tokens: Sequence[int]) -> int:
         """Feed every token of ``tokens`` (sharing the nodes already there); its last node."""
