@@ -2,7 +2,8 @@
 
 - prefix sharing (contexts encoded once, texts scored over their cached context) gives the same
   likelihood scores as encoding every pair whole, and feeds fewer tokens to the model;
-- the judge sends one picture's candidates together.
+- the judge sends one picture's candidates together;
+- the decoder's linear layers packed for oneDNN give PyTorch's own kernel's scores.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from capjudge.item import Item, load_items
 from capjudge.judge import JudgeConfig, judge_items, shared_context_order
 from capjudge.methods import get_method
 from capjudge.methods.base import Planned
-from capjudge.protocol import JudgeRequest
+from capjudge.protocol import BackendError, JudgeRequest
 
 
 def _likelihood_request(context: str, tag: str) -> Planned:
@@ -71,6 +72,41 @@ def test_prefix_sharing_gives_the_same_scores_on_the_sample(ingested: Path) -> N
         assert old is not None and scores[True][key] == pytest.approx(old, abs=1e-3), key
     assert lengths[True] == lengths[False]
     assert 0 < tokens[True] < 0.6 * tokens[False]
+
+
+@pytest.mark.slow
+def test_packed_linear_layers_give_the_same_scores_on_the_sample(ingested: Path) -> None:
+    """The decoder's layers packed for oneDNN (the CPU default) against PyTorch's own kernel:
+    the same likelihood scores within |delta| <= 1e-3 on the 0-100 scale, every mode."""
+    rows = pq.read_table(ingested / "items.parquet").to_pylist()
+    picture = rows[0]["media_sha256"]
+    chosen = [Item.from_row(r) for r in rows if r["media_sha256"] == picture][:3]
+    scores = {}
+    for kernel in ("default", "onednn"):
+        config = JudgeConfig(method="likelihood", backend="embedded/gemma-3-270m",
+                             modes=["npmi", "pmi", "conditional"],
+                             backend_options={"batch_size": 8, "linear_kernel": kernel})
+        backend = create_backend(config.backend, **config.backend_options)
+        assert isinstance(backend, HFBackend)
+        assert backend.describe()["linear_kernel"] == \
+            ("default" if kernel == "default" else "onednn-packed")
+        backend.clear_memo()
+        result = judge_items(chosen, config, backend=backend, client=JudgeClient(backend, None))
+        assert {r.status for r in result.rows} == {"ok"}
+        verdicts = result.verdicts(get_method("likelihood"), {})
+        scores[kernel] = {key: v.score for key, v in verdicts.items()}
+    assert len(scores["default"]) == 9 and scores["default"].keys() == scores["onednn"].keys()
+    for key, old in scores["default"].items():
+        assert old is not None and scores["onednn"][key] == pytest.approx(old, abs=1e-3), key
+
+
+def test_linear_kernel_option_is_checked() -> None:
+    with pytest.raises(BackendError, match="linear_kernel must be"):
+        create_backend("embedded/gemma-3-270m", linear_kernel="fast")
+    with pytest.raises(BackendError, match="float32 weights on the CPU"):
+        create_backend("embedded/gemma-3-270m", linear_kernel="onednn", dtype="bfloat16")
+    bf16 = create_backend("embedded/gemma-3-270m", dtype="bfloat16")
+    assert bf16.describe()["linear_kernel"] == "default"  # auto: float32 only
 
 
 class _ForwardCounter:

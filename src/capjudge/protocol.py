@@ -203,8 +203,9 @@ class BackendFacts(TypedDict, total=False):
     """What :meth:`~capjudge.backends.base.Backend.describe` says about a backend.
 
     ``backend`` and ``snapshot`` are always there; the rest is each kind's own (OpenAI: model,
-    base URL, continuation, server; HF: path, architecture, vision, device, numerics, threads;
-    llama.cpp: model, GGUF, mmproj, parallel, threads, poll, engine). Never credentials.
+    base URL, continuation, server; HF: path, architecture, vision, device, numerics, threads,
+    linear kernel; llama.cpp: model, GGUF, mmproj, parallel, threads, poll, engine). Never
+    credentials.
     """
 
     backend: Required[str]
@@ -219,6 +220,7 @@ class BackendFacts(TypedDict, total=False):
     device: str
     numerics: str
     threads: int | None
+    linear_kernel: str
     gguf: str
     mmproj: str | None
     parallel: int
