@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from capjudge.backends.base import Backend, Capabilities
+from capjudge.backends.compute_thread import computes
 from capjudge.backends.logprobs import find_printed
 from capjudge.backends.packing import CONTEXT, Pack, buckets, pack_paths, plan_packs
 from capjudge.protocol import (
@@ -147,6 +148,7 @@ class HFBackend(Backend):
         """``hf/<local path>``: the model directory."""
         return cls(name, backend_id=f"hf/{name}", **options)
 
+    @computes
     def __init__(self, path: str | Path, *, backend_id: str | None = None,
                  device: str | None = None, dtype: str = "auto", batch_size: int = 8,
                  min_mass: float = 0.5, max_tree_rows: int = 128, prune: float = 1e-6,
@@ -393,6 +395,7 @@ class HFBackend(Backend):
 
     # -- generation ----------------------------------------------------------------------
 
+    @computes
     def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse | BackendError]:
         """Answer a batch on the local model; per request a response or the error it raised.
 
@@ -476,6 +479,7 @@ class HFBackend(Backend):
                 model=Path(self.path).name, system_fingerprint=self.snapshot()))
         return out
 
+    @computes
     def loglikelihoods(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, int]]:
         """``(sum of log p(token), number of tokens)`` of each text after its context.
 
@@ -933,6 +937,7 @@ class HFBackend(Backend):
 
     # -- exact distributions ---------------------------------------------------------------
 
+    @computes
     def distribution(self, context: list[int], values: Sequence[int],
                      extras: dict[str, object] | None = None) -> dict[int, float]:
         """Exact P(value) for each value at the end of ``context`` (not renormalised)."""
@@ -1117,6 +1122,7 @@ class HFBackend(Backend):
                         logp[row, len(e) - 1])
         return out
 
+    @computes
     def naive_distribution(self, context: list[int], values: Sequence[int]) -> dict[int, float]:
         """The baseline the digit tree is measured against: one full forward per value."""
         import torch
