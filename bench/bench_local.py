@@ -5,7 +5,8 @@
 1. Likelihood judge (npmi, pmi, conditional on the first ``--items`` sample candidates): the
    left-padded path (every pair encoded whole, the vocabulary head applied whole: the path
    before prefix sharing) vs prefix sharing (each context once, the texts packed as token
-   tries over its cache) with the head applied whole vs in vocabulary slices (today's) —
+   tries over its cache) with the head applied whole vs in vocabulary slices, on PyTorch's own
+   linear kernel (``shared-mkl``) and with the decoder's layers packed for oneDNN (today's) —
    seconds per candidate, tokens fed to the model per candidate vs the one-text-per-row
    minimum (every distinct context and every distinct pair's text once; the tries go below
    it), max |delta score| against the padded path.
@@ -108,12 +109,15 @@ def likelihood_benchmark(items: list[Item], rounds: int, batch: int) -> None:
     config = JudgeConfig(method="likelihood", backend="embedded/gemma-3-270m", modes=MODES)
     planned, _ = plan(items, config)
     n = len(items)
-    # The path before issue 20 (every pair whole, the head applied whole), prefix sharing with
-    # the head still applied whole, and today's (prefix sharing, the head in slices).
-    paths = {"padded": (False, False), "shared-whole": (True, False), "shared": (True, True)}
+    # The path before issue 20 (every pair whole, the head applied whole, PyTorch's own linear
+    # kernel), prefix sharing with the head still applied whole, prefix sharing with the head
+    # in slices on PyTorch's kernel, and today's (the decoder's layers packed for oneDNN).
+    paths = {"padded": (False, False, "default"), "shared-whole": (True, False, "default"),
+             "shared-mkl": (True, True, "default"), "shared": (True, True, "auto")}
     backends: dict[str, HFBackend] = {}
-    for name, (sharing, sliced) in paths.items():
-        b = _own_backend(batch, {"prefix_sharing": sharing})  # one instance each
+    for name, (sharing, sliced, kernel) in paths.items():
+        # One instance each.
+        b = _own_backend(batch, {"prefix_sharing": sharing, "linear_kernel": kernel})
         b.sliced_head = sliced
         backends[name] = b
     run_once(backends["shared"], planned[:3], batch)  # warm-up (first-call allocations)
