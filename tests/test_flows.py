@@ -77,7 +77,14 @@ def test_dvc_pipeline_runs_and_reruns_as_a_no_op(tmp_path: Path) -> None:
         shutil.copy2(ROOT / name, project / name)
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["sample"]["images"] = 2
+    # A user's first small run (issue 33): an API-like judge and a VisCE² judge reading its
+    # own context stage, both on a vision backend, so every stage down to the report has rows.
     params["judges"] = {"gveval-fake": {"method": "gveval", "backend": "fake/hash+vision"}}
+    params["contexts"] = {"fake": {"method": "visce2", "backend": "fake/hash+vision",
+                                   "kinds": ["context"]}}
+    params["context_judges"] = {"visce2-fake": {"method": "visce2",
+                                                "backend": "fake/hash+vision",
+                                                "context": "fake"}}
     params["judge"]["cache_dir"] = str(tmp_path / "cache")
     (project / "params.yaml").write_text(yaml.safe_dump(params))
     (project / "dvc.lock").unlink(missing_ok=True)
@@ -89,6 +96,11 @@ def test_dvc_pipeline_runs_and_reruns_as_a_no_op(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stdout + first.stderr
     rows = pq.read_table(project / "data/judge/gveval-fake/judgements.parquet").to_pylist()
     assert {r["mode"] for r in rows} == {"ref-only", "ref-free", "combined"}
+    visce2 = pq.read_table(project / "data/judge/visce2-fake/judgements.parquet").to_pylist()
+    assert visce2 and any(r["score"] is not None for r in visce2)
+    report = (project / "reports/report.md").read_text()
+    assert "visce2-fake" in report and "gveval-fake" in report
+    assert "## Agreement with humans" in report and (project / "reports/report.html").is_file()
     second = subprocess.run(["dvc", "repro"], cwd=project, capture_output=True, text=True,
                             timeout=600)
     assert second.returncode == 0

@@ -74,6 +74,12 @@ SAMPLE_PROTOCOL = ("sample-gold: one row per item, the human label is the annota
                    "(the bundled sample's labels are derived from its generator)")
 
 
+# The agreement table when no series has an item (an empty run): its key columns, no rows.
+EMPTY_AGREEMENT = pa.schema([("judge", pa.string()), ("method", pa.string()),
+                             ("mode", pa.string()), ("protocol", pa.string()),
+                             ("items", pa.int64()), ("n", pa.int64())]).empty_table()
+
+
 @dataclass(frozen=True)
 class ReportConfig:
     """``params.yaml: report``."""
@@ -240,6 +246,11 @@ def _ran(systems: Sequence[SystemRow]) -> set[str]:
     return {f"{s['judge']}/{s['mode']}" for s in systems if (_number(s.get("scored")) or 0) > 0}
 
 
+def _two(value: object) -> str:
+    """A figure with two decimals, '-' when there is none."""
+    return f"{value:.2f}" if isinstance(value, int | float) else "-"
+
+
 def _summaries(view: ReportView) -> dict[str, str]:
     """One line per collapsed table: what it holds and its most telling figure."""
     rel = view["reliability"]
@@ -263,13 +274,22 @@ def _summaries(view: ReportView) -> dict[str, str]:
         rho, series = max(length, key=lambda r: abs(r[0]))
         out["length_bias"] = (f"{len(length)} series; strongest: {series} partial rho "
                               f"{100 * rho:.1f}")
+    else:
+        # Rows without an estimate (constant scores, lengths or labels on a small run): the
+        # section is still shown, with its rows' dashes, and this line says why.
+        out["length_bias"] = (f"{len(rel.get('length_bias') or [])} series; no partial "
+                              "correlation could be estimated (constant scores, lengths or "
+                              "human labels)")
     calibration = [(v, r) for r in rel.get("calibration") or []
                    if (v := r.get("mae_after")) is not None]
     if calibration:
         mae_after, top = min(calibration, key=lambda r: r[0])
         out["calibration"] = (f"{len(calibration)} series; lowest MAE after the map: "
                               f"{top['series']} {mae_after:.2f} (before "
-                              f"{top['mae_before']:.2f})")
+                              f"{_two(top.get('mae_before'))})")
+    else:
+        out["calibration"] = (f"{len(rel.get('calibration') or [])} series; no map could be "
+                              "evaluated (too few distinct scores or labels)")
     systems = view["systems"]
     out["systems"] = (f"{len({s['system'] for s in systems})} systems x "
                       f"{len({(s['judge'], s['mode']) for s in systems})} series that ran "
@@ -359,9 +379,11 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
             if a.get("text_only"):  # scored, but say how many had no distribution
                 a["not_scored_text"] += f" (text_only: {a['text_only']} scored from the " \
                     "printed number alone)"
+            if a.get("note"):  # no statistic: the reason stands where the figures would be
+                a["not_scored_text"] += f"; no agreement: {a['note']}"
         add_table(con, "agreement", pa.Table.from_pylist(
             [{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in a.items()}
-             for a in agree]))
+             for a in agree]) if agree else EMPTY_AGREEMENT)
         raw_matrices = criterion_matrices(human_by_criterion(con))
         reasoning = {(j, m, i): t for j, m, i, t in con.execute(
             "SELECT judge, mode, item_id, first(reasoning ORDER BY criterion) FROM judgements "
