@@ -15,11 +15,11 @@ import tempfile
 from pathlib import Path
 from statistics import mean
 
-from capjudge.backends import masking
 from capjudge.ingest import ingest
 from capjudge.item import load_items
 from capjudge.judge import JudgeConfig, judge_items
 from capjudge.methods import get_method, verdict
+from capjudge.reading import masking
 from capjudge.sample import generate_sample
 from capjudge.testing.openai_server import MockOpenAIServer
 from capjudge.testing.quoting import injection_inflation, injection_items

@@ -136,7 +136,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "capjudge.scoring", "capjudge.progress", "capjudge.stats", "capjudge.reliability",
               "capjudge.manifest", "capjudge.sample", "capjudge.item", "capjudge.media",
               "capjudge.limits", "capjudge.records")),
-    ("protocol", ("capjudge.protocol", "capjudge.cache", "capjudge.cost",
+    ("protocol", ("capjudge.protocol", "capjudge.cache", "capjudge.cost", "capjudge.reading",
                   "capjudge.media_check")),
     ("prompts", ("capjudge.prompts",)),
     ("backends", ("capjudge.backends",)),
@@ -213,8 +213,8 @@ def test_the_graph_sees_relative_and_function_level_imports(tmp_path: Path) -> N
     graph = import_graph()
     # A function-level import (cli.judge imports the judge stage inside its command).
     assert "capjudge.judge" in graph["capjudge.cli.judge"]
-    # ``from capjudge.backends import masking`` names the submodule.
-    assert "capjudge.backends.masking" in graph["capjudge.methods.cap3d"]
+    # ``from capjudge.reading import masking`` names the submodule.
+    assert "capjudge.reading.masking" in graph["capjudge.methods.cap3d"]
     # The protocol types sit below prompts and methods.
     assert "capjudge.protocol" in graph["capjudge.prompts"]
     assert "capjudge.backends.base" not in graph["capjudge.prompts"]

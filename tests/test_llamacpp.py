@@ -25,14 +25,14 @@ from typing import Any
 import pytest
 
 from capjudge.backends import create_backend
-from capjudge.backends.logprobs import find_printed
+from capjudge.reading.locate import find_printed
 from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
 from capjudge.cli import main as cli_main
 from capjudge.client import JudgeClient, RetryPolicy
 from capjudge.item import Item
 from capjudge.methods import get_method
 from capjudge.methods.base import MethodOptions, Planned
-from capjudge.protocol import BackendError, Decoding, JudgeRequest, Message
+from capjudge.protocol import BackendError, Decoding, JudgeRequest, JudgeResponse, Message
 
 try:
     import xllamacpp  # noqa: F401
@@ -527,3 +527,25 @@ def test_poll_sets_the_engine_threads_busy_wait_level() -> None:
     assert server_params(gguf, alias="m").cpuparams.poll == 50  # the engine's own default
     with pytest.raises(BackendError, match="poll must be 0-100"):
         server_params(gguf, alias="m", poll=101)
+
+
+def test_verdict_format_json_schema_is_enforced_by_the_engine(
+        in_process: OpenAIBackend) -> None:
+    # verdict_format: json_schema on llama.cpp's own server: the schema becomes a grammar, so
+    # even this small base model answers with the schema's JSON, and the reader reads the
+    # score at its JSON key (its distribution taken there, follow-ups without the schema).
+    # (On CAPTIONS[0] this base model loops inside its "reasoning" string until max_tokens:
+    # a cut JSON, a parse failure; the sample's figures are in docs/guides/reading-scores.md.)
+    method = get_method("gveval")
+    planned = [method.constrained(p) for p in method.plan(
+        Item(id="t1", candidate=CAPTIONS[1][0], references=CAPTIONS[1][1]), "ref-only",
+        MethodOptions(decoding=Decoding(max_tokens=64), vision=False,
+                      extra={"verdict_format": "json_schema"})) if isinstance(p, Planned)]
+    request = planned[0].request
+    assert json.loads(request.verdict_schema)["required"] == ["reasoning", "score"]
+    answer = in_process.generate([request])[0]
+    assert isinstance(answer, JudgeResponse)
+    verdict = json.loads(answer.text)
+    assert set(verdict) == {"reasoning", "score"} and 0 <= verdict["score"] <= 100
+    slot = answer.slots[0]
+    assert slot.read_by == "JSON key 'score'" and slot.printed == verdict["score"]

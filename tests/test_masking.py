@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from capjudge.backends.logprobs import READING_RULES_VERSION
-from capjudge.backends.masking import (
+from capjudge.reading.masking import (
     find_decline,
     mask_hypotheticals,
     mask_quotes,

@@ -114,8 +114,20 @@ def test_free_form_options_are_left_to_the_components(committed: dict[str, Any])
     data = copy.deepcopy(committed)
     data["judges"]["likelihood-embedded"]["backend_options"] = {
         "batch_size": 16, "prefix_sharing": True, "threads": 2, "anything_new": [1, 2]}
-    data["judges"]["gveval-embedded"]["method_options"] = {"prompt_variant": "x", "score": "y"}
+    data["judges"]["gveval-embedded"]["method_options"] = {"prompt_variant": "guarded",
+                                                           "anything_new": "y"}
     assert validate_params(data) is data
+
+
+def test_a_methods_named_options_take_only_its_values(committed: dict[str, Any]) -> None:
+    # Free-form keys are the components'; a named option's value (prompt_variant,
+    # verdict_format ...) is the method's list, checked before any stage runs.
+    for option, bad in (("prompt_variant", "x"), ("verdict_format", "xml")):
+        data = copy.deepcopy(committed)
+        data["judges"]["gveval-embedded"]["method_options"] = {option: bad}
+        with pytest.raises(ParamsError, match=rf"judges.gveval-embedded.method_options: "
+                                              rf"gveval: unknown {option} '{bad}'; choose"):
+            validate_params(data)
 
 
 def test_load_params_prefixes_the_file_and_fails_on_bad_yaml(tmp_path: Path) -> None:

@@ -255,7 +255,7 @@ def test_visce2_json_score_is_the_printed_integer_with_the_expected_value_beside
         "--caption", "A red square."], capsys, tmp_path)
     assert out["status"] == "ok" and out["score"] == 80.0 and out["printed"] == 80
     assert out["expected"] == pytest.approx(77.0)
-    assert out["settings"] == "prompt_variant=paper; score=printed"
+    assert out["settings"] == "prompt_variant=paper; score=printed; verdict_format=paper"
     assert out["template"] == "visce2/vanilla@2"
     rating = [b for b in server.requests if "Candidate caption" in prompt_text(b)]
     assert prompt_text(rating[0]) == (

@@ -390,7 +390,7 @@ def plan(items: Sequence[Item], config: JudgeConfig, vision: bool = True,
                                                f"{type(exc).__name__}: {exc}")]
             for result in results:
                 if isinstance(result, Planned):
-                    planned.append(result)
+                    planned.append(method.constrained(result))
                 else:
                     skipped.append(result)
     return planned, skipped
@@ -423,6 +423,19 @@ class JudgeResult:
         return {key: verdict(method, crit, options) for key, crit in self.criteria.items()}
 
 
+def check_verdict_format(method: Method, options: MethodOptions, backend: Backend) -> None:
+    """``verdict_format: json_schema`` needs a backend that enforces the schema.
+
+    Raises:
+        ValueError: the backend cannot (a local transformers model, a fake judge).
+    """
+    if dict(method.settings(options)).get("verdict_format") == "json_schema" and \
+            not backend.capabilities.json_schema:
+        raise ValueError(f"verdict_format: json_schema needs a backend that enforces a JSON "
+                         f"schema (openai/..., llamacpp/..., an OpenAI-compatible server); "
+                         f"{backend.backend_id} cannot")
+
+
 def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend | None = None,
                 client: JudgeClient | None = None, options: MethodOptions | None = None,
                 progress: Callable[[int, int], None] | None = None) -> JudgeResult:
@@ -445,6 +458,7 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
     if client is None:
         client = make_client(config, backend, progress)
     options = options or method_options(config, method, backend.capabilities.vision)
+    check_verdict_format(method, options, backend)
     planned, skips = plan(items, config, options=options)
     if config.repeats > 1:
         check_repeatable(backend)
@@ -613,7 +627,7 @@ def judgement(item: Item, method: str, mode: str, result: Criterion, *, template
         reason=c.reason, score=c.score, expected=c.expected, paths_disagree=c.paths_disagree,
         argmax=c.argmax, sd=c.sd, entropy=c.entropy, mass=c.mass,
         printed=None if c.printed is None else float(c.printed), values=c.values,
-        probs=c.probs, source=c.source, anchor_forced=c.anchor_forced,
+        probs=c.probs, source=c.source, anchor_forced=c.anchor_forced, read_by=c.read_by,
         reasoning=response.text, explanation=explanation, template=template,
         settings=settings, backend=backend, model=response.model, snapshot=snapshot,
         system_fingerprint=response.system_fingerprint, prompt_tokens=usage.prompt_tokens,

@@ -223,12 +223,25 @@ def _check_ids(data: Mapping[str, object]) -> None:
             if method is not None and method not in methods:
                 raise ParamsError(f"{group}.{name}.method: unknown method {method!r}"
                                   f"{suggest(str(method), methods)}")
+            options = entry.get("method_options")
+            if method is not None and isinstance(options, dict) and group != "contexts":
+                _check_choices(f"{group}.{name}.method_options", str(method), options)
             backend = entry.get("backend")
             if isinstance(backend, str):
                 kind = backend.partition("/")[0]
                 if kind not in kinds:
                     raise ParamsError(f"{group}.{name}.backend: unknown backend kind {kind!r} "
                                       f"in {backend!r}{suggest(kind, kinds)}")
+
+
+def _check_choices(where: str, method: str, options: Mapping[str, object]) -> None:
+    """A method's named options (``prompt_variant``, ``verdict_format`` ...) take its values."""
+    from capjudge.methods import MethodOptions, get_method
+
+    try:
+        get_method(method).settings(MethodOptions(extra=dict(options)))
+    except ValueError as exc:
+        raise ParamsError(f"{where}: {exc}") from None
 
 
 def _check_contexts(data: Mapping[str, object]) -> None:

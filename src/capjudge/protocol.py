@@ -84,7 +84,7 @@ class ScoreSlot:
     (HarmonicEval asks for the score first; VisCE² takes the first integer). ``"next"`` marks
     a continuation follow-up: the distribution of the first generated token over "the number
     ends" (-1) and the next digit (see :mod:`capjudge.backends.logprobs`). The reading rules
-    are in :func:`capjudge.backends.logprobs.locate`.
+    are in :func:`capjudge.reading.locate.locate`.
     ``forced_prefix`` is what a local model is teacher-forced with when its text never reached
     the anchor (for ``"first"`` slots: appended to the prompt alone, i.e. the answer's start).
     """
@@ -100,6 +100,10 @@ class ScoreSlot:
     # located, so a number inside a quotation is never read as the verdict. Not part of the
     # cache key (the prompt already holds these texts): see :meth:`JudgeRequest.canonical`.
     quotes: tuple[str, ...] = field(default=(), compare=False)
+    # The rubric's level names with their values ("Moderate Correctness" -> 3), as the prompt
+    # lists them: an answer that names a level instead of writing its number is read at that
+    # level. Reading context like ``quotes``: not part of the cache key.
+    levels: tuple[tuple[str, int], ...] = field(default=(), compare=False)
 
     @property
     def values(self) -> list[int]:
@@ -143,6 +147,10 @@ class JudgeRequest:
     # Texts the judge may quote (candidate, references): a reading context for methods that
     # read the text themselves (cap3d); NOT part of the cache key.
     quotes: tuple[str, ...] = ()
+    # ``verdict_format: json_schema``: the JSON schema (as JSON text) the answer must follow,
+    # sent as the OpenAI ``response_format`` (servers enforce it by grammar). Empty: the
+    # paper's free-text answer. Part of the cache key when set.
+    verdict_schema: str = ""
 
     @property
     def needs_vision(self) -> bool:
@@ -161,13 +169,16 @@ class JudgeRequest:
         if not decoding["sample"]:
             # Repeat 0 keeps the key it had before repeats existed: caches stay valid.
             del decoding["sample"]
-        # ``quotes`` is reading context, not what is asked: keys stay as they were.
-        slots: list[JSONValue] = [{k: v for k, v in asdict(s).items() if k != "quotes"}
-                                  for s in self.slots]
+        # ``quotes`` and ``levels`` are reading context, not what is asked: keys stay as they
+        # were.
+        slots: list[JSONValue] = [{k: v for k, v in asdict(s).items()
+                                   if k not in ("quotes", "levels")} for s in self.slots]
         out: dict[str, JSONValue] = {"messages": messages, "slots": slots,
                                      "decoding": decoding, "template": self.template}
         if self.continuations:  # only when present: generation requests keep their keys
             out["continuations"] = [list(pair) for pair in self.continuations]
+        if self.verdict_schema:  # only when present: free-text requests keep their keys
+            out["verdict_schema"] = self.verdict_schema
         return out
 
     def cache_key(self, backend_id: str, snapshot: str) -> str:
@@ -219,6 +230,8 @@ class BackendFacts(TypedDict, total=False):
     vision: bool
     device: str
     numerics: str
+    dtype_option: str
+    device_map: str | None
     threads: int | None
     linear_kernel: str
     gguf: str
@@ -226,6 +239,10 @@ class BackendFacts(TypedDict, total=False):
     parallel: int
     poll: int | None
     engine: str
+    determinism: str
+    cpu_features: str
+    engine_build: dict[str, str]
+    engine_version: str | None
 
 
 @dataclass
@@ -254,6 +271,9 @@ class SlotResult:
     reason: str | None = None
     printed: int | float | None = None  # the number the model wrote (float: a decimal)
     anchor_forced: bool = False  # local models: the anchor had to be appended
+    # How the reader found the number ("label 'final score' and '$'", "JSON key 'rating'",
+    # "the number the answer opens with"): the reading's confidence reason.
+    read_by: str | None = None
 
 
 @dataclass
@@ -310,7 +330,8 @@ class JudgeResponse:
                        "status": s.status,
                        "reason": s.reason,
                        "printed": s.printed,
-                       "anchor_forced": s.anchor_forced}
+                       "anchor_forced": s.anchor_forced,
+                       "read_by": s.read_by}
                       for s in self.slots],
             "usage": {"prompt_tokens": usage.prompt_tokens,
                       "completion_tokens": usage.completion_tokens},
@@ -355,7 +376,8 @@ class JudgeResponse:
                                         mass=s["mass"], source=s["source"],
                                         status=s.get("status", "ok"), reason=s.get("reason"),
                                         printed=s.get("printed"),
-                                        anchor_forced=s.get("anchor_forced", False)))
+                                        anchor_forced=s.get("anchor_forced", False),
+                                        read_by=s.get("read_by")))
         u = get("usage") or {}
         try:
             usage = Usage(**u)

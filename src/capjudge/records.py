@@ -327,6 +327,9 @@ class Judgement(Record):
     source: str | None = None
     """``logprobs`` | ``teacher_forcing`` | ``text`` | ``none``."""
     anchor_forced: bool | None = False
+    read_by: str | None = None
+    """How the reader found the number ("JSON key 'rating'", "label 'final score' and '$'",
+    "the number the answer opens with"): the reading's confidence reason."""
     reasoning: str | None = None
     explanation: str | None = None
     """The method's optional explanation turn."""
@@ -593,6 +596,8 @@ class AgreementEntry(TypedDict):
     systems: NotRequired[int]
     not_scored_text: NotRequired[str]
     """``not_scored`` as one line for the report's tables."""
+    note: NotRequired[str]
+    """Why the statistics are absent (too few items, a constant judge or human side)."""
 
 
 class ReliabilityItem(JudgedItem):

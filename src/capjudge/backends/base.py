@@ -35,6 +35,7 @@ class Capabilities:
     max_batch: int = 1  # requests per generate() call
     concurrency: int = 1  # parallel generate() calls the client may make
     likelihood: bool = False  # can score (context, text) log-likelihoods (local models)
+    json_schema: bool = False  # enforces a JSON-schema response format (verdict_format)
 
 
 class Backend(ABC):

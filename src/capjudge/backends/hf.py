@@ -43,7 +43,7 @@ from typing import Any
 
 from capjudge.backends.base import Backend, Capabilities
 from capjudge.backends.compute_thread import computes
-from capjudge.backends.logprobs import find_printed
+from capjudge.reading.locate import find_printed
 from capjudge.backends.packing import CONTEXT, Pack, buckets, pack_paths, plan_packs
 from capjudge.protocol import (
     BackendError,

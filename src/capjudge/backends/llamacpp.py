@@ -230,7 +230,8 @@ class LlamaCppBackend(OpenAIBackend):
         exit_promptly_on_signals()
         self.capabilities = Capabilities(vision=bool(mmproj), distribution="logprobs",
                                          max_batch=1,
-                                         concurrency=int(concurrency or self.parallel))
+                                         concurrency=int(concurrency or self.parallel),
+                                         json_schema=True)
         # The engine continues a final assistant message (prefill) and can force anchors.
         self._init_reading(min_mass, continue_digits, "prefill", force_anchor,
                            server="llama.cpp")

@@ -1,26 +1,12 @@
-"""Reading a judge's score: where it is in the text, and its distribution from token logprobs.
+r"""Reading a judge's score: where it is in the text, and its distribution from token logprobs.
 
 Two steps, kept apart so every backend and every method reads the same way.
 
-**Where the score is** (:func:`locate`, text only). Each slot is read where its prompt says it
-is, never "the last number anywhere":
-
-- labelled slots (``ScoreSlot.label``): the label, a short filler on the same line without
-  digits, the slot's anchor, then the number. G-VEval reads the last "final score ... $N$"
-  (so "Note the scale runs from $0$ to $100$" after it is not read), ACCR each ``Name: $N$``.
-  Only when no anchored one exists, a number right after the label ("Final score: 85").
-- unlabelled anchored slots (``anchor="$"``): the last ``$N$``.
-- first-integer slots (``position="first"``, no anchor; VisCE² and HarmonicEval): VisCE² §3
-  removes the canonical phrasings a judge wraps its score in and takes the first integer. Here
-  the phrasings that name the slot's own scale ("on a scale of 0 to 100", "(1-5)", "out of 5",
-  "/100", "between 0 and 100") are blanked first (offsets kept), then the first number after
-  a "Score:"/"Rating:" label, else the first number.
-
-A number is read whole: "85.5" is a decimal (a parse failure on a whole-number scale, never 8
-or 5), "80-85" a range, "4/5" and "4 out of 5" the numerator only when the denominator is the
-scale's top, a number on another scale ("8/10" on 0-100, "on a scale of 1 to 10") a parse
-failure with the reason. No number at all is a ``parse_failure`` (its reason says when the
-answer declines: "I'm sorry, I can't ...").
+**Where the score is** (:func:`capjudge.reading.locate.locate`, text only): the answer in
+canonical form, reasoning dropped, a careful reader's skips masked, then structure (JSON,
+tables, ``\boxed{}``), the method's labelled format, labels, and phrases last; several
+competing values, a range, a cut number are a ``parse_failure``, never a pick. The rules are
+in :mod:`capjudge.reading`.
 
 **The distribution** (:func:`read_tree`, :func:`finish`). The number's tokens are mapped to a
 *digit tree*: for each digit prefix the next-token probabilities (a digit, or "the number
@@ -55,8 +41,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from capjudge.backends.masking import find_decline, mask_text
-from capjudge.protocol import ScoreSlot, SlotResult, Status
+from capjudge.protocol import ScoreSlot, SlotResult
+from capjudge.reading.locate import Located, Unreadable, locate
+from capjudge.reading.view import normalise as normalise_text
 from capjudge.scoring import normalise
 
 END = "<end>"
@@ -68,11 +55,12 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 2
+READING_RULES_VERSION = 3
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
-a label may stand on its own line; ``\\boxed{N}``."""
+a label may stand on its own line; ``\\boxed{N}``. 3: the reader of :mod:`capjudge.reading`
+(NFKC, reasoning dropped, structure first, competing values and cut numbers abstain)."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
@@ -85,257 +73,6 @@ class TokenLogprob:
     token: str
     logprob: float
     top: tuple[tuple[str, float], ...] = field(default=())
-
-
-@dataclass(frozen=True)
-class Located:
-    """Where a slot's number was written.
-
-    Attributes:
-        start: offset of its first digit (a minus sign excluded).
-        digits_end: offset just after its integer digits (what the token path covers).
-        value: the number as written (a float when it had a decimal part).
-    """
-
-    start: int
-    digits_end: int
-    value: float
-
-    @property
-    def integral(self) -> bool:
-        """Whether the value is a whole number."""
-        return float(self.value).is_integer()
-
-    @property
-    def printed(self) -> int | float:
-        """The value as an int when it is whole."""
-        return int(self.value) if self.integral else self.value
-
-
-@dataclass(frozen=True)
-class Unreadable:
-    """Why no score could be read from a text (``status`` is ``parse_failure``)."""
-
-    status: Status
-    reason: str
-    printed: int | float | None = None
-
-
-# --- where the score is ------------------------------------------------------------------
-
-# A number standing alone: not the tail of a word, a longer number or a decimal. ASCII word
-# characters only: a score wrapped in Greek letters ("α80α", the official ACCR format) stands
-# alone.
-_NUMBER = re.compile(r"(?<![\w.])([-\u2212]?)(\d+)(\.\d+)?(?![\w])", re.ASCII)
-_RANGE_AFTER = re.compile(r"\s*(?:-|\u2013|\u2014|to)\s*[-\u2212]?\d")
-_FRACTION_AFTER = re.compile(r"\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)", re.I)
-_SCORE_LABEL = re.compile(r"\b(?:score|rating|rate|rated)\b[^\n\d]{0,24}?(?=[-\u2212]?\d)", re.I)
-_FOREIGN_SCALE = re.compile(
-    r"\bscale\s+(?:of|from)\s+\$?(\d+)\$?\s*(?:to|-|\u2013)\s*\$?(\d+)\$?"
-    r"|\bon\s+an?\s+(\d+)\s*(?:-|\u2013|to)\s*(\d+)\s+scale", re.I)
-_REFUSAL = re.compile(
-    r"\b(?:I(?:'|\u2019)?m sorry|I am sorry|I (?:cannot|can(?:'|\u2019)?t|am unable to|'m "
-    r"unable to|won(?:'|\u2019)?t)|(?:cannot|unable to) (?:assist|help|evaluate|rate|comply))",
-    re.I)
-_MARKUP = r"[\s*_`]*"
-
-
-def _blank(text: str, pattern: re.Pattern[str]) -> str:
-    """Replace every match of ``pattern`` by spaces (offsets stay valid)."""
-    return pattern.sub(lambda m: " " * len(m.group(0)), text)
-
-
-def scale_phrases(low: int, high: int) -> list[re.Pattern[str]]:
-    """The canonical phrasings that name the scale ``low``-``high``.
-
-    VisCE² §3 removes them before taking the first integer: "on a scale of 0 to 100", "(1-5)",
-    "between 0 and 100", "out of 5", "/100". Only the slot's own scale: "8/10" on 0-100 is a
-    number on another scale, not a phrasing to drop.
-    """
-    lo, hi = re.escape(str(low)), re.escape(str(high))
-    num_lo, num_hi = rf"\$?{lo}\$?", rf"\$?{hi}\$?"
-    between = r"\s*(?:-|\u2013|\u2014|to|and)\s*"
-    return [
-        re.compile(rf"\b(?:on\s+)?(?:a\s+)?(?:precise\s+)?scale\s+(?:of|from)\s+{num_lo}"
-                   rf"{between}{num_hi}", re.I),
-        re.compile(rf"\bon\s+a\s+{num_lo}{between}{num_hi}\s+scale\b", re.I),
-        re.compile(rf"\b(?:from|between)\s+{num_lo}{between}{num_hi}(?!\d)", re.I),
-        re.compile(rf"[(\[]\s*{num_lo}{between}{num_hi}\s*[)\]]"),
-        re.compile(rf"(?<![\d.]){num_lo}{between}{num_hi}\s+scale\b", re.I),
-        re.compile(rf"\bout\s+of\s+{num_hi}(?![\d.])", re.I),
-        re.compile(rf"/\s*{num_hi}(?![\d.])"),
-    ]
-
-
-def clean_text(text: str, slot: ScoreSlot) -> str:
-    """The text with the slot's own scale phrasings blanked (same length, same offsets)."""
-    for pattern in scale_phrases(slot.low, slot.high):
-        text = _blank(text, pattern)
-    return text
-
-
-_LATEX_OPEN = r"(?:\\(?:boxed|text|textbf|mathbf)\s*\{\s*)?"
-_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
-
-
-def _labelled_candidates(cleaned: str, slot: ScoreSlot) -> list[re.Match[str]]:
-    r"""The numbers written after ``slot.label`` and its anchor (the verdict region).
-
-    "Accuracy: $4$", "**Accuracy** score: $ 4 $", "The final score is **$85$**",
-    "The final score is:\n\n$\\boxed{85}$": the label, a filler without digits that does not
-    end a sentence and spans at most two line breaks (a label alone on its line, its value on
-    the next), the anchor, markdown or LaTeX, the number.
-    """
-    anchor = re.escape(slot.anchor)
-    label = re.compile(rf"\b{re.escape(slot.label or '')}", re.I)
-    value = re.compile(rf"[^\d]{{0,80}}?{anchor}{_MARKUP}{_LATEX_OPEN}{_MARKUP}(?=[-\u2212]?\d)")
-    out = []
-    for m in label.finditer(cleaned):
-        v = value.match(cleaned, m.end())
-        if v is None:
-            continue
-        filler = cleaned[m.end(): v.end()]
-        if filler.count("\n") > 2 or _SENTENCE_END.search(filler):
-            continue
-        number = _NUMBER.match(cleaned, v.end())
-        if number is not None:
-            out.append(number)
-    return out
-
-
-def _bare_candidates(cleaned: str, slot: ScoreSlot) -> list[re.Match[str]]:
-    r""""Final score: 85", "**Final Score:**\n\n**85**" (no anchor): right after the label.
-
-    Only a colon, "is", "=", "of", markdown or LaTeX and at most two line breaks between:
-    "Accuracy: the caption names 3 objects" is not a score.
-    """
-    bare = re.compile(rf"\b{re.escape(slot.label or '')}{_MARKUP}:?{_MARKUP}"
-                      rf"(?:(?:is|=|of)\b)?{_MARKUP}{_LATEX_OPEN}\$?{_MARKUP}"
-                      rf"(?=[-\u2212]?\d)", re.I)
-    return [n for m in bare.finditer(cleaned)
-            if m.group(0).count("\n") <= 2 and (n := _NUMBER.match(cleaned, m.end()))
-            is not None]
-
-
-def _check_number(text: str, match: re.Match[str], slot: ScoreSlot) -> Located | Unreadable:
-    """The number at ``match`` as a reading of ``slot``, or why it is not one."""
-    sign, digits, decimals = match.group(1), match.group(2), match.group(3) or ""
-    value = float(("-" if sign else "") + digits + decimals)
-    written = match.group(0)
-    after = text[match.end():]
-    if (rng := _RANGE_AFTER.match(after)) is not None:
-        return Unreadable("parse_failure", "the score is a range "
-                          f"({(written + after[:rng.end() + 4]).strip()!r}), not a number",
-                          None)
-    if (frac := _FRACTION_AFTER.match(after)) is not None:
-        denominator = float(frac.group(1))
-        if denominator != slot.high:
-            return Unreadable("parse_failure", f"the score is given on another scale "
-                              f"({written}{after[:frac.end()]!s}), not {slot.low}-{slot.high}",
-                              None)
-    located = Located(match.start(2), match.end(2), value)
-    if not located.integral:
-        return Unreadable("parse_failure", f"the score is written as a decimal ({written}); "
-                          f"the scale is whole numbers {slot.low}-{slot.high}", located.printed)
-    if not slot.low <= value <= slot.high:
-        return Unreadable("parse_failure", f"printed score {located.printed} is outside "
-                          f"{slot.low}-{slot.high}", located.printed)
-    return located
-
-
-def locate(text: str, slot: ScoreSlot) -> Located | Unreadable:
-    """Where ``slot``'s score is written in ``text`` (see the module doc for the rules).
-
-    Args:
-        text: the judge's answer.
-        slot: the score slot (anchor, label, position, scale).
-
-    Returns:
-        The located number, or why there is none (a ``parse_failure``; a declining answer
-        says so in the reason).
-    """
-    masked = mask_text(text, slot.quotes)
-    declined = find_decline(masked, text)
-    if declined is not None:
-        # Wherever it appears: a judge that says it cannot see the picture has not judged it,
-        # whatever number it writes (or quotes) elsewhere.
-        return Unreadable("parse_failure", f"no score: the judge declined ({declined!r})")
-    cleaned = clean_text(masked, slot)
-    candidates: list[re.Match[str]] = []
-    if slot.label:
-        candidates = _labelled_candidates(cleaned, slot)
-        if not candidates and slot.anchor:
-            candidates = _bare_candidates(cleaned, slot)
-        where = f"after {slot.label!r}" + (f" and {slot.anchor!r}" if slot.anchor else "")
-    elif slot.anchor:
-        anchor = re.compile(re.escape(slot.anchor) + _MARKUP + _LATEX_OPEN + _MARKUP
-                            + r"(?=[-\u2212]?\d)")
-        for m in anchor.finditer(cleaned):
-            number = _NUMBER.match(cleaned, m.end())
-            if number is not None:
-                candidates.append(number)
-        where = f"after {slot.anchor!r}"
-    else:
-        candidates = _first_integer_candidates(cleaned)
-        where = "anywhere"
-    if not candidates:
-        foreign = _foreign_scale(cleaned, slot)
-        if foreign:
-            return Unreadable("parse_failure", foreign)
-        if _REFUSAL.search(masked):
-            snippet = " ".join(text.split())[:120]
-            # A parse failure (no score), not ``refused``: that status is the API's own
-            # refusal (its ``refusal`` field or a content filter), not a reading of prose.
-            return Unreadable("parse_failure", f"no score: the judge declined ({snippet!r})")
-        return Unreadable("parse_failure", f"no number {where} in the output")
-    chosen = candidates[0] if slot.position == "first" else candidates[-1]
-    if not slot.label and not slot.anchor:
-        foreign = _foreign_scale(cleaned, slot)
-        if foreign:
-            return Unreadable("parse_failure", foreign)
-    return _check_number(cleaned, chosen, slot)
-
-
-def _first_integer_candidates(cleaned: str) -> list[re.Match[str]]:
-    """First-integer reading: the numbers whose first is taken as the score.
-
-    The score is the answer's first number when the answer opens with it (the prompts ask for
-    the score first) or when no "Score:"/"Rating:" label introduces one; otherwise the first
-    labelled number ("The caption has 2 errors. Rating: 3" is 3; "1. Score: 4", whose opening
-    number is a list marker, is 4).
-    """
-    numbers = list(_NUMBER.finditer(cleaned))
-    labelled = [n for m in _SCORE_LABEL.finditer(cleaned)
-                if (n := _NUMBER.match(cleaned, m.end())) is not None]
-    if not numbers or not labelled:
-        return numbers
-    opening = numbers[0]
-    at_start = cleaned[:opening.start()].strip(" \t\n*_`#>:") == ""
-    list_marker = re.match(r"[.)]\s+\D", cleaned[opening.end():]) is not None
-    if at_start and not list_marker:
-        return numbers
-    return labelled
-
-
-def _foreign_scale(cleaned: str, slot: ScoreSlot) -> str | None:
-    """A "scale of 1 to 10" phrase naming another scale than the slot's (after blanking)."""
-    m = _FOREIGN_SCALE.search(cleaned)
-    if m is None:
-        return None
-    low, high = (int(x) for x in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
-    if (low, high) != (slot.low, slot.high) and high > low:
-        return (f"the judge answered on another scale ({m.group(0).strip()!r}), not "
-                f"{slot.low}-{slot.high}")
-    return None
-
-
-def find_printed(text: str, slot: ScoreSlot) -> Located | None:
-    """The slot's located number in ``text``, or None.
-
-    Local backends use it to find the score position in what the model wrote.
-    """
-    found = locate(text, slot)
-    return found if isinstance(found, Located) else None
 
 
 # --- the digit tree -------------------------------------------------------------------------
@@ -406,17 +143,40 @@ def _failed(slot: ScoreSlot, why: Unreadable, source: str) -> SlotResult:
                       why.printed)
 
 
-def read_tree(tokens: Sequence[TokenLogprob], slot: ScoreSlot) -> TreeReading:
+def plain_tokens(tokens: Sequence[TokenLogprob]) -> list[TokenLogprob]:
+    """The tokens with full-width digits and look-alikes in plain form (NFKC, per token).
+
+    A judge that writes "８５" has written 85: its alternatives ("９０") are read as numbers.
+    """
+    def plain(text: str) -> str:
+        return text if text.isascii() else normalise_text(text)[0]
+
+    return [t if t.token.isascii() and all(a.isascii() for a, _ in t.top) else
+            TokenLogprob(plain(t.token), t.logprob, tuple((plain(a), lp) for a, lp in t.top))
+            for t in tokens]
+
+
+def read_tree(tokens: Sequence[TokenLogprob], slot: ScoreSlot, *, truncated: bool = False
+              ) -> TreeReading:
     """Locate the slot's number in the tokens' text and record the observed digit tree.
 
     Args:
         tokens: ``choices[0].logprobs.content`` as :class:`TokenLogprob` (non-empty).
         slot: where the score is and its scale.
+        truncated: the answer was cut at ``max_tokens`` (a number that ends the answer may
+            be unfinished).
     """
+    tokens = plain_tokens(tokens)
     text = "".join(t.token for t in tokens)  # offsets must refer to the tokens
-    found = locate(text, slot)
+    found = locate(text, slot, truncated=truncated)
     if isinstance(found, Unreadable):
         return TreeReading(slot, None, _failed(slot, found, "logprobs"))
+    if found.kind != "digits":
+        # "seventy-five": no digit token carries the scale's distribution; the value stands.
+        return TreeReading(slot, found, SlotResult(
+            slot.name, slot.values, None, None, "text", "text_only",
+            f"the verdict is written in words ({found.printed}, {found.how}): no distribution "
+            "over the scale; the value is kept", found.printed, read_by=found.how))
     offsets: list[int] = []
     pos = 0
     for t in tokens:
@@ -529,7 +289,8 @@ def finish(reading: TreeReading, min_mass: float) -> SlotResult:
     lost = sum(missing.values())
     probs, mass = normalise(raw, slot.values)
     printed = reading.located.printed
-    result = SlotResult(slot.name, slot.values, probs, mass, "logprobs", "ok", None, printed)
+    result = SlotResult(slot.name, slot.values, probs, mass, "logprobs", "ok", None, printed,
+                        read_by=reading.located.how)
     lost_note = ""
     if lost > 1e-6:
         lost_note = (f"{lost:.3f} of the probability is on digit paths whose continuation was "
@@ -550,22 +311,36 @@ def finish(reading: TreeReading, min_mass: float) -> SlotResult:
     return result
 
 
-def read_text(text: str, slot: ScoreSlot) -> SlotResult:
+def read_text(text: str, slot: ScoreSlot, *, truncated: bool = False) -> SlotResult:
     """A slot read from text alone (the API returned no log-probabilities).
 
-    ``text_only`` with the printed score, or the reason nothing could be read.
+    ``text_only`` with the printed score, or the reason nothing could be read
+    (``truncated``: the answer was cut at ``max_tokens``).
     """
-    found = locate(text, slot)
+    found = locate(text, slot, truncated=truncated)
     if isinstance(found, Unreadable):
         return _failed(slot, found, "text")
     return SlotResult(slot.name, slot.values, None, None, "text", "text_only",
                       "no log-probabilities returned although they were requested: the printed "
-                      "score is kept, without a distribution", found.printed)
+                      "score is kept, without a distribution", found.printed,
+                      read_by=found.how)
+
+
+def reasoning_only(slot: ScoreSlot, truncated: bool) -> SlotResult:
+    """A slot of an answer whose content is empty and whose reasoning field is not.
+
+    The reasoning (``reasoning_content``) is never the answer: the verdict was never written.
+    """
+    why = ("reasoning cut off: the answer holds only its reasoning (reasoning_content)"
+           + (", cut at max_tokens before any verdict" if truncated else
+              ", and no verdict after it"))
+    return SlotResult(slot.name, slot.values, None, None, "text", "parse_failure", why)
 
 
 def read_slot(tokens: Sequence[TokenLogprob] | None, text: str, slot: ScoreSlot,
               min_mass: float,
-              continuations: Mapping[str, Mapping[str, float]] | None = None) -> SlotResult:
+              continuations: Mapping[str, Mapping[str, float]] | None = None, *,
+              truncated: bool = False) -> SlotResult:
     """Distribution of one score slot from an API response.
 
     Args:
@@ -576,10 +351,11 @@ def read_slot(tokens: Sequence[TokenLogprob] | None, text: str, slot: ScoreSlot,
         min_mass: below this captured mass the result is flagged ``low_mass``.
         continuations: next-token distributions after digit prefixes that follow-up requests
             observed (prefix -> {digit: p, :data:`END`: p}).
+        truncated: the answer was cut at ``max_tokens`` (``finish_reason: length``).
     """
     if not tokens:
-        return read_text(text, slot)
-    reading = read_tree(tokens, slot)
+        return read_text(text, slot, truncated=truncated)
+    reading = read_tree(tokens, slot, truncated=truncated)
     for prefix, node in (continuations or {}).items():
         add_continuation(reading, prefix, node)
     return finish(reading, min_mass)

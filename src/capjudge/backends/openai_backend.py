@@ -46,6 +46,7 @@ naming it, an unavailable slot/server (503) transient.
 from __future__ import annotations
 
 import base64
+import json
 import mimetypes
 import os
 import re
@@ -58,18 +59,17 @@ from typing import Any, Required, TypedDict
 from capjudge.backends.base import Backend, Capabilities
 from capjudge.backends.logprobs import (
     READING_RULES_VERSION,
-    Located,
     TokenLogprob,
     TreeReading,
     add_continuation,
     continuation_from_result,
-    find_printed,
     finish,
     follow_up_prefixes,
     next_slot,
     read_next,
     read_text,
     read_tree,
+    reasoning_only,
 )
 from capjudge.credentials import CredentialsInURLError, check_url, strip_userinfo
 from capjudge.media_check import read_verified
@@ -90,6 +90,7 @@ from capjudge.protocol import (
     Usage,
     worst_status,
 )
+from capjudge.reading.locate import Located, find_printed
 from capjudge.records import JSONValue
 
 # Reasoning models refuse logprobs requests (HTTP 403): they cannot give a distribution.
@@ -114,6 +115,7 @@ class ChatBody(TypedDict, total=False):
     seed: int | None
     continue_final_message: bool
     add_generation_prompt: bool
+    response_format: dict[str, JSONValue]
 
 
 class _ResponseBase(TypedDict):
@@ -322,7 +324,7 @@ class OpenAIBackend(Backend):
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
                                      timeout=timeout_s)
         self.capabilities = Capabilities(vision=vision, distribution="logprobs", max_batch=1,
-                                         concurrency=concurrency)
+                                         concurrency=concurrency, json_schema=True)
         # Complete digit-split scores with continuation follow-ups (vLLM, llama.cpp and other
         # servers that continue an assistant message). Default: on with a base URL, except
         # OpenAI's own API, which cannot continue and writes 0-999 as single tokens anyway.
@@ -462,6 +464,12 @@ class OpenAIBackend(Backend):
             body["top_logprobs"] = max(dec.top_logprobs, LLAMACPP_TOP_LOGPROBS)
         if dec.seed is not None:
             body["seed"] = dec.sampling_seed()  # a new seed per repeat: a new sample
+        if request.verdict_schema:
+            # verdict_format: json_schema. OpenAI's structured outputs; vLLM and llama.cpp's
+            # server turn the schema into a grammar, so the answer is the schema's JSON.
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "verdict", "strict": True,
+                "schema": json.loads(request.verdict_schema)}}
         if is_continuation(request) and self.continuation != "prefill":
             # A follow-up that continues the assistant's own text (vLLM's chat parameters)
             # instead of starting a new turn: see follow_ups(). llama.cpp continues a final
@@ -566,6 +574,15 @@ class OpenAIBackend(Backend):
             return JudgeResponse(status="refused", text=text,
                                  reason=f"model refused: {refusal or choice.finish_reason}",
                                  **base)
+        truncated = choice.finish_reason == "length"
+        # A reasoning model's thinking in its own field is never the answer; an answer with
+        # nothing but that field stopped before its verdict.
+        thinking = _field(message, "reasoning_content") or _field(message, "reasoning")
+        if not text.strip() and thinking and request.slots:
+            slots = [reasoning_only(slot, truncated) for slot in request.slots]
+            response = _response(text, slots, choice.finish_reason, request, base)
+            response.raw = {"finish_reason": choice.finish_reason, "reasoning_only": True}
+            return response
         tokens: list[TokenLogprob] | None = None
         if choice.logprobs is not None and choice.logprobs.content:
             tokens = [
@@ -573,6 +590,35 @@ class OpenAIBackend(Backend):
                              tuple((a.token, a.logprob) for a in (t.top_logprobs or [])))
                 for t in choice.logprobs.content
             ]
+        joined = "".join(t.token for t in tokens or [])
+        slots, readings, bases, forced = self._read_slots(request, text, tokens, truncated)
+        response = _response(text, slots, choice.finish_reason, request, base)
+        if tokens:
+            # The raw answer, so a change of reading rules re-reads it (reread), never re-asks.
+            response.raw = {"tokens": [[t.token, t.logprob, [list(a) for a in t.top]]
+                                       for t in tokens],
+                            "finish_reason": choice.finish_reason,
+                            "notes": {str(i): list(r.notes) for i, r in readings.items()
+                                      if r.notes}}
+        else:
+            # A text answer is re-read from ``text``; what was cut must be remembered (cap3d
+            # reads its points from the text too).
+            response.raw = {"finish_reason": choice.finish_reason}
+        if self.continue_digits and any(follow_up_prefixes(r) for r in readings.values()):
+            with self._pending_lock:
+                self._pending[id(response)] = _Pending(joined, readings, set(), [], bases,
+                                                       forced)
+        return response
+
+    def _read_slots(self, request: JudgeRequest, text: str,
+                    tokens: list[TokenLogprob] | None, truncated: bool
+                    ) -> tuple[list[SlotResult], dict[int, TreeReading], dict[int, str],
+                               dict[int, int | float | None]]:
+        """Each slot read from the answer.
+
+        Returns its result, and for token answers the digit tree, the text a follow-up's
+        prefix is appended to and which slots had their anchor forced.
+        """
         slots: list[SlotResult] = []
         readings: dict[int, TreeReading] = {}
         joined = "".join(t.token for t in tokens or [])
@@ -582,9 +628,10 @@ class OpenAIBackend(Backend):
             if slot.position == "next":
                 slots.append(read_next(tokens, slot))
             elif not tokens:
-                slots.append(read_text(text, slot))  # text_only: no distribution
+                # text_only: no distribution
+                slots.append(read_text(text, slot, truncated=truncated))
             else:
-                readings[i] = read_tree(tokens, slot)
+                readings[i] = read_tree(tokens, slot, truncated=truncated)
                 located = readings[i].located
                 if located is not None:
                     bases[i] = joined[: located.start]
@@ -595,19 +642,7 @@ class OpenAIBackend(Backend):
                 if not self.continue_digits and follow_up_prefixes(readings[i]):
                     readings[i].notes.append(self._continue_off_reason or "")
                 slots.append(_finish(readings[i], self.min_mass, forced, i))
-        response = _response(text, slots, choice.finish_reason, request, base)
-        if tokens:
-            # The raw answer, so a change of reading rules re-reads it (reread), never re-asks.
-            response.raw = {"tokens": [[t.token, t.logprob, [list(a) for a in t.top]]
-                                       for t in tokens],
-                            "finish_reason": choice.finish_reason,
-                            "notes": {str(i): list(r.notes) for i, r in readings.items()
-                                      if r.notes}}
-        if self.continue_digits and any(follow_up_prefixes(r) for r in readings.values()):
-            with self._pending_lock:
-                self._pending[id(response)] = _Pending(joined, readings, set(), [], bases,
-                                                       forced)
-        return response
+        return slots, readings, bases, forced
 
     def reread(self, request: JudgeRequest, response: JudgeResponse) -> JudgeResponse:
         """A cached answer under the current settings and reading rules (never asked again).
@@ -619,6 +654,8 @@ class OpenAIBackend(Backend):
         stale = response.read_with.get("reading_rules") != READING_RULES_VERSION
         if stale and response.raw and response.raw.get("tokens") and request.slots:
             return _reread_raw(self, request, response)
+        if stale and request.slots and _rereadable_text(request, response):
+            return _reread_text(self, request, response)
         return super().reread(request, response)
 
     # -- continuation follow-ups (digit-split tokenizers) -----------------------------------
@@ -714,6 +751,32 @@ class OpenAIBackend(Backend):
         return done
 
 
+def _rereadable_text(request: JudgeRequest, response: JudgeResponse) -> bool:
+    """A stored text answer (no tokens) whose slots were read from its text."""
+    raw = response.raw or {}
+    return (not raw.get("reasoning_only") and not raw.get("tokens")
+            and response.status not in ("error", "refused", "skipped")
+            and bool(response.slots) and all(s.source in ("text", "none") or s.probs is None
+                                             for s in response.slots)
+            and not any(s.position == "next" for s in request.slots))
+
+
+def _reread_text(backend: OpenAIBackend, request: JudgeRequest, response: JudgeResponse
+                 ) -> JudgeResponse:
+    """A stored text answer read again under the current rules (never asked again)."""
+    finish_reason = (response.raw or {}).get("finish_reason")
+    truncated = finish_reason == "length"
+    slots = [read_text(response.text, slot, truncated=truncated) for slot in request.slots]
+    base: _ResponseBase = {"usage": response.usage, "model": response.model,
+                           "system_fingerprint": response.system_fingerprint,
+                           "latency_s": response.latency_s, "timings": response.timings}
+    done = _response(response.text, slots, finish_reason, request, base)
+    done.raw, done.attempts = response.raw, response.attempts
+    done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
+                      "min_mass": backend.min_mass}
+    return done
+
+
 def _reread_raw(backend: OpenAIBackend, request: JudgeRequest, response: JudgeResponse
                 ) -> JudgeResponse:
     """``response`` read again from its raw tokens under the current reading rules."""
@@ -727,7 +790,7 @@ def _reread_raw(backend: OpenAIBackend, request: JudgeRequest, response: JudgeRe
         if slot.position == "next":
             slots.append(read_next(tokens, slot))
             continue
-        reading = read_tree(tokens, slot)
+        reading = read_tree(tokens, slot, truncated=raw.get("finish_reason") == "length")
         for prefix, node in (after.get(str(i)) or {}).items():
             add_continuation(reading, prefix, node)
         reading.notes.extend(n for n in notes.get(str(i), []) if n not in reading.notes)

@@ -72,6 +72,9 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    "the G-VEval repository's scorer does)")
     p.add_argument("--templates", type=Path, help="a folder of your own prompt templates "
                    "(templates.yaml; versioned by content hash)")
+    p.add_argument("--method-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a method option (judges.<name>.method_options), e.g. "
+                        "verdict_format=json_schema, prompt_variant=guarded (repeatable)")
 
 
 class _ClientLimits(TypedDict, total=False):
@@ -102,8 +105,16 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> JudgeConf
     if getattr(args, "timeout", None) is not None:
         extra["timeout_s"] = args.timeout
     given: dict[str, object] = {"method": args.method}
+    method_options: dict[str, object] = {}
     if getattr(args, "templates", None):
-        given["method_options"] = {"templates": str(args.templates)}
+        method_options["templates"] = str(args.templates)
+    for pair in getattr(args, "method_option", None) or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--method-option wants KEY=VALUE, got {pair!r}")
+        method_options[key.strip()] = value.strip()
+    if method_options:
+        given["method_options"] = method_options
     try:
         from capjudge.judge import apply_profile
 
@@ -111,6 +122,11 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> JudgeConf
         # Any: the keys become JudgeConfig's keyword arguments, of several types.
         settings: dict[str, Any] = apply_profile(given, getattr(args, "profile", None),
                                                  {"method"})
+        from capjudge.methods import MethodOptions, get_method
+
+        # A named option's value is checked here: a typo is a usage error, not a traceback.
+        get_method(args.method).settings(MethodOptions(extra=dict(
+            settings.get("method_options") or {})))
         return JudgeConfig(backend=args.backend, modes=modes,
                            max_tokens=args.max_tokens, min_mass=args.min_mass,
                            backend_options=options, prices=prices,

@@ -129,6 +129,7 @@ class CriterionOutput(TypedDict):
     expected: float | None
     printed: float | None
     paths_disagree: bool
+    read_by: str | None
     distribution: dict[str, float] | None
 
 
@@ -170,9 +171,9 @@ def run(args: argparse.Namespace) -> int:
     """Score the item; print the result (exit 3 when it got no score)."""
     import math
 
-    from capjudge.judge import judge_items, make_backend, make_client
+    from capjudge.judge import check_verdict_format, judge_items, make_backend, make_client
     from capjudge.manifest import is_blank
-    from capjudge.methods import get_method, verdict
+    from capjudge.methods import MethodOptions, get_method, verdict
     from capjudge.protocol import BackendError
 
     if is_blank(args.caption):
@@ -191,7 +192,9 @@ def run(args: argparse.Namespace) -> int:
     item = adhoc_item(args, config.method_options.get("frame_policy"))
     try:
         backend = make_backend(config)
-    except BackendError as exc:
+        check_verdict_format(method, MethodOptions(extra=dict(config.method_options)),
+                             backend)
+    except (BackendError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
     client = make_client(config, backend)
     if method.needs_context and backend.capabilities.vision and item.media_kind != "none":
@@ -227,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
         "criteria": {c.name: {"score": c.score, "sd": c.sd, "status": c.status,
                               "reason": c.reason, "mass": c.mass, "expected": c.expected,
                               "printed": c.printed, "paths_disagree": c.paths_disagree,
+                              "read_by": c.read_by,
                               "distribution": _distribution(c.values, c.probs)}
                      for c in criteria},
         "reasoning": "\n\n".join(r.text for r in responses if r.text) or None,

@@ -12,15 +12,25 @@ The overall status of an item is decided once, by :func:`verdict`.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, TypedDict
 
 from capjudge.item import Item
-from capjudge.protocol import Decoding, ImagePart, JudgeRequest, JudgeResponse, Status
+from capjudge.protocol import (
+    Decoding,
+    ImagePart,
+    JudgeRequest,
+    JudgeResponse,
+    Message,
+    Status,
+)
+from capjudge.records import JSONValue
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,7 @@ class Criterion:
     entropy: float | None = None
     expected: float | None = None  # the expected value over the distribution (when one exists)
     paths_disagree: bool = False  # the distribution's argmax is not the number printed
+    read_by: str | None = None  # how the reader found the number (its confidence reason)
 
 
 @dataclass(frozen=True)
@@ -219,6 +230,57 @@ def verdict(method: Method, criteria: Sequence[Criterion], options: AggregateOpt
     return Verdict(score, "ok", None, why, scored, total)
 
 
+VERDICT_FORMATS = ("paper", "json_schema")
+"""``verdict_format``: the paper's free-text answer (default), or a JSON answer constrained by
+a schema (see :meth:`Method.constrained`)."""
+
+
+def verdict_schema(fields: Mapping[str, JSONValue], score_first: bool
+                   ) -> tuple[dict[str, JSONValue], str]:
+    """A strict JSON schema for a verdict, and the sentence that asks for it.
+
+    The schema holds the verdict's fields plus a ``reasoning`` text.
+
+    The reasoning comes before the scores, as the papers' prompts ask, unless the prompt asks
+    for the score first (HarmonicEval, VisCE²).
+    """
+    reasoning: dict[str, JSONValue] = {"type": "string"}
+    ordered = ({**fields, "reasoning": reasoning} if score_first
+               else {"reasoning": reasoning, **fields})
+    schema: dict[str, JSONValue] = {"type": "object", "properties": ordered,
+                                    "required": list(ordered), "additionalProperties": False}
+    described = []
+    for name, spec in ordered.items():
+        if name == "reasoning":
+            described.append('"reasoning" (your reasons, as text)')
+        elif isinstance(spec, dict) and spec.get("type") == "integer":
+            described.append(f'"{name}" (an integer from {spec.get("minimum")} to '
+                             f'{spec.get("maximum")})')
+        else:
+            described.append(f'"{name}" (a number of points)')
+    return schema, ("Give your answer as a JSON object with the keys "
+                    + ", ".join(described) + ".")
+
+
+_LEVEL_LINE = re.compile(r"^[ \t]*[-*\u2022]?[ \t]*(\d+)[ \t]*[.:)=-]?[ \t]+([^:\n]{3,60}?)[ \t]*:",
+                         re.M)
+
+
+def rubric_levels(messages: Sequence[Message], low: int, high: int
+                  ) -> tuple[tuple[str, int], ...]:
+    """The rating scale's level names a prompt lists ("- 3 Moderate Correctness: ...").
+
+    Read from the rendered prompt, so the names are what the judge saw; only when the prompt
+    names every level from ``low`` to ``high`` exactly once.
+    """
+    text = "\n".join(m.text() for m in messages)
+    found = [(name.strip(), int(value)) for value, name in _LEVEL_LINE.findall(text)
+             if low <= int(value) <= high]
+    if sorted(v for _, v in found) != list(range(low, high + 1)):
+        return ()
+    return tuple(found)
+
+
 def slot_criteria(planned: Planned, response: JudgeResponse) -> list[Criterion]:
     """Criterion results read from a response's score slots (the common case)."""
     from capjudge.scoring import summarise
@@ -232,7 +294,7 @@ def slot_criteria(planned: Planned, response: JudgeResponse) -> list[Criterion]:
                       reason=slot.reason or (response.reason if slot.status != "ok" else None),
                       values=slot.values, probs=slot.probs, mass=slot.mass,
                       printed=slot.printed, source=slot.source,
-                      anchor_forced=slot.anchor_forced)
+                      anchor_forced=slot.anchor_forced, read_by=slot.read_by)
         if slot.probs is not None and slot.status in ("ok", "low_mass"):
             s = summarise(slot.values, slot.probs, slot.mass if slot.mass is not None else 1.0)
             c.score, c.argmax, c.sd, c.entropy = s.expected, s.argmax, s.sd, s.entropy
@@ -303,6 +365,7 @@ class Method(ABC):
     cut_reasoning: ClassVar[str | None] = None
     profiles: ClassVar[dict[str, Profile]] = {}
     choices: ClassVar[dict[str, tuple[str, ...]]] = {"prompt_variant": ("paper", "guarded")}
+    reads_verdict: ClassVar[bool] = True
 
     def settings(self, options: MethodOptions) -> tuple[tuple[str, str], ...]:
         """The named options in force, validated (the first choice when not set).
@@ -311,13 +374,46 @@ class Method(ABC):
             ValueError: a value that is not one of the option's choices.
         """
         out = []
-        for key, values in self.choices.items():
+        choices = {**self.choices, **({"verdict_format": VERDICT_FORMATS}
+                                      if self.reads_verdict else {})}
+        for key, values in choices.items():
             value = str(options.extra.get(key) or values[0])
             if value not in values:
                 raise ValueError(f"{self.name}: unknown {key} {value!r}; choose from "
                                  f"{', '.join(values)}")
             out.append((key, value))
         return tuple(out)
+
+    def verdict_fields(self, request: JudgeRequest) -> dict[str, JSONValue]:
+        """The JSON fields of a constrained verdict (``verdict_format: json_schema``).
+
+        One integer on its scale per score slot; a method whose verdict is not a slot
+        (cap3d's points) names its own fields.
+        """
+        return {s.name: {"type": "integer", "minimum": s.low, "maximum": s.high}
+                for s in request.slots if s.position != "next"}
+
+    def constrained(self, planned: Planned) -> Planned:
+        """``planned`` as ``verdict_format`` says: unchanged for ``paper`` (the default).
+
+        For ``json_schema`` the request carries a JSON schema of the verdict (sent as the
+        OpenAI ``response_format``, which vLLM and llama.cpp's server enforce by grammar) and
+        its last message says which keys to fill; the reader then reads the JSON.
+        """
+        if planned.setting("verdict_format", "paper") != "json_schema":
+            return planned
+        fields = self.verdict_fields(planned.request)
+        if not fields:
+            return planned
+        first = any(s.position == "first" for s in planned.request.slots)
+        schema, instruction = verdict_schema(fields, score_first=first)
+        messages = list(planned.request.messages)
+        last = max(i for i, m in enumerate(messages) if m.role == "user")
+        messages[last] = Message(messages[last].role,
+                                 (*messages[last].parts, f"\n\n{instruction}"))
+        request = replace(planned.request, messages=tuple(messages),
+                          verdict_schema=json.dumps(schema, sort_keys=True))
+        return replace(planned, request=request)
 
     def prompt_variant(self, options: MethodOptions) -> str:
         """The prompt variant in force (``paper`` unless ``prompt_variant`` says otherwise)."""

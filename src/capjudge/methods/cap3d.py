@@ -18,7 +18,6 @@ import re
 from collections.abc import Sequence
 from fractions import Fraction
 
-from capjudge.backends.masking import find_decline, mask_text
 from capjudge.item import Item
 from capjudge.methods.base import (
     AggregateOptions,
@@ -33,22 +32,38 @@ from capjudge.methods.base import (
 )
 from capjudge.prompts import get_template
 from capjudge.protocol import JudgeRequest, JudgeResponse
+from capjudge.reading.masking import find_decline, mask_text
+from capjudge.reading.structure import json_fields, table_fields, xml_fields
+from capjudge.reading.view import answer_view, normalise
+from capjudge.reading.vocabulary import TRANSLATIONS, key
+from capjudge.records import JSONValue
 from capjudge.scoring import precision, precision_macro, precision_micro
 
 _NUMBER = r"(?:\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?|\d*\.\d+|\d+\s*[½¼¾]|[½¼¾]|\d+)"
+_SCORE_WORDS = (r"(?:[\s_]*(?:score|points?|得分|分数|分數|スコア|点数|점수|puntuación|"
+                r"punktzahl))?")
+
+
+def _label(name: str, initial: str) -> re.Pattern[str]:
+    """A points label: "Correctness Score (C. Score):", "C. Score:", "正确性得分（C. Score）："."""
+    # The English name and other languages' (the English variants, "correct", are too common
+    # a word: "- Correct: chair, black" lists attributes).
+    names = (name, *(w for w in TRANSLATIONS[name] if not w.isascii()))
+    words = "|".join(sorted({re.escape(w) for w in names}, key=len, reverse=True))
+    return re.compile(
+        rf"(?:(?<![A-Za-z])(?:{words}){_SCORE_WORDS}|\b{initial}[._]?\s*score)\s*"
+        rf"(?:\(\s*{initial}\.?\s*score\s*\))?[\s*_]*[:=](?P<rest>[^\n]*)", re.I)
+
+
 # The label, then the rest of its line (what follows is read by _read_points).
-_PATTERNS = {
-    "correctness": re.compile(
-        r"(?:correctness\s*score|\bc\.?\s*score)\s*(?:\(\s*c\.?\s*score\s*\))?[\s*_]*[:=]"
-        r"(?P<rest>[^\n]*)", re.I),
-    "hallucination": re.compile(
-        r"(?:hallucination\s*score|\bh\.?\s*score)\s*(?:\(\s*h\.?\s*score\s*\))?[\s*_]*[:=]"
-        r"(?P<rest>[^\n]*)", re.I),
-}
+_PATTERNS = {"correctness": _label("correctness", "c"),
+             "hallucination": _label("hallucination", "h")}
+_KEYS = {"correctness": ("correctness", "c"), "hallucination": ("hallucination", "h")}
 _SIGNED = rf"[-\u2212]?\s*{_NUMBER}"
 _SUM = re.compile(rf"^(?P<expr>{_SIGNED}(?:\s*\+\s*{_NUMBER})*)(?![\d.])")
 _TOTAL = re.compile(rf"=\s*\**\s*(?P<total>{_SIGNED})(?![\d.])")
 _VULGAR = {"½": Fraction(1, 2), "¼": Fraction(1, 4), "¾": Fraction(3, 4)}
+_RANGE = re.compile(rf"^{_NUMBER}\s*(?:-|\u2013|\u2014|to|or|~)\s*{_NUMBER}", re.I)
 
 
 def parse_points(value: str) -> float:
@@ -92,6 +107,8 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
     line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
     line = re.sub(r"\s*(?:points?|pts?\.?)\b.*$", "", line, flags=re.I)
     total = list(_TOTAL.finditer(line))
+    if not total and (rng := _RANGE.match(line)) is not None:
+        return None, f"the {name} points are a range or a hedge ({rng.group(0).strip()!r})"
     try:
         if total:
             value = parse_points(total[-1].group("total"))
@@ -139,22 +156,54 @@ def _value_after(text: str, end: int) -> str:
     return block[0] if block else rest
 
 
-def read_ch(text: str, quotes: Sequence[str] = ()) -> dict[str, tuple[float | None, str | None]]:
+def _field_names(name: str) -> set[str]:
+    """The keys a JSON field or table row naming ``name``'s points may have."""
+    word, initial = _KEYS[name]
+    roots = [key(w) for w in (word, *TRANSLATIONS[word])] + [initial]
+    tails = ("", "score", "points", "point", "得分", "分数", "分數", "スコア", "点数", "점수")
+    return {r + t for r in roots for t in tails} | {f"{word}score{initial}score"}
+
+
+def _structured_points(text: str, name: str) -> list[tuple[float | None, str | None]]:
+    """Points stated in JSON fields or table rows named after ``name``."""
+    names = _field_names(name)
+    out = []
+    for f in json_fields(text) + table_fields(text) + xml_fields(text):
+        label = f.path[0] if f.kind == "table" and len(f.path) == 2 else f.name
+        if key(label) in names:
+            out.append(_read_points(name, f.value))
+    return out
+
+
+def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
+            ) -> dict[str, tuple[float | None, str | None]]:
     """Correctness and hallucination points, each with the reason when it could not be read.
 
-    Read as a person does: quotations of the candidate (``quotes``), restated rules ("one
-    point for each ...") and hypotheticals are masked first; of the labels left, the last one
-    with a value is the verdict (a judge that restates the criteria before its output block is
-    read at the block).
+    Read as a person does, in the reader's canonical view (NFKC, reasoning dropped:
+    :mod:`capjudge.reading.view`): quotations of the candidate (``quotes``), restated rules
+    ("one point for each ...") and hypotheticals are masked first; of the labels left (in
+    English or another language), the last one with a value is the verdict (a judge that
+    restates the criteria before its output block is read at the block); without labels, a
+    JSON field or table row that names the points. A value the answer ends on when it was cut
+    at ``max_tokens`` (``truncated``) may be unfinished: unreadable.
     """
-    masked = mask_text(text, quotes)
+    view = answer_view(text)
+    if view.reasoning_cut:
+        why = "reasoning cut off: the answer ended inside its reasoning block"
+        return {name: (None, why) for name in _PATTERNS}
+    masked = mask_text(view.text, [normalise(q)[0] for q in quotes])
     out: dict[str, tuple[float | None, str | None]] = {}
     for name, rx in _PATTERNS.items():
-        values = [_read_points(name, _value_after(masked, m.start("rest")))
-                  for m in rx.finditer(masked)]
+        matches = list(rx.finditer(masked))
+        values = [_read_points(name, _value_after(masked, m.start("rest"))) for m in matches]
+        if truncated and matches and not masked[matches[-1].end():].strip():
+            values[-1] = (None, f"the answer was cut at max_tokens right after the {name} "
+                                "points: the number may be unfinished")
+        if not values:
+            values = _structured_points(masked, name)
         readable = [v for v in values if v[0] is not None]
-        out[name] = readable[-1] if readable else (
-            values[0] if values else (None, f"no {name} score in the output"))
+        out[name] = (readable[-1] if readable and values[-1][0] is not None else
+                     values[-1] if values else (None, f"no {name} score in the output"))
     return out
 
 
@@ -186,6 +235,11 @@ class Cap3D(Method):
     combination = "precision = C / (C + H) x 100 (undefined when C = H = 0)"
     aggregates = ("precision_macro", "precision_micro")
 
+    def verdict_fields(self, request: JudgeRequest) -> dict[str, JSONValue]:
+        """``verdict_format: json_schema``: the correctness and hallucination points."""
+        points: JSONValue = {"type": "number", "minimum": 0}
+        return {"correctness": points, "hallucination": points}
+
     def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
         """One request per 3D object (the multi-view tile); other media are skipped."""
         self.check_mode(mode)
@@ -216,7 +270,8 @@ class Cap3D(Method):
             why = f"no score: the judge declined ({declined!r})"
             return [Criterion(name, "parse_failure", why)
                     for name in ("correctness", "hallucination", "precision")]
-        found = read_ch(response.text, quotes)
+        truncated = (response.raw or {}).get("finish_reason") == "length"
+        found = read_ch(response.text, quotes, truncated=truncated)
         (c, c_why), (h, h_why) = found["correctness"], found["hallucination"]
         if c is None or h is None:
             reason = "; ".join(why for why in (c_why, h_why) if why)
@@ -226,8 +281,10 @@ class Cap3D(Method):
                               h_why, h, printed=h, source="text"),
                     Criterion("precision", "parse_failure", reason)]
         p = precision(c, h)
-        return [Criterion("correctness", "ok", None, c, printed=c, source="text"),
-                Criterion("hallucination", "ok", None, h, printed=h, source="text"),
+        how = "the C./H. points labels (or fields naming them)"
+        return [Criterion("correctness", "ok", None, c, printed=c, source="text", read_by=how),
+                Criterion("hallucination", "ok", None, h, printed=h, source="text",
+                          read_by=how),
                 Criterion("precision", "undefined" if p is None else "ok",
                           "C = H = 0: precision is undefined" if p is None else None, p,
                           source="text")]

@@ -34,6 +34,7 @@ from capjudge.methods.base import (
     Scale,
     Skip,
     item_image,
+    rubric_levels,
 )
 from capjudge.prompts import get_template, method_spec
 from capjudge.protocol import Decoding, ImagePart, JudgeRequest, JudgeResponse, Message, ScoreSlot
@@ -143,8 +144,10 @@ class HarmonicEval(Method):
             messages = template.render(image=image, candidate=item.candidate, t=phrases,
                                        question=item.question)
             quotes = tuple(q for q in (item.candidate, item.question) if q)
+            slot = rating_slot(criterion)
+            levels = rubric_levels(messages, slot.low, slot.high)
             request = JudgeRequest(messages=messages,
-                                   slots=(replace(rating_slot(criterion), quotes=quotes),),
+                                   slots=(replace(slot, quotes=quotes, levels=levels),),
                                    decoding=options.decoding, template=template.ref,
                                    tag=f"{item.id}|{criterion}", quotes=quotes)
             out.append(Planned(item.id, mode, request, criterion, settings=settings))

@@ -124,6 +124,7 @@ class Likelihood(Method):
     choices: ClassVar[dict[str, tuple[str, ...]]] = {}  # not a paper prompt: no variants
     modes = MODES
     default_modes = ("npmi",)
+    reads_verdict = False  # scores log-likelihoods: no verdict to format
     criteria = (CriterionSpec("score", SCALE, description=(
         "50 x (1 + share of surprisal explained); pmi: 100 x sigmoid(PMI per token)")),)
     overall_scale = SCALE

@@ -8,7 +8,9 @@ A person reading a judge's answer takes the score from the judge's own verdict. 
 - a **restated rubric or scale**: "(1 = Very Low ..., 5 = Extremely High ...)", a list of the
   scale's levels, "where 1 is poor and 5 is excellent" (:func:`mask_rubric`);
 - a **hypothetical or conditional** clause: "had it named the colour, the score would have been
-  around $80$", "if the caption mentioned the dog it could get 90" (:func:`mask_hypotheticals`).
+  around $80$", "if the caption mentioned the dog it could get 90" (:func:`mask_hypotheticals`);
+- a **rejected alternative or a bound**: "I would not rate it 5", "rather than 80", "at least
+  80" (:func:`mask_negated`).
 
 Each mask replaces the span by spaces, so offsets into the answer (and into its tokens) stay
 valid. A **decline** ("I'm unable to view images ...") is found wherever it is
@@ -209,8 +211,35 @@ def find_decline(text: str, original: str | None = None) -> str | None:
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 
 
+# A rejected value ("I would not rate it 5", "not a 4", "rather than 80") or a bound ("at least
+# 80", "more than 3"): a number the judge does not give. Only rating words may stand between
+# the negation and the number, so "not perfect, 4" keeps its 4.
+_NEGATED = re.compile(
+    r"\b(?:not|never|n't|rather\s+than|instead\s+of|no\s+longer|at\s+least|at\s+most|"
+    r"more\s+than|less\s+than|higher\s+than|lower\s+than|above|below|over|under|"
+    r"up\s+to|exceeds?|nor)"
+    r"(?:\s+(?:rate|rated|give|given|score|scored|assign|award|be|a|an|it|this|that|the|"
+    r"caption|text|as|quite|even|worth|deserve|deserves|deserving|of|merit|merits|"
+    r"really|get|gets|receive|full|perfect))*\s*\$?\s*(?=\d)", re.I)
+
+
+def mask_negated(text: str) -> str:
+    """Rejected alternatives and bounds blanked (the number only).
+
+    "I would not rate it 5; I give it 3" keeps 3; "at least 80" is no verdict.
+    """
+    for m in list(_NEGATED.finditer(text)):
+        number = re.match(r"\d+(?:\.\d+)?(?:\s*/\s*\d+)?", text[m.end():])
+        if number is not None:
+            text = _blank(text, m.end(), m.end() + number.end())
+    return text
+
+
 def mask_text(text: str, quotes: Sequence[str] = ()) -> str:
-    """Everything a careful reader skips blanked: quotations, rubrics, hypotheticals."""
+    """Everything a careful reader skips blanked.
+
+    Quotations, rubrics, hypotheticals, rejected alternatives and bounds.
+    """
     text = mask_quotes(text, [q for q in quotes if q and q.strip()])
     text = mask_rubric(text)
-    return mask_hypotheticals(text)
+    return mask_negated(mask_hypotheticals(text))

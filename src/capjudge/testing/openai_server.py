@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar, TypedDict
+from typing import ClassVar, NotRequired, TypedDict
 
 from capjudge.records import JSONValue
 
@@ -101,6 +101,8 @@ class AssistantMessage(TypedDict):
     content: str | None
     refusal: str | None
     annotations: list[JSONValue]
+    reasoning_content: NotRequired[str]
+    """A reasoning model's thinking, apart from the answer (vLLM, DeepSeek, llama.cpp)."""
 
 
 class Choice(TypedDict):
@@ -152,6 +154,11 @@ class Scripted:
         logprobs: include ``logprobs`` at all.
         refusal: answer with a refusal message instead.
         text: a fixed content (no score sentence), overriding the rest.
+        tokens: the exact answer as tokens, each ``(token, {alternative: probability})``
+            (an empty mapping: the token is certain); overrides ``text`` and the rest.
+        reasoning_content: the message's separate reasoning field (as vLLM's and DeepSeek's
+            reasoning parsers return it), never part of ``content``.
+        finish_reason: ``stop`` unless set (``length``: the answer was cut at max_tokens).
     """
 
     distribution: dict[int, float] = field(default_factory=lambda: {70: 1.0})
@@ -163,6 +170,9 @@ class Scripted:
     refusal: str | None = None
     text: str | None = None
     score_first: bool = False  # the number opens the answer (HarmonicEval, VisCE²)
+    tokens: list[tuple[str, dict[str, float]]] | None = None
+    reasoning_content: str | None = None
+    finish_reason: str | None = None
 
 
 Script = Callable[[ChatRequest], Scripted]
@@ -277,8 +287,22 @@ def _words(text: str) -> list[str]:
     return out
 
 
+def _exact_tokens(tokens: list[tuple[str, dict[str, float]]], top_n: int
+                  ) -> tuple[str, list[Token]]:
+    """A scripted answer given token by token, each with its alternatives."""
+    out = []
+    for token, alternatives in tokens:
+        probs = alternatives or {token: 1.0}
+        top = sorted(probs.items(), key=lambda kv: -kv[1])[:max(top_n, 1)]
+        out.append(_tok(token, math.log(probs.get(token, 1.0)),
+                        [(t, math.log(p)) for t, p in top if p > 0]))
+    return "".join(t["token"] for t in out), out
+
+
 def render_answer(s: Scripted, top_n: int) -> tuple[str, list[Token]]:
     """Content and logprobs.content for a scripted answer."""
+    if s.tokens is not None:
+        return _exact_tokens(s.tokens, top_n)
     if s.text is not None:
         return s.text, [_tok(t, -0.01) for t in _words(s.text)]
     if s.score_first and s.split_digits:
@@ -730,6 +754,7 @@ class MockHandler(BaseHTTPRequestHandler):
         else:
             scripted = server.script(body)
             content, tokens = render_answer(scripted, top_n)
+            finish_reason = scripted.finish_reason or finish_reason
         prompt_tokens = sum(len(json.dumps(m.get("content"))) // 4
                             for m in body.get("messages", []))
         message: AssistantMessage = {"role": "assistant", "content": content,
@@ -740,6 +765,8 @@ class MockHandler(BaseHTTPRequestHandler):
                        "refusal": scripted.refusal, "annotations": []}
         elif body.get("logprobs") and scripted.logprobs:
             logprobs = {"content": tokens, "refusal": None}
+        if scripted.reasoning_content is not None:
+            message["reasoning_content"] = scripted.reasoning_content
         return {
             "id": f"chatcmpl-{key[:24]}", "object": "chat.completion",
             "created": int(time.time()), "model": server.model,

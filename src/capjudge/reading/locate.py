@@ -1,0 +1,652 @@
+r"""Where a slot's verdict is written in an answer: structure first, phrases last.
+
+:func:`locate` reads an answer as a careful person does, in this order:
+
+1. **The canonical view** (:mod:`capjudge.reading.view`): NFKC, invisible characters removed,
+   reasoning blocks dropped. An answer that ends inside its reasoning has no verdict
+   ("reasoning cut off").
+2. **What a reader skips** (:mod:`capjudge.reading.masking`): quotations of the candidate and
+   references, restated rubrics and scales, hypotheticals, rejected alternatives ("I would
+   not rate it 5"), bounds ("at least 80"). A judge that declines has no verdict.
+3. **Structure** (:mod:`capjudge.reading.structure`): a JSON key, a table row or column, a
+   ``\boxed{}`` that names the slot (its own name, a translation, or for a slot that is the
+   answer's only verdict "score", "rating" ...: :mod:`capjudge.reading.vocabulary`).
+4. **Labelled lines**: the method's own format ("The final score is $N$", "Accuracy: $N$"), in
+   other languages too ("最终得分：$73$", "Puntuación final: $72$"); then a label and its value
+   ("**Score:** 58", "Final verdict — 57", "Correctness: 4", "评分：4分"); for a slot asked
+   first, the number the answer opens with (the prompts ask for the score first).
+5. **Phrases**, only when nothing above names the slot: the method's anchor ("$85$"), a rating
+   phrase ("I'd give it a four", "4 out of 5"), and for slots read at the answer's first
+   integer (VisCE² §3, HarmonicEval) the first number once the scale's own phrasings are
+   blanked.
+
+A number is read whole (digits, English words, CJK numerals, a mixed number "2 1/2"): a
+decimal on a whole-number scale, a range ("70-80", "between 60 and 70"), a hedge ("3 or 4"), a
+fraction on another scale ("8/10" on 0-100), a value outside the scale are never read as a
+score. **Several different values** for the slot at the same level, with nothing to prefer one
+(one marked final, or a later one introduced as a revision), are a ``parse_failure`` quoting
+them, never a pick. A number that runs to the end of an answer cut at ``max_tokens`` ("$8"), or
+that opens its anchor and is never closed, may be unfinished: a ``parse_failure``.
+
+Every reading says how it was found (:attr:`Located.how`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from capjudge.protocol import ScoreSlot, Status
+from capjudge.reading.masking import find_decline, mask_text
+from capjudge.reading.numbers import DIGITS, NUMBER_WORDS, Number, first_number, number_at
+from capjudge.reading.structure import (
+    Field,
+    boxed_fields,
+    json_fields,
+    table_fields,
+    xml_fields,
+)
+from capjudge.reading.view import AnswerView, answer_view, normalise
+from capjudge.reading.vocabulary import FINAL_WORDS, GENERIC, is_generic, matches, slot_names
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a slot's number was written (offsets in the original answer).
+
+    Attributes:
+        start: offset of its first character (a minus sign excluded).
+        digits_end: offset just after its integer digits (what a token path covers).
+        value: the number as written (a float when it had a fractional part).
+        how: how it was found ("JSON key 'final_score'", "label 'Accuracy' and '$'" ...).
+        kind: ``digits``, ``words`` or ``cjk`` (only digits have a token distribution).
+    """
+
+    start: int
+    digits_end: int
+    value: float
+    how: str = ""
+    kind: str = "digits"
+
+    @property
+    def integral(self) -> bool:
+        """Whether the value is a whole number."""
+        return float(self.value).is_integer()
+
+    @property
+    def printed(self) -> int | float:
+        """The value as an int when it is whole."""
+        return int(self.value) if self.integral else self.value
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """Why no score could be read from a text (``status`` is ``parse_failure``)."""
+
+    status: Status
+    reason: str
+    printed: int | float | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One place the answer may state the slot's value.
+
+    Attributes:
+        number: the number there.
+        how: how it was found.
+        rank: 2 the slot's own name, 1 a generic verdict name or the opening number, 0 a
+            phrase.
+        final: marked as the final one ("Final rating", "Final Answer").
+        problem: why the number is not a reading (a range, a decimal ...), or None.
+        own_scale: written against the slot's own scale ("70 out of 100", "4/5").
+    """
+
+    number: Number
+    how: str
+    rank: int
+    final: bool = False
+    problem: str | None = None
+    own_scale: bool = False
+
+
+_MARKUP = r"[\s*_`]*"
+_LATEX_OPEN = r"(?:\\(?:boxed|text|textbf|mathbf)\s*\{\s*)?"
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
+_RANGE_AFTER = re.compile(r"[\s$*_]*(?:-|\u2013|\u2014|to|~|or|and|至|到|或)\s*(?:an?\s+)?"
+                          r"[$*_\s]*"
+                          r"(?:[-]?\d|(?:" + NUMBER_WORDS.pattern + r"))", re.I)
+_RANGE_BEFORE = re.compile(r"(?:\bbetween|\beither|\bfrom|\brange\s+of)\s*(?:an?\s+)?\$?\s*$",
+                           re.I)
+_FRACTION_AFTER = re.compile(r"[\s*_`$]*(?:/|\bout\s+of\b|\bof\b)[\s*_`$]*(?=\d|"
+                             + NUMBER_WORDS.pattern + ")", re.I)
+_PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b)")
+_REVISION = re.compile(
+    r"\b(?:actually|on\s+(?:second\s+thought|reflection|closer\s+(?:look|inspection))|upon\s+"
+    r"(?:further|closer|second)\s+\w+|correct(?:ion|ing)(?:\s+(?:my|the))?|"
+    r"revis(?:e|ed|ing)|wait\b|scratch\s+that|I\s+was\s+wrong|on\s+second\s+look|"
+    r"looking\s+(?:at\s+(?:it|the\s+\w+)\s+)?again|"
+    r"re-?(?:consider|read|evaluat|assess|examin|think|check)\w*|"
+    r"let\s+me\s+(?:adjust|revise|correct|lower|raise)|adjust(?:ed|ing)?\s+(?:the\s+)?"
+    r"(?:score|rating)|updated?\s+(?:score|rating)|however,?\s+looking)\b", re.I)
+_REFUSAL = re.compile(
+    r"\b(?:I(?:'|\u2019)?m sorry|I am sorry|I (?:cannot|can(?:'|\u2019)?t|am unable to|'m "
+    r"unable to|won(?:'|\u2019)?t)|(?:cannot|unable to) (?:assist|help|evaluate|rate|comply))",
+    re.I)
+_FOREIGN_SCALE = re.compile(
+    r"\bscale\s+(?:of|from)\s+\$?(\d+)\$?\s*(?:to|-|\u2013)\s*\$?(\d+)\$?"
+    r"|\bon\s+an?\s+(\d+)\s*(?:-|\u2013|to)\s*(\d+)\s+scale", re.I)
+_RATING_PHRASE = re.compile(
+    r"\b(?:I(?:'d|\s+would|\s+will|'ll)?\s+)?(?:give|rate|rating|score|assign|award|grade)"
+    r"(?:\s+(?:it|this|the\s+caption|this\s+caption|the\s+text|this\s+text|a|an|at|as|with|of"
+    r"|is|was|would\s+be|:))*\s+\$?(?=\d|" + NUMBER_WORDS.pattern + r")", re.I)
+_SCORE_LABEL = re.compile(r"\b(?:score|rating|rate|rated)\b[^\n\d]{0,24}?(?=[-]?\d)", re.I)
+
+
+def _blank(text: str, pattern: re.Pattern[str]) -> str:
+    return pattern.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def scale_phrases(low: int, high: int) -> list[re.Pattern[str]]:
+    """The canonical phrasings that name the scale ``low``-``high``.
+
+    VisCE² §3 removes them before taking the first integer: "on a scale of 0 to 100", "(1-5)",
+    "between 0 and 100", "out of 5", "/100", "满分100分". Only the slot's own scale: "8/10" on
+    0-100 is a number on another scale, not a phrasing to drop.
+    """
+    lo, hi = re.escape(str(low)), re.escape(str(high))
+    num_lo, num_hi = rf"\$?{lo}\$?", rf"\$?{hi}\$?"
+    between = r"\s*(?:-|\u2013|\u2014|to|and|至|到|~)\s*"
+    return [
+        re.compile(rf"\b(?:on\s+)?(?:a\s+)?(?:precise\s+)?scale\s+(?:of|from)\s+{num_lo}"
+                   rf"{between}{num_hi}", re.I),
+        re.compile(rf"\bon\s+a\s+{num_lo}{between}{num_hi}\s+scale\b", re.I),
+        re.compile(rf"\b(?:from|between)\s+{num_lo}{between}{num_hi}(?!\d)", re.I),
+        re.compile(rf"[(\[]\s*{num_lo}{between}{num_hi}\s*[)\]]"),
+        re.compile(rf"(?<![\d.]){num_lo}{between}{num_hi}\s*(?:-?point\s+)?(?:scale|分)", re.I),
+        re.compile(rf"\b(?:on\s+)?an?\s+{num_hi}-point\s+scale\b", re.I),
+        re.compile(rf"\bout\s+of\s+{num_hi}(?![\d.])", re.I),
+        re.compile(rf"/\s*{num_hi}(?![\d.])"),
+        re.compile(rf"满分\s*{num_hi}\s*分?|満点\s*{num_hi}\s*点?|{num_hi}\s*点满分|"
+                   rf"{num_hi}\s*点満点|{num_hi}\s*分制|{num_hi}\s*점\s*만점|"
+                   rf"{num_hi}\s*점\s*척도|{num_hi}\s*段階|{num_hi}\s*级|{num_hi}\s*級"),
+    ]
+
+
+def clean_text(text: str, slot: ScoreSlot) -> str:
+    """The text with the slot's own scale phrasings blanked (same length, same offsets)."""
+    for pattern in scale_phrases(slot.low, slot.high):
+        text = _blank(text, pattern)
+    return text
+
+
+def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:
+    """Why ``n`` is not a reading of ``slot`` (None when it is one), and its scale.
+
+    The second value says whether it is written against the slot's own scale ("4/5",
+    "70 out of 100").
+    """
+    after = text[n.end:]
+    before = text[max(0, n.start - 24): n.start]
+    if (rng := _RANGE_AFTER.match(after)) is not None or _RANGE_BEFORE.search(before):
+        span = after[: rng.end()] if rng else ""
+        return (f"the score is a range or a hedge ({(n.written + span).strip()!r}), not one "
+                "number"), False
+    own = False
+    if (frac := _FRACTION_AFTER.match(after)) is not None and \
+            (den := number_at(after, frac.end())) is not None:
+        if den.value != slot.high:
+            written = (n.written + after[:den.end]).strip()
+            return (f"the score is given on another scale ({written}), not "
+                    f"{slot.low}-{slot.high}"), False
+        own = True
+    if _PERCENT_AFTER.match(after) and slot.high != 100:
+        return f"the score is a percentage ({n.written}%), not {slot.low}-{slot.high}", False
+    if not n.integral:
+        form = "a decimal" if "." in n.written else "a mixed number"
+        return (f"the score is written as {form} ({n.written.strip()}); the scale is whole "
+                f"numbers {slot.low}-{slot.high}"), own
+    if not slot.low <= n.value <= slot.high:
+        return f"printed score {int(n.value)} is outside {slot.low}-{slot.high}", own
+    return None, own
+
+
+def _candidate(text: str, n: Number, how: str, rank: int, slot: ScoreSlot,
+               final: bool = False) -> Candidate:
+    problem, own = check_number(text, n, slot)
+    return Candidate(n, how, rank, final, problem, own)
+
+
+# -- 3. structure ------------------------------------------------------------------------------
+
+_VALUE_WORDS = frozenset({"score", "value", "rating", "points", "point", "grade", "result"})
+
+
+def _field_rank(f: Field, slot: ScoreSlot) -> int:
+    """How well a structure's field names the slot (its name, or a parent's for 'score')."""
+    rank = matches(f.name, slot)
+    parents = [p for p in f.path[:-1] if not p.startswith("[")]
+    if f.kind == "table" and len(f.path) == 2:
+        # A table cell: named by its row; a column of reasons or comments is never a score.
+        return 0 if _looks_text(f.path[1].lower()) else matches(f.path[0], slot)
+    if f.name.lower() in _VALUE_WORDS and parents:
+        rank = max(rank if is_generic(slot) else 0, max(matches(p, slot) for p in parents))
+    return rank
+
+
+def _looks_text(column: str) -> bool:
+    return any(w in column for w in ("reason", "explanation", "comment", "note", "justif",
+                                     "assessment", "evidence", "why", "理由", "说明"))
+
+
+_NAME_KEYS = frozenset({"name", "criterion", "criteria", "aspect", "dimension", "metric",
+                        "category", "label", "key", "title"})
+
+
+def _sibling_names(fields: Sequence[Field]) -> dict[tuple[str, ...], list[str]]:
+    """Per JSON object (its path), the values of its naming keys ({"criterion": "accuracy"})."""
+    out: dict[tuple[str, ...], list[str]] = {}
+    for f in fields:
+        if f.kind == "json" and f.name.lower() in _NAME_KEYS:
+            out.setdefault(f.path[:-1], []).append(f.value)
+    return out
+
+
+def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
+    r"""Candidates from JSON fields, table cells and ``\boxed{}`` that name the slot.
+
+    The structure is parsed on the unmasked ``text`` (a quotation masked inside a JSON string
+    must not break the JSON); a value whose number ``masked`` blanks (it quotes the caption)
+    is not a verdict. A JSON object may name what it rates in a sibling key:
+    ``[{"criterion": "accuracy", "score": 80}, ...]``.
+    """
+    out: list[Candidate] = []
+    fields = json_fields(text) + table_fields(text) + xml_fields(text)
+    siblings = _sibling_names(fields)
+    if is_generic(slot):
+        fields += boxed_fields(text)
+    for f in fields:
+        rank = 2 if f.kind == "boxed" else _field_rank(f, slot)
+        if f.kind == "json" and f.name.lower() in _VALUE_WORDS:
+            named = [matches(v, slot) for v in siblings.get(f.path[:-1], [])]
+            if named:
+                # The object names what it rates: its score is that thing's, or nobody's.
+                rank = max(named)
+        if not rank:
+            continue
+        n = first_number(text, f.start, f.end)
+        if n is None or not masked[n.start:n.end].strip():
+            continue
+        what = {"json": "JSON key", "table": "table row", "xml": "tag",
+                "boxed": "\\boxed{}"}[f.kind]
+        how = f"{what} {'/'.join(p for p in f.path if p)!r}" if f.kind != "boxed" else what
+        final = f.kind == "boxed" or any(FINAL_WORDS.search(p) for p in f.path)
+        out.append(_candidate(text, n, how, rank, slot, final))
+    return out
+
+
+# -- 4. labelled lines -------------------------------------------------------------------------
+
+
+def _label_pattern(names: Sequence[str]) -> str:
+    """A regex alternation of label names, longest first, words kept whole."""
+    parts = sorted({re.escape(n).replace(r"\ ", r"[\s_]+") for n in names}, key=len,
+                   reverse=True)
+    return r"(?<![A-Za-z])(?:" + "|".join(parts) + r")(?![A-Za-z])"
+
+
+def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
+    r"""The method's own format: a label, a short filler on the same sentence, the anchor.
+
+    "The final score is $85$", "Accuracy: $80$", "最终得分：$73$", "The final score is:\n\n
+    $\boxed{85}$": the filler has no digits, does not end a sentence and spans at most two
+    line breaks (a label alone on its line, its value on the next).
+    """
+    if not (slot.label and slot.anchor):
+        return []
+    anchor = re.escape(slot.anchor)
+    label = re.compile(_label_pattern(slot_names(slot)), re.I)
+    value = re.compile(rf"[^\d]{{0,80}}?{anchor}{_MARKUP}{_LATEX_OPEN}{_MARKUP}(?=[-]?\d)")
+    out = []
+    for m in label.finditer(text):
+        v = value.match(text, m.end())
+        if v is None:
+            continue
+        filler = text[m.end(): v.end()]
+        if filler.count("\n") > 2 or _SENTENCE_END.search(filler):
+            continue
+        n = number_at(text, v.end())
+        if n is not None:
+            out.append(_candidate(text, n, f"label {m.group(0).strip()!r} and "
+                                  f"{slot.anchor!r}", 2, slot, _is_final(text, m.start())))
+    return out
+
+
+_SEPARATOR = (r"(?:\s*\([^()\n]{0,40}\))?" + _MARKUP
+              + r"(?:[:=]|\bis\b|\bof\b|\bwould\s+be\b|\u2014|\u2013|-(?!\d))?"
+              + _MARKUP + _LATEX_OPEN + r"\$?" + _MARKUP)
+
+
+def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
+    """A label and its value: "**Score:** 58", "Final verdict — 57", "Correctness: 4".
+
+    The slot's own names (rank 2) and, for a slot that is the answer's only verdict, the
+    generic ones (rank 1); only a separator, markdown, LaTeX or ``$`` and at most two line
+    breaks between the label and the number.
+    """
+    out = []
+    for names, rank in ((slot_names(slot), 2),
+                        (GENERIC if is_generic(slot) else (), 1)):
+        if not names:
+            continue
+        rx = re.compile(_label_pattern(names) + _SEPARATOR, re.I)
+        for m in rx.finditer(text):
+            if m.group(0).count("\n") > 2:
+                continue
+            n = number_at(text, m.end())
+            if n is None:
+                continue
+            if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|of|be)\b",
+                                           m.group(0)):
+                continue  # "Overall 3 objects ...": a generic word without a separator
+            label = re.sub(r"[\s*_`:$\\{]+$", "", m.group(0)).strip()
+            out.append(_candidate(text, n, f"label {label!r}", rank, slot,
+                                  _is_final(text, m.start())))
+    return out
+
+
+def _opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
+    """For a slot asked first: the number the answer opens with (after markup)."""
+    if slot.position != "first":
+        return []
+    m = re.match(r"[\s*_`#>:\[(]*", text)
+    start = m.end() if m else 0
+    n = number_at(text, start)
+    if n is None or re.match(r"[.)]\s+\D", text[n.end:]):
+        return []  # a list marker ("1. The caption ..."), not a rating
+    return [_candidate(text, n, "the number the answer opens with", 1, slot)]
+
+
+_ALONE = re.compile(r"^[ \t>#*_`\[(]*\$?(?=\d)", re.M)
+
+
+def _standalone_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
+    """Lines holding nothing but a number ("85", "**4**"), for a slot that is the verdict.
+
+    A bare answer is its number; several such lines that disagree ("70", "75", "70" from a
+    model in a loop) are competing verdicts.
+    """
+    if not is_generic(slot):
+        return []
+    out = []
+    for m in _ALONE.finditer(text):
+        n = number_at(text, m.end())
+        if n is None:
+            continue
+        line_end = text.find("\n", n.end)
+        rest = text[n.end: line_end if line_end >= 0 else len(text)]
+        if re.fullmatch(r"[\s$*_`)\].!]*(?:/\s*\d+|%|\s*(?:points?|pts))?[\s$*_`).!]*", rest,
+                        re.I):
+            out.append(_candidate(text, n, "a line holding only a number", 1, slot))
+    return out
+
+
+def _own_scale_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
+    """"70 out of 100", "4/5", "four out of five": a value stated on the slot's own scale."""
+    out = []
+    for rx in (DIGITS, NUMBER_WORDS):
+        for m in rx.finditer(text):
+            n = number_at(text, m.start())
+            if n is None:
+                continue
+            c = _candidate(text, n, f"a value on the {slot.low}-{slot.high} scale", 0, slot)
+            if c.own_scale:
+                out.append(c)
+    return out
+
+
+def _is_final(text: str, pos: int) -> bool:
+    """Whether the label at ``pos`` is marked final (on its line, or a heading above it)."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    line = text[line_start: text.find("\n", pos) if "\n" in text[pos:] else len(text)]
+    if FINAL_WORDS.search(line):
+        return True
+    above = text[max(0, line_start - 80): line_start]
+    heading = [h for h in above.split("\n") if h.strip()][-1:] if above.strip() else []
+    return bool(heading) and len(heading[0]) < 40 and bool(FINAL_WORDS.search(heading[0]))
+
+
+# -- 5. phrases --------------------------------------------------------------------------------
+
+
+def _phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
+    """Rating phrases, the anchor, or (first-integer slots) the first number."""
+    out = []
+    for m in _RATING_PHRASE.finditer(text):
+        n = number_at(text, m.end())
+        if n is not None:
+            out.append(_candidate(text, n, "a rating phrase", 0, slot))
+    if slot.anchor:
+        anchor = re.compile(re.escape(slot.anchor) + _MARKUP + _LATEX_OPEN + _MARKUP
+                            + r"(?=[-]?\d)")
+        out += [_candidate(text, n, f"after {slot.anchor!r}", 0, slot)
+                for m in anchor.finditer(text) if (n := number_at(text, m.end())) is not None]
+    if slot.position == "first" and not slot.anchor:
+        first = _first_integer(text)
+        if first is not None:
+            out.append(_candidate(text, first, "the first number (VisCE² §3 reading)", 0,
+                                  slot))
+    return out
+
+
+def _level_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
+    """The rubric's level names ("Moderate Correctness" is 3), when no number is written."""
+    if not slot.levels:
+        return []
+    names = {re.sub(r"\s+", " ", name).lower(): value for name, value in slot.levels}
+    rx = re.compile(_label_pattern(list(names)), re.I)
+    return [Candidate(Number(m.start(), m.end(), m.end(), float(value), m.group(0), "level"),
+                      f"the rubric level {m.group(0)!r}", 0)
+            for m in rx.finditer(text)
+            if (value := names.get(re.sub(r"\s+", " ", m.group(0)).lower())) is not None]
+
+
+def _first_integer(text: str) -> Number | None:
+    """The first number, or the first labelled one.
+
+    A "Score:"/"Rating:" labelled one when a label introduces one and the answer does not
+    open with its number ("The caption has 2 errors. Rating: 3" is 3).
+    """
+    numbers = [n for m in DIGITS.finditer(text) if (n := number_at(text, m.start()))]
+    labelled = [n for m in _SCORE_LABEL.finditer(text) if (n := number_at(text, m.end()))]
+    if not numbers:
+        return None
+    if not labelled:
+        return numbers[0]
+    opening = numbers[0]
+    at_start = text[:opening.start].strip(" \t\n*_`#>:") == ""
+    list_marker = re.match(r"[.)]\s+\D", text[opening.end:]) is not None
+    return opening if at_start and not list_marker else labelled[0]
+
+
+# -- the decision ------------------------------------------------------------------------------
+
+_FOREIGN = "the score is given on another scale"
+
+
+def _pick(cands: Sequence[Candidate], slot: ScoreSlot) -> Candidate:
+    """Of candidates that agree, the one whose place the slot reads (first or last)."""
+    return cands[0] if slot.position == "first" else cands[-1]
+
+
+def _quote(cands: Sequence[Candidate]) -> str:
+    return "; ".join(f"{c.number.written.strip()!r} ({c.how})" for c in cands[:4])
+
+
+def decide(cands: Sequence[Candidate], text: str, slot: ScoreSlot
+           ) -> Candidate | Unreadable | None:
+    """The slot's reading from its candidates, an abstention, or None (no candidate).
+
+    The highest rank with a usable candidate decides. At that rank, one value is the reading;
+    several values are one only when exactly one is marked final or the last is introduced
+    as a revision; otherwise nobody can tell. A range, hedge or decimal at the deciding rank
+    vetoes; a number on another scale ("7/10") yields to the same answer's restatement on the
+    slot's own scale ("70 out of 100").
+    """
+    if not cands:
+        return None
+    by_start: dict[int, Candidate] = {}
+    for c in cands:
+        if c.number.start not in by_start or c.rank > by_start[c.number.start].rank:
+            by_start[c.number.start] = c
+    ordered = sorted(by_start.values(), key=lambda c: c.number.start)
+    top = max(c.rank for c in ordered)
+    level = [c for c in ordered if c.rank == top]
+    valid = [c for c in level if c.problem is None]
+    vetoes = [c for c in level if c.problem and not c.problem.startswith(_FOREIGN)]
+    if not valid:
+        lower = [c for c in ordered if c.rank < top and c.problem is None and c.own_scale]
+        if not vetoes and lower and len({c.number.value for c in lower}) == 1:
+            return _pick(lower, slot)
+        worst = vetoes or level
+        return Unreadable("parse_failure", str(_pick(worst, slot).problem),
+                          _printed(_pick(worst, slot)))
+    if vetoes:
+        return Unreadable("parse_failure", f"competing readings of {slot.name}: "
+                          f"{_quote(valid + vetoes)}; {vetoes[0].problem}")
+    if len({c.number.value for c in valid}) == 1:
+        return _pick(valid, slot)
+    finals = [c for c in valid if c.final]
+    if finals and len(finals) < len(valid) and len({c.number.value for c in finals}) == 1:
+        return _pick(finals, slot)
+    last, before = valid[-1], valid[-2]
+    between = text[before.number.end: last.number.start]
+    if _REVISION.search(between) and all(c.number.value == last.number.value
+                                         for c in valid if c.number.start > before.number.start):
+        return last
+    return Unreadable("parse_failure", f"{len({c.number.value for c in valid})} different "
+                      f"values for {slot.name} and nothing says which is the verdict: "
+                      f"{_quote(valid)}")
+
+
+def _decide_uncut(cands: Sequence[Candidate], text: str, slot: ScoreSlot, truncated: bool
+                  ) -> Candidate | Unreadable | None:
+    """:func:`decide`, leaving out a number that ends a cut answer when others stand.
+
+    A model looping "Rating: 60" until ``max_tokens`` ends on "Rating: 6": the cut line is
+    no verdict of its own. A cut number that is the only candidate is still unreadable.
+    """
+    whole = [c for c in cands if _cut(text, c.number, slot, truncated) is None]
+    return decide(whole if whole and len(whole) < len(cands) else cands, text, slot)
+
+
+def _printed(c: Candidate) -> int | float | None:
+    value = c.number.value
+    return int(value) if float(value).is_integer() else value
+
+
+def _cut(text: str, n: Number, slot: ScoreSlot, truncated: bool) -> str | None:
+    """Why the number may be unfinished (it ends the answer, cut or unclosed), or None."""
+    rest = text[n.end:]
+    if rest.strip(" \t\n*_`") != "":
+        return None
+    head = text[:n.start].rstrip(" *_`")
+    if slot.anchor and head.endswith(slot.anchor):
+        return (f"the answer ends at {slot.anchor}{n.written} with no closing "
+                f"{slot.anchor!r}: the number may be unfinished (cut answer)")
+    if truncated:
+        return (f"the answer was cut at max_tokens right after {n.written!r}: the number may "
+                "be unfinished")
+    return None
+
+
+def _prepared(view: AnswerView, slot: ScoreSlot) -> str:
+    quotes = [normalise(q)[0] for q in slot.quotes if q and q.strip()]
+    return mask_text(view.text, quotes)
+
+
+def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | Unreadable:
+    """Where ``slot``'s verdict is written in ``text`` (the module doc gives the order).
+
+    Args:
+        text: the judge's answer (its ``content``; a reasoning field is never passed here).
+        slot: the score slot (names, anchor, position, scale, the texts it may quote).
+        truncated: the answer was cut at ``max_tokens`` (``finish_reason: length``).
+
+    Returns:
+        The located number with offsets in ``text``, or why there is none.
+    """
+    view = answer_view(text)
+    if view.reasoning_cut:
+        return Unreadable("parse_failure", "reasoning cut off: the answer ended inside its "
+                          "reasoning block, before any verdict")
+    if view.blank:
+        return Unreadable("parse_failure", "no answer after the reasoning block"
+                          if view.had_reasoning else "the answer is empty")
+    masked = _prepared(view, slot)
+    declined = find_decline(masked, view.text)
+    if declined is not None:
+        # Wherever it appears: a judge that says it cannot see the picture has not judged it,
+        # whatever number it writes (or quotes) elsewhere.
+        return Unreadable("parse_failure", f"no score: the judge declined ({declined!r})")
+    cleaned = clean_text(masked, slot)
+    chosen = _decide_uncut(_structured(view.text, masked, slot) + _format_candidates(cleaned, slot)
+                    + _label_candidates(cleaned, slot) + _opening_candidates(cleaned, slot)
+                    + _standalone_candidates(cleaned, slot)
+                    + _own_scale_candidates(masked, slot), cleaned, slot, truncated)
+    if chosen is None:
+        chosen = _decide_uncut(_phrase_candidates(cleaned, slot), cleaned, slot, truncated)
+    if chosen is None:
+        chosen = decide(_level_candidates(cleaned, slot), cleaned, slot)
+    if chosen is None:
+        return _nothing(masked, cleaned, slot, truncated)
+    if isinstance(chosen, Unreadable):
+        return chosen
+    if (cut := _cut(masked, chosen.number, slot, truncated)) is not None:
+        return Unreadable("parse_failure", cut, _printed(chosen))
+    if not slot.label and not slot.anchor and chosen.rank < 2:
+        foreign = _foreign_scale(cleaned, slot)
+        if foreign:
+            return Unreadable("parse_failure", foreign)
+    n = chosen.number
+    start = n.start + (1 if n.negative else 0)
+    return Located(view.origin(start), view.origin_end(n.digits_end), n.value, chosen.how,
+                   n.kind)
+
+
+def _nothing(masked: str, cleaned: str, slot: ScoreSlot, truncated: bool) -> Unreadable:
+    """Why no candidate was found at all."""
+    foreign = _foreign_scale(cleaned, slot)
+    if foreign:
+        return Unreadable("parse_failure", foreign)
+    if _REFUSAL.search(masked):
+        snippet = " ".join(masked.split())[:120]
+        # A parse failure (no score), not ``refused``: that status is the API's own refusal
+        # (its ``refusal`` field or a content filter), not a reading of prose.
+        return Unreadable("parse_failure", f"no score: the judge declined ({snippet!r})")
+    where = (f"after {slot.label!r}" + (f" and {slot.anchor!r}" if slot.anchor else "")
+             if slot.label else f"after {slot.anchor!r}" if slot.anchor else "anywhere")
+    cut = " (the answer was cut at max_tokens before its verdict)" if truncated else ""
+    return Unreadable("parse_failure", f"no number {where} in the output{cut}")
+
+
+def _foreign_scale(cleaned: str, slot: ScoreSlot) -> str | None:
+    """A "scale of 1 to 10" phrase naming another scale than the slot's (after blanking)."""
+    m = _FOREIGN_SCALE.search(cleaned)
+    if m is None:
+        return None
+    low, high = (int(x) for x in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
+    if (low, high) != (slot.low, slot.high) and high > low:
+        return (f"the judge answered on another scale ({m.group(0).strip()!r}), not "
+                f"{slot.low}-{slot.high}")
+    return None
+
+
+def find_printed(text: str, slot: ScoreSlot) -> Located | None:
+    """The slot's located number in ``text``, or None.
+
+    Local backends use it to find the score position in what the model wrote.
+    """
+    found = locate(text, slot)
+    return found if isinstance(found, Located) else None

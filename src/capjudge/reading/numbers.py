@@ -1,0 +1,152 @@
+"""Numbers as judges write them: digits, English words, CJK numerals, fractions.
+
+All functions work on a view's canonical text (:mod:`capjudge.reading.view`), where full-width
+digits are already ASCII. A value is read *whole*: "85.5" is a decimal, "2 1/2" a mixed number
+(2.5), "4/5" a fraction whose denominator says the scale, "60%" a percentage; what it is then
+worth on a slot's scale is the caller's decision (:mod:`capjudge.reading.locate`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from capjudge.reading.view import VULGAR
+
+_UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+          "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+          "eighteen", "nineteen"]
+_TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+WORD_VALUES: dict[str, int] = {w: i for i, w in enumerate(_UNITS)}
+WORD_VALUES.update({w: 10 * i for i, w in enumerate(_TENS) if w})
+WORD_VALUES["fourty"] = 40  # a common misspelling
+_UNIT = "|".join(sorted(_UNITS[1:10], key=len, reverse=True))
+_TEEN_OR_UNIT = "|".join(sorted(_UNITS, key=len, reverse=True))
+_TEN = "|".join(sorted([*filter(None, _TENS), "fourty"], key=len, reverse=True))
+NUMBER_WORDS = re.compile(
+    rf"\b(?:(?:one|a)[\s-]+hundred|hundred|(?:{_TEN})(?:[\s-]+(?:{_UNIT}))?|{_TEEN_OR_UNIT})\b",
+    re.I)
+
+_CJK_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4, "五": 5,
+               "六": 6, "七": 7, "八": 8, "九": 9}
+CJK_NUMBER = re.compile(r"[零〇一二两兩三四五六七八九十百]+")
+
+# A number as digits: sign, integer part, decimals. Not the tail of a word or of a longer
+# number (ASCII word characters only: "α80α", the official ACCR wrapping, stands alone).
+DIGITS = re.compile(r"(?<![\w.])([-]?)(\d+)(\.\d+)?(?![\w])", re.ASCII)
+_MIXED = re.compile(r"[ \t]+(\d+)[ \t]*/[ \t]*(\d+)(?![\d.])")
+
+
+def word_value(words: str) -> int | None:
+    """'seventy-five' -> 75, 'a hundred' -> 100, 'four' -> 4; None if not a number."""
+    parts = [p for p in re.split(r"[\s-]+", words.lower()) if p]
+    if parts and parts[-1] == "hundred":
+        return 100 if len(parts) <= 2 else None
+    total = 0
+    for p in parts:
+        if p not in WORD_VALUES:
+            return None
+        total += WORD_VALUES[p]
+    return total if parts else None
+
+
+def cjk_value(numeral: str) -> int | None:
+    """'八十五' -> 85, '一百' -> 100, '十' -> 10, '四' -> 4; None when it is not one number."""
+    if not numeral or any(c not in _CJK_DIGITS and c not in "十百" for c in numeral):
+        return None
+    total, current = 0, None
+    for c in numeral:
+        if c in _CJK_DIGITS:
+            if current is not None:
+                return None  # two digits in a row ("八五") is not how a number is written
+            current = _CJK_DIGITS[c]
+        elif c == "十":
+            total += 10 * (1 if current is None else current)
+            current = None
+        else:  # 百
+            total += 100 * (1 if current is None else current)
+            current = None
+    return total + (current or 0)
+
+
+@dataclass(frozen=True)
+class Number:
+    """One number written in a text.
+
+    Attributes:
+        start: offset of its first character (digits or word).
+        end: offset just after it (a mixed number's fraction included).
+        digits_end: offset just after its integer digits (what a token path covers); equal
+            to ``end`` for words.
+        value: the number (a float when it has a fractional part).
+        written: the text as written.
+        kind: ``digits``, ``words`` or ``cjk``.
+        negative: written with a minus sign.
+    """
+
+    start: int
+    end: int
+    digits_end: int
+    value: float
+    written: str
+    kind: str = "digits"
+    negative: bool = False
+
+    @property
+    def integral(self) -> bool:
+        """Whether the value is a whole number."""
+        return float(self.value).is_integer()
+
+
+def number_at(text: str, pos: int) -> Number | None:
+    """The number that starts at ``pos`` (digits, words or CJK numerals), or None."""
+    m = DIGITS.match(text, pos)
+    if m is not None:
+        value = float(m.group(2) + (m.group(3) or ""))
+        end = m.end()
+        mixed = _MIXED.match(text, end) if m.group(3) is None else None
+        if m.group(3) is None and end < len(text) and text[end] in VULGAR:
+            value += VULGAR[text[end]]  # "2½"
+            end += 1
+        elif mixed is not None and int(mixed.group(2)) > int(mixed.group(1)) > 0:
+            # "2 1/2": a mixed number (a proper fraction after the whole part).
+            value += int(mixed.group(1)) / int(mixed.group(2))
+            end = mixed.end()
+        sign = m.group(1) == "-"
+        return Number(m.start(2) - (1 if sign else 0), end, m.end(2),
+                      -value if sign else value, text[m.start(): end], "digits", sign)
+    w = NUMBER_WORDS.match(text, pos)
+    if w is not None and (said := word_value(w.group(0))) is not None:
+        return Number(w.start(), w.end(), w.end(), float(said), w.group(0), "words")
+    c = CJK_NUMBER.match(text, pos)
+    if c is not None and (written := cjk_value(c.group(0))) is not None:
+        return Number(c.start(), c.end(), c.end(), float(written), c.group(0), "cjk")
+    return None
+
+
+def numbers_in(text: str, start: int = 0, end: int | None = None, *, words: bool = False
+               ) -> list[Number]:
+    """Every number written as digits in ``text[start:end]`` (and in words, if asked)."""
+    end = len(text) if end is None else end
+    found = [n for m in DIGITS.finditer(text, start, end)
+             if (n := number_at(text, m.start())) is not None and n.end <= end]
+    if words:
+        found += [n for m in NUMBER_WORDS.finditer(text, start, end)
+                  if (n := number_at(text, m.start())) is not None]
+    return sorted(found, key=lambda n: n.start)
+
+
+def first_number(text: str, start: int = 0, end: int | None = None) -> Number | None:
+    """The first number (digits, words or CJK) in ``text[start:end]``."""
+    end = len(text) if end is None else end
+    best: Number | None = None
+    for rx in (DIGITS, NUMBER_WORDS, CJK_NUMBER):
+        m = rx.search(text, start, end)
+        while m is not None:
+            n = number_at(text, m.start())
+            if n is not None and n.end <= end:
+                if best is None or n.start < best.start:
+                    best = n
+                break
+            m = rx.search(text, m.end(), end)
+    return best

@@ -1,0 +1,263 @@
+r"""The structures judges put their verdicts in: JSON, tables, ``\boxed{}``.
+
+Each finder returns the structure's *fields* (a name and a value with the value's offsets in
+the text), so the verdict found in a structure is located in the answer like any other, and
+its tokens' log-probabilities can be read there.
+
+- :func:`json_fields`: every key of every JSON object in the answer (in code fences or not,
+  nested at any depth), with its path of parent keys. The parser is lenient the way judges'
+  JSON needs: single-quoted strings, trailing commas, unquoted keys.
+- :func:`table_fields`: the cells of markdown tables (``| Accuracy | 80 |``), named by their
+  row's first cell and their column's header; a table laid out the other way (a header of
+  criteria, one row of values) is named by the header.
+- :func:`xml_fields`: ``<score>85</score>``, a tag around a value.
+- :func:`boxed_fields`: ``\boxed{85}`` (and ``\fbox``), the LaTeX way of marking a final
+  answer.
+
+Tables are markdown (``| Accuracy | 80 |``) or HTML (``<tr><td>Accuracy</td><td>80</td>``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Field:
+    """One named value in a structure.
+
+    Attributes:
+        path: the names leading to it, outermost first (JSON keys; a table's row name, then
+            its column's header).
+        value: the value's text as written (a JSON string without its quotes).
+        start: offset of the value's text in the answer.
+        end: offset just after it.
+        kind: ``json``, ``table``, ``xml`` or ``boxed``.
+    """
+
+    path: tuple[str, ...]
+    value: str
+    start: int
+    end: int
+    kind: str
+
+    @property
+    def name(self) -> str:
+        """The innermost name."""
+        return self.path[-1] if self.path else ""
+
+
+class _JsonError(ValueError):
+    pass
+
+
+class _Parser:
+    """A lenient JSON parser that records each scalar's offsets (see the module doc)."""
+
+    def __init__(self, text: str, start: int) -> None:
+        self.text, self.pos = text, start
+        self.fields: list[Field] = []
+
+    def space(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos] in " \t\r\n":
+            self.pos += 1
+
+    def value(self, path: tuple[str, ...], depth: int = 0) -> None:
+        if depth > 32:
+            raise _JsonError("too deep")
+        self.space()
+        if self.pos >= len(self.text):
+            raise _JsonError("end of text")
+        ch = self.text[self.pos]
+        if ch == "{":
+            self.obj(path, depth)
+        elif ch == "[":
+            self.array(path, depth)
+        elif ch in "\"'":
+            start, end, text = self.string()
+            self.fields.append(Field(path, text, start, end, "json"))
+        else:
+            m = re.compile(r"[^,}\]\n]+").match(self.text, self.pos)
+            if m is None:
+                raise _JsonError(f"unexpected {ch!r}")
+            raw = m.group(0).rstrip()
+            self.fields.append(Field(path, raw, m.start(), m.start() + len(raw), "json"))
+            self.pos = m.start() + len(raw)
+
+    def string(self) -> tuple[int, int, str]:
+        quote = self.text[self.pos]
+        start = self.pos + 1
+        i = start
+        while i < len(self.text) and self.text[i] != quote:
+            i += 2 if self.text[i] == "\\" else 1
+        if i >= len(self.text):
+            raise _JsonError("unterminated string")
+        self.pos = i + 1
+        return start, i, self.text[start:i]
+
+    def key(self) -> str:
+        self.space()
+        if self.pos < len(self.text) and self.text[self.pos] in "\"'":
+            return self.string()[2]
+        m = re.compile(r"[^:\s{}\[\],]+").match(self.text, self.pos)
+        if m is None:
+            raise _JsonError("no key")
+        self.pos = m.end()
+        return m.group(0)
+
+    def obj(self, path: tuple[str, ...], depth: int) -> None:
+        self.pos += 1
+        while True:
+            self.space()
+            if self.pos < len(self.text) and self.text[self.pos] == "}":
+                self.pos += 1
+                return
+            name = self.key()
+            self.space()
+            if self.pos >= len(self.text) or self.text[self.pos] not in ":=":
+                raise _JsonError("no colon")
+            self.pos += 1
+            self.value((*path, name), depth + 1)
+            self.space()
+            if self.pos < len(self.text) and self.text[self.pos] == ",":
+                self.pos += 1
+            elif self.pos < len(self.text) and self.text[self.pos] == "}":
+                continue
+            else:
+                raise _JsonError("no comma")
+
+    def array(self, path: tuple[str, ...], depth: int) -> None:
+        self.pos += 1
+        k = 0
+        while True:
+            self.space()
+            if self.pos < len(self.text) and self.text[self.pos] == "]":
+                self.pos += 1
+                return
+            self.value((*path, f"[{k}]"), depth + 1)
+            k += 1
+            self.space()
+            if self.pos < len(self.text) and self.text[self.pos] == ",":
+                self.pos += 1
+            elif self.pos < len(self.text) and self.text[self.pos] == "]":
+                continue
+            else:
+                raise _JsonError("no comma")
+
+
+def json_fields(text: str) -> list[Field]:
+    """Every scalar field of every JSON object written in ``text`` (see the module doc)."""
+    out: list[Field] = []
+    pos = 0
+    while (start := text.find("{", pos)) >= 0:
+        parser = _Parser(text, start)
+        try:
+            parser.obj((), 0)
+        except _JsonError:
+            pos = start + 1
+            continue
+        # An object needs a key that looks like a name: "{85}" or "{x}" in prose is not JSON.
+        if parser.fields:
+            out += parser.fields
+        pos = parser.pos
+    return out
+
+
+_ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$", re.M)
+_RULE = re.compile(r"^[\s|:\-]+$")
+
+
+def _cells(line_start: int, inner: str, offset: int) -> list[tuple[str, int, int]]:
+    """(text, start, end) of each cell of a table row (offsets of the stripped text)."""
+    out = []
+    pos = offset
+    for part in inner.split("|"):
+        stripped = part.strip()
+        lead = len(part) - len(part.lstrip())
+        out.append((stripped, pos + lead, pos + lead + len(stripped)))
+        pos += len(part) + 1
+    return out
+
+
+def _tables(text: str) -> list[list[list[tuple[str, int, int]]]]:
+    """Markdown tables: lists of rows of cells (the separator row dropped)."""
+    tables: list[list[list[tuple[str, int, int]]]] = []
+    last_end = -2
+    for m in _ROW.finditer(text):
+        cells = _cells(m.start(), m.group(1), m.start(1))
+        contiguous = text[last_end:m.start()].strip() == "" if last_end >= 0 else False
+        if not (tables and contiguous):
+            tables.append([])
+        last_end = m.end()
+        if _RULE.match(m.group(1)):
+            continue
+        tables[-1].append(cells)
+    return [t for t in tables if len(t) >= 2 or (t and len(t[0]) >= 2)]
+
+
+def table_fields(text: str) -> list[Field]:
+    """The cells of markdown tables, named by row and column (see the module doc).
+
+    A cell of a row is named (row's first cell, column header); a table whose header names
+    the things rated and that has one row of values names each value by its header.
+    """
+    out: list[Field] = []
+    for rows in _tables(text) + _html_tables(text):
+        header = [c[0] for c in rows[0]]
+        body = rows[1:] if len(rows) > 1 else rows
+        for row in body:
+            name = row[0][0]
+            for k, (cell, start, end) in enumerate(row[1:], start=1):
+                column = header[k] if k < len(header) and len(rows) > 1 else ""
+                out.append(Field((name, column), cell, start, end, "table"))
+        if len(rows) == 2:
+            # Criteria across, values below: each value named by its column's header.
+            for k, (cell, start, end) in enumerate(rows[1]):
+                if k < len(header):
+                    out.append(Field((header[k],), cell, start, end, "table"))
+    return out
+
+
+_XML = re.compile(r"<([A-Za-z][\w.-]{0,40})(?:\s[^<>]*)?>([^<>]{0,200})</\1\s*>")
+_HTML_TABLE = re.compile(r"<table\b[^>]*>(.*?)</table\s*>", re.I | re.S)
+_HTML_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr\s*>", re.I | re.S)
+_HTML_CELL = re.compile(r"<t([dh])\b[^>]*>(.*?)</t[dh]\s*>", re.I | re.S)
+_TAGS = re.compile(r"<[^<>]*>")
+
+
+def xml_fields(text: str) -> list[Field]:
+    """``<score>85</score>``, ``<accuracy>80</accuracy>``: a tag around a value (no nesting).
+
+    Table cells (``td``, ``th``) are left to :func:`table_fields`.
+    """
+    return [Field((m.group(1),), m.group(2), m.start(2), m.end(2), "xml")
+            for m in _XML.finditer(text) if m.group(1).lower() not in ("td", "th")]
+
+
+def _html_tables(text: str) -> list[list[list[tuple[str, int, int]]]]:
+    """HTML tables as rows of (cell text without tags, start, end)."""
+    tables = []
+    for t in _HTML_TABLE.finditer(text):
+        rows = []
+        for r in _HTML_ROW.finditer(text, t.start(1), t.end(1)):
+            cells = []
+            for c in _HTML_CELL.finditer(text, r.start(1), r.end(1)):
+                inner = _TAGS.sub(lambda m: " " * len(m.group(0)), c.group(2))
+                lead = len(inner) - len(inner.lstrip())
+                cells.append((inner.strip(), c.start(2) + lead,
+                              c.start(2) + lead + len(inner.strip())))
+            if cells:
+                rows.append(cells)
+        if rows:
+            tables.append(rows)
+    return tables
+
+
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
+
+
+def boxed_fields(text: str) -> list[Field]:
+    r"""``\boxed{...}`` contents (a nested ``\text{}`` unwrapped by the value reader)."""
+    return [Field(("boxed",), m.group(1), m.start(1), m.end(1), "boxed")
+            for m in _BOXED.finditer(text)]

@@ -1,0 +1,156 @@
+"""The answer as a reader sees it: normalised, without its reasoning, offsets kept.
+
+Before anything looks for a verdict, the answer is put in one canonical form
+(:func:`answer_view`):
+
+- **Unicode NFKC**, character by character: full-width digits and letters ("８５", "ＡＢ"),
+  full-width punctuation ("：", "＄", "（"), the non-breaking space and other look-alikes
+  become their plain forms; the fraction slash becomes "/" and the minus sign "-".
+- **Invisible characters removed**: zero-width spaces and joiners, the word joiner, the byte
+  order mark, the soft hyphen, variation selectors and the keycap mark ("8\u200b5" is 85,
+  "4️⃣" is 4), bidirectional controls.
+- **Every script's decimal digits** as ASCII digits ("٨٥", "८५" are 85).
+- **Reasoning removed**: ``<think>…</think>`` and its kin (``<thinking>``, ``<reasoning>``,
+  ``<thought>``, ``<|begin_of_thought|>…<|end_of_thought|>``, ``◁think▷…◁/think▷``) are never
+  the answer. A closing tag with no opening one (the chat template opened the block in the
+  prompt) makes everything before it reasoning. An opening tag that is never closed means the
+  answer ended inside its reasoning: :attr:`AnswerView.reasoning_cut`. Where the answer wraps
+  its verdict in ``<answer>…</answer>``, only that part is read.
+
+The view keeps a map from each of its characters to the original's offset (:meth:`origin`),
+so a number found in the view is found in the original answer and in its tokens.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+# Format characters a judge (or a copy-paste) leaves inside words and numbers; never content.
+INVISIBLE = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e\u2061\u2062\u2063\u2064"
+                      "\ufe0e\ufe0f\u20e3\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                      "\u2066\u2067\u2068\u2069")
+# Vulgar fractions stay themselves: NFKC would write "2½" as "21/2".
+VULGAR = {"½": 0.5, "¼": 0.25, "¾": 0.75, "⅓": 1 / 3, "⅔": 2 / 3, "⅕": 0.2, "⅖": 0.4,
+          "⅗": 0.6, "⅘": 0.8, "⅙": 1 / 6, "⅚": 5 / 6, "⅛": 0.125, "⅜": 0.375, "⅝": 0.625,
+          "⅞": 0.875}
+# NFKC leaves these as they are; a reader takes them for their ASCII twins.
+_PLAIN = {"\u2044": "/", "\u2215": "/", "\u2212": "-", "\u2010": "-", "\u2011": "-",
+          "\u00d7": "x", "\u3000": " "}
+
+_BLOCKS = [
+    (re.compile(r"<\s*(think|thinking|reasoning|thought|reflection)\s*>", re.I),
+     lambda name: re.compile(rf"<\s*/\s*{name}\s*>", re.I)),
+    (re.compile(r"<\|begin_of_thought\|>", re.I),
+     lambda _: re.compile(r"<\|end_of_thought\|>", re.I)),
+    (re.compile(r"\u25c1think\u25b7"), lambda _: re.compile(r"\u25c1/think\u25b7")),
+]
+_LONE_CLOSE = re.compile(r"<\s*/\s*(?:think|thinking|reasoning|thought)\s*>|<\|end_of_thought\|>"
+                         r"|\u25c1/think\u25b7", re.I)
+_ANSWER = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|$)", re.I | re.S)
+_TAG = re.compile(r"<\s*/?\s*answer\s*>|<\|begin_of_solution\|>|<\|end_of_solution\|>", re.I)
+
+
+@dataclass(frozen=True)
+class AnswerView:
+    """An answer in canonical form (see the module doc).
+
+    Attributes:
+        original: the answer as the backend returned it.
+        text: the canonical text: normalised, reasoning blanked by spaces (newlines kept).
+        index: for each character of ``text``, its offset in ``original``; one more entry,
+            ``len(original)``, for the end.
+        reasoning_cut: the answer ends inside a reasoning block that never closed.
+        had_reasoning: some reasoning was removed.
+    """
+
+    original: str
+    text: str
+    index: tuple[int, ...]
+    reasoning_cut: bool = False
+    had_reasoning: bool = False
+
+    def origin(self, offset: int) -> int:
+        """The original's offset of the view's ``offset`` (an end offset maps to an end)."""
+        return self.index[min(max(offset, 0), len(self.index) - 1)]
+
+    def origin_end(self, offset: int) -> int:
+        """The original's end offset for a span of the view ending at ``offset``."""
+        if offset <= 0:
+            return self.index[0]
+        return self.index[min(offset, len(self.text)) - 1] + 1 if offset <= len(self.text) \
+            else len(self.original)
+
+    @property
+    def blank(self) -> bool:
+        """Nothing but whitespace is left (the answer was empty, or only reasoning)."""
+        return not self.text.strip()
+
+
+def normalise(text: str) -> tuple[str, tuple[int, ...]]:
+    """``text`` in NFKC with invisible characters removed, and each character's origin."""
+    out: list[str] = []
+    index: list[int] = []
+    for i, ch in enumerate(text):
+        if ch in INVISIBLE:
+            continue
+        plain = ch if ch in VULGAR else _PLAIN.get(ch)
+        if plain is None and not ch.isascii() and (digit := unicodedata.decimal(ch, None)) \
+                is not None:
+            plain = str(digit)  # "٨٥", "८५", "８５": any script's decimal digits
+        if plain is None:
+            plain = unicodedata.normalize("NFKC", ch) if ord(ch) > 127 else ch
+            plain = "".join(_PLAIN.get(c, c) for c in plain)
+        for c in plain:
+            out.append(c)
+            index.append(i)
+    index.append(len(text))
+    return "".join(out), tuple(index)
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
+
+
+def strip_reasoning(text: str) -> tuple[str, bool, bool]:
+    """``text`` with its reasoning blanked; (text, reasoning_cut, had_reasoning)."""
+    had = cut = False
+    # A closing tag before any opening one: the template opened the block in the prompt.
+    first_open = min((m.start() for opener, _ in _BLOCKS if (m := opener.search(text))),
+                     default=len(text))
+    lone = _LONE_CLOSE.search(text, 0, first_open)
+    if lone is not None:
+        text, had = _blank(text, 0, lone.end()), True
+    for opener, closer_of in _BLOCKS:
+        pos = 0
+        while (m := opener.search(text, pos)) is not None:
+            name = m.group(1) if m.groups() else ""
+            close = closer_of(name).search(text, m.end())
+            end = close.end() if close is not None else len(text)
+            if close is None:
+                cut = True
+            text, had, pos = _blank(text, m.start(), end), True, end
+    return text, cut, had
+
+
+def _answer_only(text: str) -> str:
+    """Only the ``<answer>`` blocks, where the answer has one with content."""
+    blocks = [m for m in _ANSWER.finditer(text) if m.group(1).strip()]
+    if not blocks:
+        return _TAG.sub(lambda m: " " * len(m.group(0)), text)
+    keep = [False] * len(text)
+    for m in blocks:
+        for i in range(m.start(1), m.end(1)):
+            keep[i] = True
+    return "".join(c if keep[i] or c == "\n" else " " for i, c in enumerate(text))
+
+
+def answer_view(text: str) -> AnswerView:
+    """The canonical view of an answer (see the module doc)."""
+    normal, index = normalise(text or "")
+    stripped, cut, had = strip_reasoning(normal)
+    stripped = _answer_only(stripped)
+    # Cut inside its reasoning, with nothing after it: the verdict was never written.
+    return AnswerView(text or "", stripped, index, reasoning_cut=cut and not stripped.strip(),
+                      had_reasoning=had)

@@ -1,0 +1,118 @@
+"""The words that name a verdict, in the languages judges answer in.
+
+A slot is found under its own names (its ``name`` and ``label``: "accuracy", "final score")
+and their translations; a slot that is its request's only one is also found under the generic
+names of a verdict ("score", "rating", "overall", "评分", "Puntuación" ...). Names are compared
+in :func:`key` form: case-folded, NFKC, letters and digits only ("Final Score" and
+``final_score`` are both ``finalscore``).
+
+What the methods' prompts call their criteria is theirs (the slot's name and label); this
+module only knows how other languages say the same words.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from capjudge.protocol import ScoreSlot
+
+# English criterion name -> how judges write it in other languages (and English variants).
+TRANSLATIONS: dict[str, tuple[str, ...]] = {
+    "accuracy": ("accurate", "准确性", "準確性", "准确度", "準確度", "正確性", "正确性", "精度",
+                 "정확성", "정확도", "precisión", "exactitud", "genauigkeit", "exactitude",
+                 "précision", "accuratezza", "precisione", "precisão", "exatidão", "точность"),
+    "completeness": ("complete", "完整性", "完整度", "完全性", "網羅性", "网罗性", "완전성",
+                     "완결성", "completitud", "integridad", "exhaustividad", "vollständigkeit",
+                     "complétude", "exhaustivité", "completezza", "completude", "полнота"),
+    "conciseness": ("concise", "简洁性", "簡潔性", "简洁度", "簡潔度", "간결성", "concisión",
+                    "prägnanz", "kürze", "concision", "concisione", "concisão", "краткость",
+                    "лаконичность"),
+    "relevance": ("relevant", "相关性", "相關性", "関連性", "関係性", "관련성", "relevancia",
+                  "pertinencia", "relevanz", "pertinence", "pertinenza", "rilevanza",
+                  "relevância", "релевантность"),
+    "correctness": ("correct", "正确性", "正確性", "正确度", "正確度", "정확성", "corrección",
+                    "correccion", "exactitud", "korrektheit", "richtigkeit", "exactitude",
+                    "correction", "correttezza", "correção", "правильность"),
+    "clarity": ("clear", "清晰度", "清晰性", "明确性", "明確性", "明瞭性", "명확성",
+                "claridad", "klarheit", "clarté", "chiarezza", "clareza", "ясность"),
+    "fluency": ("fluent", "流畅性", "流暢性", "流畅度", "流暢さ", "유창성",
+                "fluidez",
+                "flüssigkeit", "fluidité", "fluidità", "беглость"),
+    "hallucination": ("hallucinations", "幻觉", "幻覺", "ハルシネーション", "환각", "alucinación",
+                      "alucinaciones", "halluzination", "halluzinationen", "allucinazione"),
+    "final score": ("final", "最终得分", "最終得分", "最终分数", "最終分數", "最终评分", "最終評分",
+                    "最終スコア", "最終点数", "最終評価", "최종점수", "최종 점수",
+                    "puntuación final",
+                    "puntuacion final", "calificación final", "note finale", "score final",
+                    "endgültige punktzahl", "endpunktzahl", "gesamtpunktzahl", "endnote",
+                    "punteggio finale", "pontuação final", "nota final", "итоговая оценка",
+                    "итоговый балл"),
+}
+
+# The names of a verdict as such (for a slot that is its request's only one).
+GENERIC = ("score", "final score", "rating", "final rating", "overall", "overall score",
+           "overall rating", "grade", "final grade", "verdict", "final verdict", "final answer",
+           "answer",
+           "result", "evaluation", "evaluation score", "total", "total score",
+           "评分", "得分", "分数", "分數", "总分", "總分", "评价", "評価", "评估", "点数", "スコア",
+           "점수", "평가", "puntuación", "puntaje", "calificación", "nota", "note",
+           "punktzahl", "bewertung", "punteggio", "voto", "valutazione", "pontuação",
+           "avaliação", "оценка", "балл")
+
+# Words that mark a value as the final one among several.
+FINAL_WORDS = re.compile(r"\b(?:final|finally|overall|conclusion|in\s+sum|verdict)\b|最终|最終|"
+                         r"总体|최종|endgültig|finale?s?\b|итог", re.I)
+
+
+def key(name: str) -> str:
+    """``name`` as compared: NFKC, case-folded, letters and digits only."""
+    return "".join(c for c in unicodedata.normalize("NFKC", name).casefold() if c.isalnum())
+
+
+def slot_names(slot: ScoreSlot) -> tuple[str, ...]:
+    """The slot's own names and their translations (the specific names)."""
+    own = [slot.name, *([slot.label] if slot.label else [])]
+    names = list(own)
+    for word in own:
+        names += TRANSLATIONS.get(word.lower(), ())
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def is_generic(slot: ScoreSlot) -> bool:
+    """Whether the slot also answers to the generic names of a verdict.
+
+    The slot is the answer's one verdict (an unlabelled slot, or the ``score`` slot), so a
+    bare "Score:" or ``{"rating": 4}`` is about it; a labelled criterion (ACCR's
+    "Accuracy") is found only under its own names.
+    """
+    return slot.label is None or slot.name == "score"
+
+
+_SUFFIXES = ("", "score", "rating", "points", "point", "value", "grade", "评分", "得分", "分数",
+             "スコア", "점수", "puntuación", "note", "punktzahl", "punteggio")
+_GENERIC_KEYS = frozenset({key(g) for g in GENERIC} | {"final" + key(g) for g in GENERIC}
+                          | {"overall" + key(g) for g in GENERIC})
+
+
+def _forms(name: str) -> set[str]:
+    """A name's key with the words that may follow or precede it ("accuracy_score")."""
+    k = key(name)
+    return {k + key(s) for s in _SUFFIXES} | {"final" + k, k + "final", "overall" + k}
+
+
+def matches(name: str, slot: ScoreSlot) -> int:
+    """How well a field or label name names the slot: 2 its own name, 1 generic, 0 not.
+
+    ``"accuracy"``, ``"Accuracy score"``, ``"准确性"`` name ACCR's accuracy slot (2);
+    ``"score"``, ``"final_score"``, ``"rating"`` name a slot that is its request's only
+    verdict (1); ``"score_max"`` or ``"reason"`` name nothing (0).
+    """
+    k = key(name)
+    if not k:
+        return 0
+    if any(k in _forms(n) for n in slot_names(slot)):
+        return 2
+    if is_generic(slot) and k in _GENERIC_KEYS:
+        return 1
+    return 0

@@ -1,0 +1,130 @@
+"""Replay a judge-answer corpus entry through ``capjudge score --json`` (issue 30).
+
+An entry (``tests/data/*_answers.json``) is what the judge's API returned: its ``text`` (or
+its ``tokens`` with alternatives), optionally the message's ``reasoning_content`` and the
+``finish_reason``. The stand-in OpenAI-protocol server answers the method's scoring request
+with exactly that; the other requests of the method (VisCE²'s context extraction, HarmonicEval's
+other criteria) get ordinary answers. What ``capjudge score`` prints is then compared with the
+entry's hand-worked reading.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from contextlib import redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from capjudge.cli import main as cli_main
+from capjudge.testing.openai_server import MockOpenAIServer, Scripted, default_script, prompt_text
+
+METHOD_ARGS = {
+    "gveval": ["--method", "gveval", "--mode", "ref-only"],
+    "gveval-accr": ["--method", "gveval-accr", "--mode", "ref-only"],
+    "visce2": ["--method", "visce2"],
+    "harmoniceval": ["--method", "harmoniceval"],
+    "cap3d": ["--method", "cap3d"],
+}
+MEDIA = {"visce2": "image", "harmoniceval": "image", "cap3d": "views"}
+VALID = ("ok", "low_mass", "text_only", "partial")
+
+
+def scripted(entry: dict[str, Any]) -> Scripted:
+    """The entry's answer as the stand-in server's script."""
+    tokens = None
+    if "tokens" in entry:
+        tokens = [(t, {}) if isinstance(t, str) else (t[0], dict(t[1]))
+                  for t in entry["tokens"]]
+    return Scripted(text=entry.get("text", ""), tokens=tokens,
+                    logprobs=tokens is not None,
+                    reasoning_content=entry.get("reasoning_content"),
+                    finish_reason=entry.get("finish_reason"))
+
+
+def _is_scoring_request(method: str, text: str) -> bool:
+    if method == "visce2":
+        return not ("Analyze the uploaded image" in text
+                    or "Generate a detailed description" in text)
+    if method == "harmoniceval":
+        return "- Correctness:" in text and not text.strip().endswith("Why? Tell me the reason.")
+    return True
+
+
+def replay(entry: dict[str, Any], workdir: Path | None = None) -> dict[str, Any]:
+    """``capjudge score --json``'s output for one corpus entry."""
+    work = Path(workdir or tempfile.mkdtemp(prefix="capjudge-replay-"))
+    method = entry["method"]
+    answer = scripted(entry)
+
+    def script(body: dict[str, Any]) -> Scripted:
+        if _is_scoring_request(method, prompt_text(body)):
+            return answer
+        return default_script(body)
+
+    args = [*METHOD_ARGS[method], "--caption", entry.get("candidate") or "A caption."]
+    for ref in entry.get("references") or ["A reference caption."]:
+        args += ["--ref", ref]
+    media = MEDIA.get(method)
+    if media:
+        picture = work / "img.png"
+        Image.new("RGB", (64, 48), (200, 40, 40)).save(picture)
+        if media == "image":
+            args += ["--image", str(picture)]
+        else:
+            other = work / "img2.png"
+            Image.new("RGB", (64, 48), (40, 40, 200)).save(other)
+            args += ["--views", str(picture), str(other)]
+    with MockOpenAIServer(script) as server:
+        buffer = io.StringIO()
+        with redirect_stdout(buffer):
+            cli_main(["score", "--backend", "openai/gpt-4o-2024-08-06", "--base-url",
+                      server.url, "--cache-dir", str(work / "cache"), "--json", *args])
+    out: dict[str, Any] = json.loads(buffer.getvalue())
+    return out
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one entry was read against its hand-worked reading."""
+
+    id: str
+    right: bool
+    wrong_valid: bool
+    """A value returned as valid where the hand reading differs (the worst failure)."""
+    got_status: str
+    got_score: float | None
+    want_status: str
+    want_score: float | None
+    reason: str | None
+
+
+def judged(entry: dict[str, Any], out: dict[str, Any]) -> Outcome:
+    """Compare ``replay``'s output with the entry's ``expect``.
+
+    HarmonicEval entries are answers to its correctness prompt: that criterion is compared.
+    """
+    want = entry["expect"]
+    if entry["method"] == "harmoniceval":
+        crit = out["criteria"].get("correctness") or {}
+        status, score, reason = crit.get("status"), crit.get("score"), crit.get("reason")
+    else:
+        status, score, reason = out["status"], out["score"], out.get("reason")
+    want_score = want.get("score")
+    same_score = (score is None and want_score is None) or (
+        score is not None and want_score is not None and abs(score - want_score) <= 1e-3)
+    right = status == want["status"] and same_score
+    wrong_valid = status in VALID and score is not None and not (
+        want_score is not None and abs(score - want_score) <= 1e-3)
+    return Outcome(entry["id"], right, wrong_valid, str(status), score, want["status"],
+                   want_score, reason)
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    """A corpus file's entries."""
+    entries: list[dict[str, Any]] = json.loads(path.read_text())["answers"]
+    return entries

@@ -1,0 +1,39 @@
+"""The blind judge-answer corpora (issue 30), replayed through ``capjudge score --json``.
+
+The corpora were written by people who saw the prompts, the papers and the output contract,
+never the reader's code (``tests/data/blind_corpus_brief.md``), and committed before the
+reader was changed; no case is edited after measuring. Each answer goes through the
+stand-in OpenAI-protocol server and the real CLI (``tests/replay.py``): its text or tokens,
+its ``reasoning_content`` and ``finish_reason`` as an API returns them.
+
+The bar: every case read as worked out by hand, and no wrong value ever returned as valid.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from replay import judged, load, replay
+
+DATA = Path(__file__).parent / "data"
+CORPORA = ["blind_answers.json", "blind_answers_c.json"]
+ENTRIES: list[tuple[str, dict[str, Any]]] = [
+    (name, e) for name in CORPORA if (DATA / name).is_file() for e in load(DATA / name)]
+
+
+def test_the_corpora_are_large_and_cover_every_method() -> None:
+    blind = load(DATA / "blind_answers.json")
+    assert len(blind) >= 100
+    assert {e["method"] for e in blind} == {"gveval", "gveval-accr", "visce2", "harmoniceval",
+                                            "cap3d"}
+    assert len({e["id"] for _, e in ENTRIES}) == len(ENTRIES)
+
+
+@pytest.mark.parametrize("entry", [e for _, e in ENTRIES], ids=[e["id"] for _, e in ENTRIES])
+def test_every_blind_answer_reads_as_worked_out_by_hand(entry: dict[str, Any],
+                                                       tmp_path: Path) -> None:
+    outcome = judged(entry, replay(entry, tmp_path))
+    assert not outcome.wrong_valid, (f"WRONG VALUE RETURNED AS VALID: {outcome}", entry["why"])
+    assert outcome.right, (outcome, entry["why"])
