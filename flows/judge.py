@@ -26,8 +26,9 @@ from prefect.futures import PrefectFuture
 
 from capjudge.atomic import stage_outputs
 from capjudge.backends import default_concurrency
-from capjudge.client import AuthError, ClientStats
-from capjudge.judge import JudgeConfig, combine_parts, summarise, write_summary
+from capjudge.client import ClientStats, raise_if_stopped
+from capjudge.judge import JudgeConfig, combine_parts, config_from_params, summarise, write_summary
+from capjudge.judge import judge_section as library_judge_section
 from capjudge.protocol import BackendError
 from capjudge.stopping import exit_promptly_on_signals
 from flows.artifacts import Progress
@@ -38,27 +39,12 @@ from tasks.judge import judge_chunk
 
 def judge_section(params: dict[str, Any], name: str) -> dict[str, Any]:
     """``judges.NAME`` or ``context_judges.NAME`` from params.yaml."""
-    for group in ("judges", "context_judges"):
-        if name in (params.get(group) or {}):
-            return dict(params[group][name])
-    known = [*(params.get("judges") or {}), *(params.get("context_judges") or {})]
-    raise KeyError(f"no judge {name!r} in params.yaml (known: {', '.join(known)})")
+    return library_judge_section(params, name)
 
 
 def judge_config(params: dict[str, Any], name: str) -> JudgeConfig:
     """The named judge's config, with the shared ``judge`` section as defaults."""
-    section = judge_section(params, name)
-    section.pop("out", None)
-    context = section.pop("context", None)
-    if context is not None:
-        ctx = (params.get("contexts") or {}).get(context)
-        if ctx is None:
-            raise KeyError(f"judge {name!r} reads contexts.{context}, which is not defined")
-        out = ctx.get("out", f"data/context/{context}")
-        section["method_options"] = {**section.get("method_options", {}),
-                                     "contexts": f"{out}/contexts.parquet"}
-    common = dict(params.get("judge") or {})
-    return JudgeConfig.from_params(section, common)
+    return config_from_params(params, name)
 
 
 def adaptive_chunk_size(n_items: int, workers: int, minimum: int = 16, maximum: int = 2000) -> int:
@@ -115,11 +101,9 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
             j, future = in_flight.popleft()
             results[j] = future.result()
             stats.merge(ClientStats.from_dict(results[j]["stats"]))  # type: ignore[index]
-            if stats.auth_failure:
-                # Every worker's client stops sending at its first 401; the stage stops here
-                # and writes nothing (answers so far are in the request cache).
-                raise AuthError(f"the server rejected the credentials, the run stopped: "
-                                f"{stats.auth_failure}")
+            # Every worker's client stops sending at its first 401 or wrong-server answer; the
+            # stage stops here and writes nothing (answers so far are in the request cache).
+            raise_if_stopped(stats)
             done += 1
             progress.update(done)
             logger.info("%s: %d/%d chunks done (%d requests, %d model calls, %d cache hits, "

@@ -26,6 +26,7 @@ import logging
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -39,8 +40,21 @@ from capjudge.credentials import redact
 from capjudge.limits import Limiter, Pause, RateLimiter, SharedPause, shared_limits
 from capjudge.protocol import BackendError, JudgeRequest, JudgeResponse
 from capjudge.records import JSONValue
+from capjudge.stopping import on_stop
 
 log = logging.getLogger(__name__)
+
+# Every client alive in this process: a SIGINT/SIGTERM stops them all (capjudge.stopping).
+_LIVE: weakref.WeakSet[JudgeClient] = weakref.WeakSet()
+
+
+def stop_all(reason: str = "interrupted") -> None:
+    """Stop every live client of this process: nothing new is sent after this returns."""
+    for client in list(_LIVE):
+        client.stop(reason)
+
+
+on_stop(stop_all)
 
 # What the limiter charges for a request whose estimate failed: a high-detail image at the
 # largest tile count (1445) plus a long prompt, so the budget errs on the safe side.
@@ -63,6 +77,27 @@ class AuthError(RuntimeError):
 
     The message is the server's, redacted of credentials.
     """
+
+
+class WrongServerError(RuntimeError):
+    """The base URL does not answer as an OpenAI-compatible API: the run stopped."""
+
+
+def raise_if_stopped(stats: ClientStats) -> None:
+    """End the run when its client stopped for good: credentials rejected, or not the API.
+
+    Nothing is written: every row after the failure would be a copy of it. The answers that
+    came before it are in the request cache; the next run reads them from there.
+
+    Raises:
+        AuthError: the server rejected the credentials.
+        WrongServerError: the server is not an OpenAI-compatible API.
+    """
+    if stats.auth_failure:
+        raise AuthError(f"the server rejected the credentials, the run stopped: "
+                        f"{stats.auth_failure}")
+    if stats.fatal_failure:
+        raise WrongServerError(f"the run stopped: {stats.fatal_failure}")
 
 
 @dataclass
@@ -106,6 +141,8 @@ class ClientStatsDict(TypedDict, total=False):
     completion_tokens: int
     cache_write_failures: int
     auth_failure: str | None
+    fatal_failure: str | None
+    interrupted: bool
 
 
 @dataclass
@@ -127,10 +164,16 @@ class ClientStats:
     cache_write_failures: int = 0
     # Why the server rejected our credentials (the first such failure); the run must stop.
     auth_failure: str | None = None
+    # Why the run stopped because the server is not what was asked for (not the API).
+    fatal_failure: str | None = None
+    # The run was stopped by a signal (Ctrl-C, SIGTERM): what was not answered was not sent.
+    interrupted: bool = False
 
     def merge(self, other: ClientStats) -> ClientStats:
         """Add ``other``'s counts to this one (in place); returns self."""
         self.auth_failure = self.auth_failure or other.auth_failure
+        self.fatal_failure = self.fatal_failure or other.fatal_failure
+        self.interrupted = self.interrupted or other.interrupted
         self.requests += other.requests
         self.cache_hits += other.cache_hits
         self.calls += other.calls
@@ -149,7 +192,8 @@ class ClientStats:
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
                 "cache_write_failures": self.cache_write_failures,
-                "auth_failure": self.auth_failure}
+                "auth_failure": self.auth_failure, "fatal_failure": self.fatal_failure,
+                "interrupted": self.interrupted}
 
     @classmethod
     def from_dict(cls, data: ClientStatsDict) -> ClientStats:
@@ -207,8 +251,33 @@ class JudgeClient:
         self._snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
         # Set by the first authentication failure: nothing more is sent by this client.
         self.auth_failure: str | None = None
+        # Set by an answer showing the server is not the API asked for: nothing more is sent.
+        self.fatal_failure: str | None = None
+        # Set by stop() (a signal): nothing new is sent; requests in flight finish.
+        self._stop = threading.Event()
+        self.stop_reason: str | None = None
+        # Until one answer came back, the first request of a run goes alone: a wrong server
+        # (an HTML page, a rejected key) costs one request, not `concurrency` of them.
+        self._probed = False
+        # How deep this thread is in _send (a follow-up is sent from inside its parent's).
+        self._depth = threading.local()
+        _LIVE.add(self)
         self.lease_s = DEFAULT_LEASE_S
         self.poll_s = 0.05
+
+    def stop(self, reason: str = "interrupted") -> None:
+        """Send nothing more.
+
+        Requests not yet sent fail as not sent; those in flight finish (their answers are
+        cached). Called on SIGINT/SIGTERM for every live client.
+        """
+        self.stop_reason = self.stop_reason or reason
+        self._stop.set()
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stop.is_set()
 
     def lookup(self, request: JudgeRequest, key: str) -> JudgeResponse | None:
         """The cached answer to ``request``, its statuses derived from the current settings.
@@ -269,27 +338,24 @@ class JudgeClient:
             self.progress(done, len(requests))
         batch_size = max(1, self.backend.capabilities.max_batch)
         batches = [pending[i:i + batch_size] for i in range(0, len(pending), batch_size)]
-        if batches:
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
-                futures = {pool.submit(self._run_batch, [requests[i] for i in b],
-                                       [keys[i] for i in b], stats): b for b in batches}
-                for future in as_completed(futures):
-                    batch = futures[future]
-                    try:
-                        answered = future.result()
-                    except Exception as exc:  # noqa: BLE001 - a client bug fails one batch only
-                        log.exception("a batch of %d request(s) failed in the client", len(batch))
-                        answered = [JudgeResponse(status="error", reason=f"client error: "
-                                                  f"{type(exc).__name__}: {exc}")
-                                    for _ in batch]
-                    for i, response in zip(batch, answered, strict=True):
-                        results[i] = response
-                    done += len(batch)
-                    if self.progress:
-                        self.progress(done, len(requests))
+        try:
+            if batches and not self._probed:
+                # The first request alone: a wrong server stops the run after one request.
+                first = self._batch_of(requests, keys, batches[0], stats)
+                done = self._record_batch(batches[0], first, results, done, requests)
+                batches = batches[1:]
+            if batches:
+                done = self._fan_out(batches, requests, keys, stats, results, done)
+        except KeyboardInterrupt:
+            # Ctrl-C (or SIGTERM made KeyboardInterrupt): send nothing more, keep what came.
+            self.stop("interrupted")
+        stats.interrupted = self.stopped
         for i, j in duplicates.items():
             results[i] = results[j]
-        final = [r if r is not None else JudgeResponse(status="error", reason="not answered")
+        unanswered = ("not sent: the run was stopped" + (f" ({self.stop_reason})"
+                                                          if self.stop_reason else "")
+                      if self.stopped else "not answered")
+        final = [r if r is not None else JudgeResponse(status="error", reason=unanswered)
                  for r in results]
         for r, key in zip(final, keys, strict=True):
             r.cache_key = key
@@ -300,8 +366,52 @@ class JudgeClient:
             for r in final:
                 stats.statuses[r.status] = stats.statuses.get(r.status, 0) + 1
             stats.auth_failure = stats.auth_failure or self.auth_failure
+            stats.fatal_failure = stats.fatal_failure or self.fatal_failure
             self.stats.merge(stats)
         return final, stats
+
+    def _batch_of(self, requests: Sequence[JudgeRequest], keys: list[str], batch: list[int],
+                  stats: ClientStats) -> list[JudgeResponse]:
+        return self._run_batch([requests[i] for i in batch], [keys[i] for i in batch], stats)
+
+    def _record_batch(self, batch: list[int], answered: list[JudgeResponse],
+                 results: list[JudgeResponse | None], done: int,
+                 requests: Sequence[JudgeRequest]) -> int:
+        """Record a batch's answers; returns the new count of done requests."""
+        for i, response in zip(batch, answered, strict=True):
+            results[i] = response
+        if any(r.status != "error" or "not sent" not in (r.reason or "") for r in answered):
+            self._probed = True
+        done += len(batch)
+        if self.progress:
+            self.progress(done, len(requests))
+        return done
+
+    def _fan_out(self, batches: list[list[int]], requests: Sequence[JudgeRequest],
+                 keys: list[str], stats: ClientStats, results: list[JudgeResponse | None],
+                 done: int) -> int:
+        """The batches on ``concurrency`` threads; on Ctrl-C the queued ones are dropped."""
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)))
+        try:
+            futures = {pool.submit(self._batch_of, requests, keys, b, stats): b
+                       for b in batches}
+            for future in as_completed(futures):
+                batch = futures[future]
+                try:
+                    answered = future.result()
+                except Exception as exc:  # noqa: BLE001 - a client bug fails one batch only
+                    log.exception("a batch of %d request(s) failed in the client", len(batch))
+                    answered = [JudgeResponse(status="error", reason=f"client error: "
+                                              f"{type(exc).__name__}: {exc}") for _ in batch]
+                done = self._record_batch(batch, answered, results, done, requests)
+        except BaseException:
+            # Requests in flight finish on their threads (their answers are cached); none
+            # queued is started, and nobody waits for them here.
+            self.stop("interrupted")
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return done
 
     def _run_batch(self, batch: list[JudgeRequest], keys: list[str], stats: ClientStats
                    ) -> list[JudgeResponse]:
@@ -366,18 +476,25 @@ class JudgeClient:
                 stats.calls += len(todo)
             retry_later: list[int] = []
             retry_after: float | None = None
-            for i, answer in zip(todo, answers, strict=True):
-                if isinstance(answer, JudgeResponse):
-                    out[i] = self._accept(batch[i], keys[i], answer, attempt,
-                                          elapsed / len(todo), stats)
-                    continue
-                final = self._failed(answer, attempt, stats)
-                if final is not None:
-                    out[i] = final
-                    continue
-                retry_later.append(i)
-                if answer.retry_after is not None:
-                    retry_after = max(retry_after or 0.0, answer.retry_after)
+            self._depth.value = getattr(self._depth, "value", 0) + 1
+            try:
+                for i, answer in zip(todo, answers, strict=True):
+                    if isinstance(answer, JudgeResponse):
+                        out[i] = self._accept(batch[i], keys[i], answer, attempt,
+                                              elapsed / len(todo), stats)
+                        continue
+                    final = self._failed(answer, attempt, stats)
+                    if final is not None:
+                        out[i] = final
+                        continue
+                    retry_later.append(i)
+                    if answer.retry_after is not None:
+                        retry_after = max(retry_after or 0.0, answer.retry_after)
+            finally:
+                self._depth.value -= 1
+                if self._depth.value == 0:
+                    # The batch and its follow-ups (sent from inside it) are done.
+                    self.backend.end_of_chain()
             todo = retry_later
             if todo:
                 self._back_off(len(todo), attempt, retry_after, stats)
@@ -385,9 +502,17 @@ class JudgeClient:
                 for o in out]
 
     def _not_sent_reason(self) -> str | None:
-        """Why nothing more may be sent (credentials rejected, a pause past the cap), or None."""
+        """Why nothing more may be sent, or None.
+
+        Stopped, credentials rejected, not the API asked for, or a pause past the cap.
+        """
+        if self.stopped:
+            return "not sent: the run was stopped" + (f" ({self.stop_reason})"
+                                                       if self.stop_reason else "")
         if self.auth_failure is not None:
             return f"not sent: the server rejected the credentials ({self.auth_failure})"
+        if self.fatal_failure is not None:
+            return f"not sent: {self.fatal_failure}"
         # The server asked every worker to stay away longer than we may wait: fail what is
         # left with that reason rather than send into the window.
         return self._wait_for_pause()
@@ -436,6 +561,12 @@ class JudgeClient:
                 stats.auth_failure = stats.auth_failure or str(error)
             return JudgeResponse(status="error", attempts=attempt, reason=(
                 f"authentication failed: {error}"))
+        if getattr(error, "fatal", False):
+            # The server is not what was asked for: every request would get the same.
+            with self._lock:
+                self.fatal_failure = self.fatal_failure or str(error)
+                stats.fatal_failure = stats.fatal_failure or str(error)
+            return JudgeResponse(status="error", attempts=attempt, reason=str(error))
         if (error.transient and error.retry_after is not None
                 and error.retry_after > self.retry.max_retry_after_s):
             # Everyone else stays away too (see _wait_for_pause).
@@ -459,7 +590,10 @@ class JudgeClient:
             stats.retries += n
             delay = self.retry.delay(attempt, retry_after, self._rng)
         log.info("retrying %d request(s) in %.2f s (attempt %d)", n, delay, attempt + 1)
-        self._sleep(delay)
+        if self._sleep is time.sleep:
+            self._stop.wait(delay)  # a stop wakes the wait: nothing is retried after it
+        else:
+            self._sleep(delay)
 
     def _follow_up(self, request: JudgeRequest, answer: JudgeResponse, stats: ClientStats
                    ) -> JudgeResponse:

@@ -52,6 +52,7 @@ from capjudge.media import (
     tile_views,
 )
 from capjudge.records import ItemRow, QuarantineRow
+from capjudge.unicode_text import look_alike_key
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +154,21 @@ class IngestResult:
     out_dir: str
 
 
+def _look_alike_file(full: Path) -> str:
+    """A hint naming a file in the same folder whose name differs only in its Unicode form."""
+    try:
+        siblings = list(full.parent.iterdir()) if full.parent.is_dir() else []
+    except OSError:
+        return ""
+    wanted = look_alike_key(full.name)
+    same = [p.name for p in siblings if p.name != full.name and look_alike_key(p.name) == wanted]
+    if not same:
+        return ""
+    return (f" (a file named {same[0]!r} is there: the same name in another Unicode form "
+            f"or with invisible characters, {ascii(same[0])} on disk; write the name as it "
+            "is on disk)")
+
+
 def resolve_media(media_root: Path, value: str) -> Path:
     """Resolve a manifest path under the media root, refusing anything that escapes it.
 
@@ -185,7 +201,7 @@ def resolve_media(media_root: Path, value: str) -> Path:
         raise MediaError(f"path escapes the media root: {value!r}")
     if not full.exists():
         hint = " (backslashes are not path separators here; use '/')" \
-            if "\\" in value and os.sep != "\\" else ""
+            if "\\" in value and os.sep != "\\" else _look_alike_file(full)
         raise MediaError(f"file not found: {value!r}{hint}")
     if not full.is_file():
         raise MediaError(f"not a regular file: {value!r}")
@@ -430,7 +446,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
 
     items: list[ItemRow] = []
     quarantine: list[QuarantineRow] = []
-    first_line: dict[str, int] = {}
+    first_key: dict[str, tuple[str, int]] = {}  # look-alike key -> (id, line)
     n_rows = 0
     for raw in read_rows(manifest):
         n_rows += 1
@@ -441,8 +457,13 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
         # safe_text: an id with a lone surrogate is quarantined for it, and must still be
         # writable to the (UTF-8) quarantine table.
         qid = safe_text(raw_id) if isinstance(raw_id, str) else None
-        if row is not None and row.id in first_line:
-            reasons = [f"duplicate id {row.id!r} (first at line {first_line[row.id]})"]
+        if row is not None and (key := look_alike_key(row.id)) in first_key:
+            first, line = first_key[key]
+            reasons = [f"duplicate id {row.id!r} (first at line {line})" if first == row.id
+                       else f"id {row.id!r} looks the same as id {first!r} at line {line} "
+                            f"(written {ascii(row.id)} and {ascii(first)}: equal once "
+                            "Unicode-normalised, invisible characters and outer spaces "
+                            "removed): rename one"]
             row = None
         if row is None:
             quarantine.append(QuarantineRow(id=qid, line=raw.line,
@@ -456,7 +477,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
             quarantine.append(QuarantineRow(id=row.id, line=raw.line,
                                             reason=safe_text(str(exc)), raw=safe_text(raw.raw)))
             continue
-        first_line[row.id] = raw.line
+        first_key[look_alike_key(row.id)] = (row.id, raw.line)
         items.append(replace(item, tile_path=stored_path(item.tile_path, out, relative_paths),
                              judge_path=stored_path(item.judge_path, out, relative_paths)))
         if n_rows % 50 == 0:

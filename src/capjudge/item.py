@@ -135,7 +135,7 @@ def load_items(path: str | Path, start: int = 0, stop: int | None = None) -> lis
     try:
         check_complete(p.parent, "ingest")
         return _load_items(p, start, stop)
-    except IncompleteOutputError as exc:
+    except (IncompleteOutputError, ItemsError) as exc:
         raise ItemsError(str(exc)) from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         # pyarrow raises ArrowInvalid (a ValueError) for a file that is not Parquet.
@@ -167,5 +167,11 @@ def _load_items(path: Path, start: int, stop: int | None) -> list[Item]:
         table = table.slice(start - (first or 0), max(0, stop - start))
     else:
         table = pq.read_table(path)
+    missing = {"id", "candidate", "media_kind"} - set(table.column_names)
+    if missing:
+        hint = " (this is ingest's quarantine table: the items are in items.parquet)" \
+            if {"reason", "raw"} <= set(table.column_names) else ""
+        raise ItemsError(f"{path}: not an items table (no {', '.join(sorted(missing))} "
+                         f"column){hint}")
     base = Path(path).absolute().parent
     return [Item.from_row(row, base) for row in table.to_pylist()]

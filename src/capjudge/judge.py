@@ -33,19 +33,26 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from capjudge.atomic import atomic_path, stage_outputs, write_json
+from capjudge.atomic import (
+    INCOMPLETE_MARKER,
+    atomic_path,
+    stage_outputs,
+    write_json,
+    write_text,
+)
 from capjudge.backends import create_backend
 from capjudge.backends.base import Backend
 from capjudge.client import (
     DEFAULT_MAX_RETRY_AFTER_S,
-    AuthError,
     ClientStats,
     JudgeClient,
     build_client,
+    raise_if_stopped,
 )
 from capjudge.cost import Price, price_for
 from capjudge.credentials import refuse_credentials
 from capjudge.item import Item, load_items
+from capjudge.judge_out import check_existing, merged_with_existing, output_lock
 from capjudge.media_check import MediaChangedError, verify_request
 from capjudge.methods import (
     AggregateOptions,
@@ -767,6 +774,31 @@ def progress_logger(label: str) -> Callable[[int, int], None]:
     return report
 
 
+def judge_section(params: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """``judges.NAME`` or ``context_judges.NAME`` from params.yaml."""
+    for group in ("judges", "context_judges"):
+        if name in (params.get(group) or {}):
+            return dict(params[group][name])
+    known = [*(params.get("judges") or {}), *(params.get("context_judges") or {})]
+    raise KeyError(f"no judge {name!r} in params.yaml (known: {', '.join(known)})")
+
+
+def config_from_params(params: Mapping[str, Any], name: str) -> JudgeConfig:
+    """The named judge's config, with the shared ``judge`` section as defaults."""
+    section = judge_section(params, name)
+    section.pop("out", None)
+    context = section.pop("context", None)
+    if context is not None:
+        ctx = (params.get("contexts") or {}).get(context)
+        if ctx is None:
+            raise KeyError(f"judge {name!r} reads contexts.{context}, which is not defined")
+        out = ctx.get("out", f"data/context/{context}")
+        section["method_options"] = {**section.get("method_options", {}),
+                                     "contexts": f"{out}/contexts.parquet"}
+    common = dict(params.get("judge") or {})
+    return JudgeConfig.from_params(section, common)
+
+
 def check_writable_dir(out_dir: str | Path) -> Path:
     """Create ``out_dir`` if needed and prove a file can be written in it.
 
@@ -806,35 +838,87 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
     # Before any model call: an output that cannot be written must not be found after the
     # calls were paid for.
     check_writable_dir(out_dir)
-    backend = backend or make_backend(config)
-    progress = progress or progress_logger(f"judge {config.method}")
-    if config.submit == "batch":
-        from capjudge.batch_client import make_batch_client
+    with output_lock(out_dir):
+        backend = backend or make_backend(config)
+        # Another judge's judgements in the folder are refused before anything is asked.
+        check_existing(out_dir, {"method": [config.method], "backend": [backend.backend_id],
+                                 "snapshot": [backend.snapshot()]}, {i.id for i in items})
+        progress = progress or progress_logger(f"judge {config.method}")
+        if config.submit == "batch":
+            from capjudge.batch_client import make_batch_client
 
-        # Batches are submitted and polled by this one process; their state (batches.json)
-        # lives in the stage's output directory unless batch_options.state_dir says otherwise.
-        client: JudgeClient = make_batch_client(config, backend, out_dir, progress)
-    else:
-        client = make_client(config, backend, progress)
-    result = judge_items(items, config, backend=backend, client=client)
-    if result.stats.auth_failure:
-        # Nothing is written: every row after the failure would be a copy of it. The answers
-        # that came before it are in the request cache; the next run reads them from there.
-        raise AuthError(f"the server rejected the credentials, the run stopped: "
-                        f"{result.stats.auth_failure}")
-    table = rows_table(result.rows)
-    summary = summarise(table, result.stats, config, backend.describe(),
-                        time.perf_counter() - started)
-    summary["items"] = {"judged": len(items), "total": total}
-    # One set: each file renamed into place whole, the folder marked incomplete in between.
-    with stage_outputs(out_dir) as out:
-        with atomic_path(out / "judgements.parquet") as tmp:
-            pq.write_table(table, tmp)
-        write_summary(out, summary)
+            # Batches are submitted and polled by this one process; their state (batches.json)
+            # lives in the stage's output directory unless batch_options.state_dir says so.
+            client: JudgeClient = make_batch_client(config, backend, out_dir, progress)
+        else:
+            client = make_client(config, backend, progress)
+        result = judge_items(items, config, backend=backend, client=client)
+        raise_if_stopped(result.stats)
+        table = rows_table(result.rows)
+        if not result.stats.interrupted:
+            table = merged_with_existing(out_dir, table)
+        summary = summarise(table, result.stats, config, backend.describe(),
+                            time.perf_counter() - started)
+        summary["items"] = {"judged": len(items), "total": total}
+        write_outputs(out_dir, table, summary, complete=not result.stats.interrupted)
+    if result.stats.interrupted:
+        answered = sum(r.status != "error" or "not sent" not in (r.reason or "")
+                       for r in result.responses)
+        raise RunInterrupted(
+            f"stopped ({client.stop_reason or 'interrupted'}) with {answered} of "
+            f"{len(result.responses)} requests answered; the answers are in the request "
+            f"cache and {out_dir} is marked incomplete: run the same command again to "
+            "finish (nothing answered is asked again)")
     return summary
 
 
-__all__ = ["JUDGEMENTS_SCHEMA", "JudgeConfig", "JudgeResult", "Judgement", "combine_parts",
+class RunInterrupted(KeyboardInterrupt):
+    """A signal stopped the run; what was answered is cached and written, marked incomplete."""
+
+
+def write_outputs(out_dir: str | Path, table: pa.Table, summary: JudgeSummary, *,
+                  complete: bool = True) -> None:
+    """The judgements and summary as one set (each file renamed into place whole).
+
+    The folder is marked incomplete in between; a run stopped by a signal writes what it
+    has and leaves the mark (``complete=False``): later stages refuse the folder until a run
+    finishes it.
+
+    Raises:
+        OutputWriteError: the disk is full or the folder cannot be written.
+    """
+    try:
+        with stage_outputs(out_dir) as out:
+            with atomic_path(out / "judgements.parquet") as tmp:
+                pq.write_table(table, tmp)
+            write_summary(out, summary)
+        if not complete:
+            write_text(Path(out_dir) / INCOMPLETE_MARKER, "stopped by a signal\n")
+    except OSError as exc:
+        raise OutputWriteError.of(out_dir, exc, table.nbytes) from None
+
+
+class OutputWriteError(RuntimeError):
+    """An output could not be written (a full disk, a read-only folder): one line, no trace."""
+
+    @classmethod
+    def of(cls, out_dir: str | Path, exc: OSError, needed: int) -> OutputWriteError:
+        """The error for ``exc`` while writing into ``out_dir`` (``needed`` bytes or so)."""
+        import shutil
+
+        where = exc.filename or out_dir
+        try:
+            free = f"{shutil.disk_usage(out_dir).free / 1e6:,.1f} MB free"
+        except OSError:
+            free = "free space unknown"
+        return cls(f"cannot write {where}: {exc.strerror or exc} ({free} on that disk; the "
+                   f"judgements need about {max(needed, 1) / 1e6:,.1f} MB); nothing paid for "
+                   "is lost: the answers are in the request cache, run again once there is "
+                   "room")
+
+
+__all__ = ["JUDGEMENTS_SCHEMA", "JudgeConfig", "JudgeResult", "Judgement", "OutputWriteError",
+           "RunInterrupted", "combine_parts", "config_from_params", "judge_section",
            "judge_items", "judgement", "load_items", "make_backend", "make_client",
            "method_options", "plan", "repeat_planned", "run_judge", "shared_client",
            "summarise", "verify_media", "write_part", "write_summary"]

@@ -246,6 +246,7 @@ def read_rows(path: str | Path) -> Iterator[RawRow]:
     if not p.is_file():
         raise ManifestError(f"{p}: manifest not found")
     suffix = p.suffix.lower()
+    _check_not_compressed(p, suffix)
     if suffix in {".jsonl", ".ndjson", ".json"}:
         if _starts_with_array(p):
             yield from _read_json_array(p)
@@ -257,6 +258,26 @@ def read_rows(path: str | Path) -> Iterator[RawRow]:
         yield from _read_parquet(p)
     else:
         raise ManifestError(f"{p}: unknown manifest kind {suffix!r} (use .jsonl, .csv, .parquet)")
+
+
+_COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"BZh", "bzip2", "bunzip2"),
+               (b"\xfd7zXZ\x00", "xz", "unxz"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
+               (b"PK\x03\x04", "zip", "unzip"))
+
+
+def _check_not_compressed(p: Path, suffix: str) -> None:
+    """A compressed file under a text manifest's name is named as such, not read as text."""
+    if suffix == ".parquet":
+        return
+    try:
+        with p.open("rb") as handle:
+            head = handle.read(8)
+    except OSError:
+        return
+    for magic, kind, tool in _COMPRESSED:
+        if head.startswith(magic):
+            raise ManifestError(f"{p}: the file is {kind}-compressed, not {suffix} text; "
+                                f"decompress it first ({tool} {p.name})")
 
 
 def _check_not_utf16(p: Path, head: bytes) -> None:

@@ -240,6 +240,7 @@ class BackendFacts(TypedDict, total=False):
     poll: int | None
     engine: str
     determinism: str
+    engines: int
     cpu_features: str
     engine_build: dict[str, str]
     engine_version: str | None
@@ -408,18 +409,21 @@ class BackendError(Exception):
     """A call failed. ``transient`` errors are retried by the client (429, 5xx, timeouts).
 
     ``auth`` marks an authentication failure (a rejected or missing key): the client stops
-    sending at once. The message is redacted of credentials
+    sending at once. ``fatal`` marks an answer that shows the whole run is pointed at the wrong
+    thing (a base URL that is not an OpenAI-compatible API: an HTML page, another JSON shape):
+    the client stops too. The message is redacted of credentials
     (:func:`capjudge.credentials.redact`) when the error is made, since a server may repeat
     the key it was sent.
     """
 
     def __init__(self, message: str, *, transient: bool, retry_after: float | None = None,
-                 status: Status = "error", auth: bool = False) -> None:
+                 status: Status = "error", auth: bool = False, fatal: bool = False) -> None:
         super().__init__(redact(message))
-        self.transient = transient and not auth
+        self.transient = transient and not auth and not fatal
         self.retry_after = retry_after
         self.status: Status = status
         self.auth = auth
+        self.fatal = fatal
 
 
 _MASS_REASON = re.compile(r"^captured mass (?P<mass>[0-9.]+) < (?P<min>[0-9.eE+-]+)(?P<rest>.*)$",

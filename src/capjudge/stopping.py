@@ -8,10 +8,16 @@ records the flow run's state, or Python's ``KeyboardInterrupt``) and adds a dead
 process is still alive ``grace_s`` seconds after the signal, it exits at once with status
 ``128 + signal`` (the shell's convention for "killed by a signal"). Answers already received
 are in the request cache, so a rerun asks only what was not answered.
+
+Before the previous handler runs, the callbacks registered with :func:`on_stop` run (the
+request clients stop sending: no new request leaves after the signal). A second signal ends
+the process at once. Before the process ends itself, it ends its own child processes (an
+ephemeral Prefect server, worker processes): nothing it started outlives it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -26,12 +32,76 @@ DEFAULT_GRACE_S = 3.0
 _MARK = "_capjudge_exit_promptly"
 
 
+_CALLBACKS: list[Callable[[str], None]] = []
+_SIGNALLED: list[int] = []
+
+
+def on_stop(callback: Callable[[str], None]) -> None:
+    """Run ``callback(reason)`` as soon as a handled signal arrives (once per callback)."""
+    if callback not in _CALLBACKS:
+        _CALLBACKS.append(callback)
+
+
+def stop_requested() -> bool:
+    """Whether a handled signal has arrived in this process."""
+    return bool(_SIGNALLED)
+
+
+def descendants(pid: int) -> list[int]:
+    """The process's children, grandchildren ... (Linux /proc; empty elsewhere)."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                children = [int(c) for c in handle.read().split()]
+        except (OSError, ValueError):
+            continue
+        for child in children:
+            out += [child, *descendants(child)]
+    return out
+
+
+def terminate_children(timeout_s: float = 1.0) -> None:
+    """SIGTERM every descendant of this process, then SIGKILL what is left after a moment."""
+    import time
+
+    pids = descendants(os.getpid())
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while pids and time.monotonic() < deadline:
+        pids = [p for p in pids if alive(p)]
+        time.sleep(0.05)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def alive(pid: int) -> bool:
+    """Whether a process exists and has not exited (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:  # a zombie (exited, not yet reaped) is gone
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
 def _hard_exit(signum: int, grace_s: float) -> None:
-    """End the process now (no thread joins, no atexit handlers)."""
+    """End the process now (no thread joins, no atexit handlers), its children first."""
     try:
         sys.stderr.write(f"capjudge: still running {grace_s:g} s after signal {signum}; "
                          "exiting\n")
         sys.stderr.flush()
+        terminate_children()
     finally:
         os._exit(128 + signum)
 
@@ -39,6 +109,14 @@ def _hard_exit(signum: int, grace_s: float) -> None:
 def _handler(signum: int, previous: Any, grace_s: float
              ) -> Callable[[int, FrameType | None], None]:
     def handle(sig: int, frame: FrameType | None) -> None:
+        if _SIGNALLED:  # a second signal: the user means it
+            _hard_exit(sig, 0.0)
+        _SIGNALLED.append(sig)
+        for callback in list(_CALLBACKS):
+            try:
+                callback(f"signal {signal.Signals(sig).name}")
+            except Exception:  # noqa: BLE001 - a callback must not keep the process alive
+                pass
         timer = threading.Timer(grace_s, _hard_exit, args=(sig, grace_s))
         timer.daemon = True
         timer.start()
@@ -76,4 +154,5 @@ def exit_promptly_on_signals(grace_s: float = DEFAULT_GRACE_S,
     return True
 
 
-__all__ = ["DEFAULT_GRACE_S", "exit_promptly_on_signals"]
+__all__ = ["DEFAULT_GRACE_S", "alive", "descendants", "exit_promptly_on_signals", "on_stop",
+           "stop_requested", "terminate_children"]

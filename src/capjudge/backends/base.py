@@ -122,6 +122,13 @@ class Backend(ABC):
             return apply_min_mass(response, float(min_mass))
         return response
 
+    def end_of_chain(self) -> None:  # noqa: B027 - a hook: most backends keep no state
+        """The calling thread has finished a request and its follow-ups (the client says so).
+
+        A backend that keeps per-thread state across a request's follow-ups (llama.cpp's
+        single-slot engines) lets it go here; the default does nothing.
+        """
+
     def fingerprint_facts(self, probe: bool = True) -> dict[str, JSONValue]:
         """What identifies the model this backend serves *now* (the watch flow hashes it).
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import mimetypes
 import os
 import re
@@ -93,6 +94,8 @@ from capjudge.protocol import (
 from capjudge.reading.locate import Located, find_printed
 from capjudge.records import JSONValue
 
+log = logging.getLogger(__name__)
+
 # Reasoning models refuse logprobs requests (HTTP 403): they cannot give a distribution.
 NO_LOGPROBS_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 
@@ -116,6 +119,7 @@ class ChatBody(TypedDict, total=False):
     continue_final_message: bool
     add_generation_prompt: bool
     response_format: dict[str, JSONValue]
+    cache_prompt: bool  # llama.cpp: reuse the slot's cached prompt prefix
 
 
 class _ResponseBase(TypedDict):
@@ -318,6 +322,7 @@ class OpenAIBackend(Backend):
                     f"{api_key_env} is not set: the OpenAI API key is read only from the "
                     "environment", transient=False)
             api_key = "EMPTY"  # local OpenAI-compatible servers usually need no key
+        base_url = with_api_path(base_url)
         self.base_url = base_url
         self.min_mass = min_mass
         self._snapshot = snapshot or model
@@ -544,6 +549,12 @@ class OpenAIBackend(Backend):
 
     def _parse(self, request: JudgeRequest, completion: Any, latency: float
                ) -> JudgeResponse | BackendError:
+        wrong = not_a_completion(completion)
+        if wrong is not None:
+            # An HTML login page, a wrong port, another API: every request would get the same.
+            where = strip_userinfo(self.base_url) if self.base_url else self.backend_id
+            return BackendError(f"{where} did not answer as an OpenAI chat-completions API: "
+                                f"it sent {wrong}", transient=False, fatal=True)
         error = _body_error(completion)
         if error is not None or not completion.choices:
             # A 200 whose body is an error, or has no answer: the server's trouble (a restart, an
@@ -868,6 +879,48 @@ def _finish(reading: TreeReading, min_mass: float, forced: dict[int, int | float
 def is_continuation(request: JudgeRequest) -> bool:
     """A request that ends with the assistant's own text asks the server to continue it."""
     return bool(request.messages) and request.messages[-1].role == "assistant"
+
+
+def with_api_path(base_url: str | None) -> str | None:
+    """``http://host:8000`` as ``http://host:8000/v1``: a bare server address means its API.
+
+    OpenAI-compatible servers (vLLM, llama.cpp, TGI, Ollama) serve it under ``/v1``; a URL
+    with a path of its own is taken as it is.
+    """
+    if not base_url:
+        return base_url
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(base_url)
+    if parts.path.strip("/") == "":
+        fixed = urlunsplit(parts._replace(path="/v1"))
+        log.info("base URL %s has no path: using %s", strip_userinfo(base_url),
+                 strip_userinfo(fixed))
+        return fixed
+    return base_url
+
+
+def not_a_completion(completion: Any) -> str | None:
+    """What came back instead of a chat completion (its first characters), or None.
+
+    A string (an HTML page the SDK could not parse as JSON), or a JSON object with neither
+    ``choices`` nor an ``error`` nor the ``chat.completion`` object type.
+    """
+    if completion is None:
+        return "an empty body"
+    if isinstance(completion, str | bytes):
+        text = completion.decode(errors="replace") if isinstance(completion, bytes) \
+            else completion
+        kind = "an HTML page" if "<html" in text[:2000].lower() or \
+            "<!doctype" in text[:200].lower() else "text"
+        return f"{kind}: {' '.join(text.split())[:80]!r}"
+    if getattr(completion, "choices", None) is not None or _body_error(completion):
+        return None
+    if getattr(completion, "object", None) == "chat.completion":
+        return None
+    extra = getattr(completion, "model_extra", None) or {}
+    keys = sorted(extra) if isinstance(extra, dict) else []
+    return f"a JSON object with the keys {keys[:8]} and no 'choices'"
 
 
 def _body_error(completion: Any) -> str | None:

@@ -67,7 +67,8 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="below this captured probability mass a judgement is 'low_mass'")
     p.add_argument("--cache-dir", type=Path,
                    help="request cache (default $CAPJUDGE_CACHE_DIR or .capjudge-cache)")
-    p.add_argument("--params", default="params.yaml", help="for the price table")
+    p.add_argument("--params", default=None,
+                   help="for the price table (default: params.yaml when there is one)")
     p.add_argument("--profile", help="a method's named settings (gveval: gveval_code, what "
                    "the G-VEval repository's scorer does)")
     p.add_argument("--templates", type=Path, help="a folder of your own prompt templates "
@@ -98,7 +99,10 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> JudgeConf
         raise UsageError(f"--templates {templates}: no templates.yaml in that folder")
     if args.base_url:
         options["base_url"] = args.base_url
-    prices = read_prices(Path(args.params))
+    params = getattr(args, "params", None)
+    if params and not Path(params).is_file():
+        raise UsageError(f"--params {params}: no such file")
+    prices = read_prices(Path(params or "params.yaml"))
     extra: _ClientLimits = {}
     if getattr(args, "max_retry_after", None) is not None:
         extra["max_retry_after_s"] = args.max_retry_after

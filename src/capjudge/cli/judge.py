@@ -24,10 +24,15 @@ def run(args: argparse.Namespace) -> int:
     """Judge and write judgements.parquet + summary.json (exit 3 on failures with --strict)."""
     from dataclasses import replace
 
-    from capjudge.client import AuthError
-    from capjudge.judge import run_judge
+    from capjudge.client import AuthError, WrongServerError
+    from capjudge.judge import OutputWriteError, run_judge
+    from capjudge.judge_out import OutputBusyError, OutputTakenError
     from capjudge.protocol import BackendError
+    from capjudge.stopping import exit_promptly_on_signals
 
+    # Ctrl-C / SIGTERM: nothing new is sent, what came is written (marked incomplete), and
+    # the process is gone within seconds even with requests in flight.
+    exit_promptly_on_signals()
     config = judge_config(args, args.modes)
     try:
         # replace() runs the config's checks again (--limit >= 1, batch options).
@@ -40,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(f"judge {config.method}", "request")
     try:
         summary = run_judge(args.items, args.out, config, progress=progress)
-    except (BackendError, ValueError, AuthError) as exc:
+    except (BackendError, ValueError, AuthError, WrongServerError, OutputBusyError,
+            OutputTakenError, OutputWriteError) as exc:
         raise UsageError(str(exc)) from exc
     finally:
         progress.close()

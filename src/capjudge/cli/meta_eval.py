@@ -39,10 +39,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {name:<24} accuracy {100 * m['accuracy']:.1f}  "
                   f"(ties {m['ties']}, n {m['n']})")
         else:
-            print(f"  {name:<24} tau_b {100 * m['kendall_tau_b']:.1f}  tau_c "
-                  f"{100 * m['kendall_tau_c']:.1f}  pearson {100 * m['pearson']:.1f}  "
-                  f"spearman {100 * m['spearman']:.1f}  (n {m['n']})")
+            print(f"  {name:<24} tau_b {_pct(m.get('kendall_tau_b'))}  tau_c "
+                  f"{_pct(m.get('kendall_tau_c'))}  pearson {_pct(m.get('pearson'))}  "
+                  f"spearman {_pct(m.get('spearman'))}  (n {m['n']})"
+                  + (f"  [{m['note']}]" if m.get("note") and "per-annotator" not in
+                     str(m.get("note")) else ""))
     return EXIT_OK
+
+
+def _pct(value: object) -> str:
+    """A coefficient x100, or '-' where it does not exist (the note says why)."""
+    if isinstance(value, int | float) and value == value:
+        return f"{100 * value:.1f}"
+    return "-"
 
 
 def register(sub: Any) -> None:

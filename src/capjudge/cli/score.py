@@ -171,11 +171,14 @@ def run(args: argparse.Namespace) -> int:
     """Score the item; print the result (exit 3 when it got no score)."""
     import math
 
+    from capjudge.client import AuthError, WrongServerError, raise_if_stopped
     from capjudge.judge import check_verdict_format, judge_items, make_backend, make_client
     from capjudge.manifest import is_blank
     from capjudge.methods import MethodOptions, get_method, verdict
     from capjudge.protocol import BackendError
+    from capjudge.stopping import exit_promptly_on_signals
 
+    exit_promptly_on_signals()
     if is_blank(args.caption):
         raise UsageError("--caption is empty")
     check_texts(args)
@@ -206,8 +209,10 @@ def run(args: argparse.Namespace) -> int:
         method.run_context([item], out, section)
         config.method_options["contexts"] = str(out)
     result = judge_items([item], config, backend=backend, client=client)
-    if result.stats.auth_failure:
-        raise UsageError(f"the server rejected the credentials: {result.stats.auth_failure}")
+    try:
+        raise_if_stopped(result.stats)
+    except (AuthError, WrongServerError) as exc:
+        raise UsageError(str(exc)) from exc
     criteria = result.criteria.get((item.id, mode), [])
     v = verdict(method, criteria, {"gamma": args.gamma})
     rows = [r for r in result.rows if r.status != "skipped"]

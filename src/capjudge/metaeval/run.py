@@ -25,6 +25,7 @@ from capjudge.stats import (
     correlation_matrix,
     kendall_tau_b,
     pairwise_accuracy,
+    undefined_reason,
 )
 
 log = logging.getLogger(__name__)
@@ -168,6 +169,9 @@ def correlate(metric: Sequence[float | None], rows: Rows, protocol: Protocol, n_
             out["ci95"][name] = [lo, hi]
     out["kendall_tau_b"], out["kendall_tau_c"] = value["kendall_tau_b"], value["kendall_tau_c"]
     out["pearson"], out["spearman"] = value["pearson"], value["spearman"]
+    why = undefined_reason(x, y, min_points=2)
+    if why is not None:
+        out["note"] = why  # the NaN statistics' reason, printed beside them
     return out
 
 

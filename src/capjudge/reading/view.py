@@ -27,10 +27,10 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from capjudge.unicode_text import INVISIBLE as _INVISIBLE
+
 # Format characters a judge (or a copy-paste) leaves inside words and numbers; never content.
-INVISIBLE = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e\u2061\u2062\u2063\u2064"
-                      "\ufe0e\ufe0f\u20e3\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-                      "\u2066\u2067\u2068\u2069")
+INVISIBLE = _INVISIBLE
 # Vulgar fractions stay themselves: NFKC would write "2½" as "21/2".
 VULGAR = {"½": 0.5, "¼": 0.25, "¾": 0.75, "⅓": 1 / 3, "⅔": 2 / 3, "⅕": 0.2, "⅖": 0.4,
           "⅗": 0.6, "⅘": 0.8, "⅙": 1 / 6, "⅚": 5 / 6, "⅛": 0.125, "⅜": 0.375, "⅝": 0.625,

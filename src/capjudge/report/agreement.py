@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from capjudge.records import AgreementEntry, ScoredItem
-from capjudge.stats import STATS, bootstrap_ci, kendall_tau_b, system_level, system_level_ci
+from capjudge.stats import (
+    STATS,
+    bootstrap_ci,
+    kendall_tau_b,
+    system_level,
+    system_level_ci,
+    undefined_reason,
+)
 
 MIN_POINTS = 3
 
@@ -45,7 +52,7 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[ScoredIt
                              "text_only": sum(r.get("status") == "text_only" for r in scored)}
     x = [float(s) for r in scored if (s := r["score"]) is not None]
     y = [float(h) for r in scored if (h := r["human"]) is not None]
-    note = undefined_reason(x, y, len(labelled))
+    note = undefined_reason(x, y, len(labelled), MIN_POINTS)
     if note is not None:
         # No statistic rather than a NaN: the report prints the reason where a figure would be.
         entry["note"] = note
@@ -67,25 +74,6 @@ def series_agreement(judge: str, method: str, mode: str, rows: Sequence[ScoredIt
         est = system_level_ci(x, y, systems, n_boot=n_boot)
         entry["ci95"]["system_pearson"] = [est.low, est.high]
     return entry
-
-
-def undefined_reason(x: Sequence[float], y: Sequence[float], labelled: int) -> str | None:
-    """Why no correlation between judge scores ``x`` and human labels ``y`` exists, or None.
-
-    A rank or linear correlation needs at least :data:`MIN_POINTS` pairs and variation on both
-    sides: a judge that gave every item the same score has no ranking to compare.
-    """
-    if labelled == 0:
-        return "no item has a human label for this criterion"
-    if len(x) < MIN_POINTS:
-        return (f"{len(x)} labelled item(s) scored: a correlation needs at least {MIN_POINTS}")
-    if len(set(x)) == 1:
-        return (f"the judge gave every item the same score ({x[0]:g}): no ranking to compare, "
-                "the correlation does not exist")
-    if len(set(y)) == 1:
-        return (f"every item has the same human label ({y[0]:g}): the correlation does not "
-                "exist")
-    return None
 
 
 def agreement(rows: Sequence[ScoredItem], n_boot: int, protocol: str

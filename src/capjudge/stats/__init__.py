@@ -44,6 +44,7 @@ from capjudge.stats.correlation import (
     pearson,
     pearson_fast,
     spearman,
+    undefined_reason,
 )
 from capjudge.stats.interrater import (
     ICCForm,
@@ -72,4 +73,4 @@ __all__ = ["STATS", "ArrayLike", "Comparison", "Estimate", "ICCForm", "IsotonicM
            "paired_difference", "paired_permutation_test", "pairwise_accuracy",
            "partial_correlation", "partial_spearman", "pearson", "pearson_fast",
            "percentile_interval", "retest", "spearman", "split_indices", "system_level",
-           "system_level_ci", "system_means"]
+           "system_level_ci", "system_means", "undefined_reason"]

@@ -94,3 +94,22 @@ def partial_spearman(x: ArrayLike, y: ArrayLike, z: ArrayLike) -> float:
     return partial_correlation(stats.rankdata(x), stats.rankdata(y), stats.rankdata(z))
 
 
+def undefined_reason(x: Sequence[float], y: Sequence[float], labelled: int | None = None,
+                     min_points: int = 3) -> str | None:
+    """Why no correlation between judge scores ``x`` and human labels ``y`` exists, or None.
+
+    A rank or linear correlation needs at least ``min_points`` pairs and variation on both
+    sides: a judge (or metric) that gave every item the same score has no ranking to compare.
+    ``labelled``: how many items carry a human label (0: say so), when known.
+    """
+    if labelled == 0:
+        return "no item has a human label for this criterion"
+    if len(x) < min_points:
+        return f"{len(x)} labelled item(s) scored: a correlation needs at least {min_points}"
+    if len(set(x)) == 1:
+        return (f"the judge (or metric) gave every item the same score ({x[0]:g}): no "
+                "ranking to compare, the correlation does not exist")
+    if len(set(y)) == 1:
+        return (f"every item has the same human label ({y[0]:g}): the correlation does not "
+                "exist")
+    return None
