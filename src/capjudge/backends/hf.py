@@ -43,7 +43,6 @@ from typing import Any
 
 from capjudge.backends.base import Backend, Capabilities
 from capjudge.backends.compute_thread import computes
-from capjudge.reading.locate import find_printed
 from capjudge.backends.packing import CONTEXT, Pack, buckets, pack_paths, plan_packs
 from capjudge.protocol import (
     BackendError,
@@ -58,6 +57,7 @@ from capjudge.protocol import (
     Usage,
     worst_status,
 )
+from capjudge.reading.locate import find_printed
 from capjudge.scoring import normalise
 
 # Nodes per row of a context pass (contexts as one trie): fuller rows, fewer passes.
@@ -66,20 +66,38 @@ PREFIX_PACK_WIDTH = 256
 log = logging.getLogger(__name__)
 
 
+def _hash_memos(root: Path) -> list[Path]:
+    """Where a model directory's hash is remembered: beside it, else in the models cache.
+
+    A read-only directory (a shared model store, a mounted volume) is hashed once too.
+    """
+    from capjudge.backends.model_store import models_dir
+
+    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:32]
+    return [root / ".capjudge-weights-sha256.json",
+            models_dir() / "weight-hashes" / f"{key}.json"]
+
+
 def weights_sha256(path: str | Path) -> str:
-    """Hash of a model directory's weight and config files (cached beside them by size/mtime)."""
+    """Hash of a model directory's weight and config files.
+
+    Computed once per file identity (each file's name, size and modification time): the
+    result is remembered beside the files, or in the models cache when the directory is
+    read-only, and reused while that identity holds.
+    """
     root = Path(path)
     files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix in
                    {".safetensors", ".bin", ".json", ".model", ".gguf"}
                    and not p.name.startswith(".capjudge"))
     stamp = json.dumps([(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files])
-    memo = root / ".capjudge-weights-sha256.json"
-    try:
-        saved = json.loads(memo.read_text())
-        if saved["stamp"] == stamp:
-            return str(saved["sha256"])
-    except (OSError, ValueError, KeyError):
-        pass
+    memos = _hash_memos(root)
+    for memo in memos:
+        try:
+            saved = json.loads(memo.read_text())
+            if saved["stamp"] == stamp:
+                return str(saved["sha256"])
+        except (OSError, ValueError, KeyError):
+            pass
     digest = hashlib.sha256()
     for p in files:
         digest.update(p.name.encode())
@@ -87,10 +105,13 @@ def weights_sha256(path: str | Path) -> str:
             while block := handle.read(1 << 22):
                 digest.update(block)
     value = digest.hexdigest()
-    try:
-        memo.write_text(json.dumps({"stamp": stamp, "sha256": value}))
-    except OSError:
-        pass  # read-only model directory: hash again next time
+    for memo in memos:
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            memo.write_text(json.dumps({"stamp": stamp, "sha256": value}))
+            break
+        except OSError:
+            continue  # read-only model directory: the models cache
     return value
 
 
@@ -101,6 +122,36 @@ class TreeStats:
     forward_passes: int = 0
     rows: int = 0
     tokens: int = 0  # token positions fed to the model (padding included)
+
+
+def auto_dtype(device: str) -> Any:
+    """``dtype: auto``: bfloat16, float16 or float32, by what the device computes in.
+
+    bfloat16 on a GPU that supports it, else float16 on a GPU, else float32 (the CPU, where
+    bfloat16 is slower and less exact).
+    """
+    import torch
+
+    if device.startswith("cuda") and torch.cuda.is_available():
+        index = torch.device(device).index
+        if torch.cuda.is_bf16_supported(including_emulation=False):
+            return torch.bfloat16
+        major, _ = torch.cuda.get_device_capability(index)
+        return torch.float16 if major >= 6 else torch.float32
+    return torch.float32
+
+
+def numerics_of(model: Any, quantize: str | None = None) -> str:
+    """The numerics a loaded model computes in.
+
+    ``float32``, ``bfloat16``, ``float16`` or ``int8-dynamic``: read from its weights, never
+    from the option that asked for them.
+    """
+    if quantize:
+        return "int8-dynamic"
+    dtype = getattr(model, "dtype", None)
+    name = str(dtype).removeprefix("torch.") if dtype is not None else "float32"
+    return name if name in ("bfloat16", "float16", "float32", "float64") else "float32"
 
 
 def _torch_dtype(dtype: str, device: str, quantize: str | None) -> Any:
@@ -119,7 +170,7 @@ def _torch_dtype(dtype: str, device: str, quantize: str | None) -> Any:
         raise BackendError(f"quantize must be 'int8' or unset, not {quantize!r}",
                            transient=False)
     if dtype == "auto":
-        torch_dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+        torch_dtype = auto_dtype(device)
     elif dtype in ("float32", "bfloat16", "float16"):
         torch_dtype = getattr(torch, dtype)
     else:
@@ -136,9 +187,11 @@ class HFBackend(Backend):
 
     options = frozenset({"device", "dtype", "batch_size", "min_mass", "max_tree_rows",
                          "prune", "prefix_sharing", "prefix_cache_size",
-                         "max_scored_positions", "threads", "tree_mask", "linear_kernel"})
+                         "max_scored_positions", "threads", "tree_mask", "linear_kernel",
+                         "device_map"})
     shared = True  # loading costs seconds and memory: once per process
     # transformers objects (untyped here); set by _load.
+    _snapshot_given: str | None = None  # from_loaded: the caller's snapshot
     processor: Any
     tokenizer: Any
     model: Any
@@ -155,7 +208,7 @@ class HFBackend(Backend):
                  prefix_sharing: bool = True, prefix_cache_size: int = 64,
                  max_scored_positions: int = 256, quantize: str | None = None,
                  threads: int | None = None, tree_mask: bool = True,
-                 linear_kernel: str = "auto") -> None:
+                 linear_kernel: str = "auto", device_map: str | None = None) -> None:
         import torch
         from transformers import AutoConfig
 
@@ -176,12 +229,14 @@ class HFBackend(Backend):
         self.threads = int(threads) if threads else default_threads()
         if self.device.startswith("cpu") and torch.get_num_threads() != self.threads:
             torch.set_num_threads(self.threads)
-        # Numerics other than the weights' own float32 change the answers: they are named in
-        # the snapshot (so in every row and in the cache key) and in describe().
-        self.numerics = "int8-dynamic" if quantize else (
-            "" if torch_dtype == torch.float32 or dtype == "auto" else dtype)
         self.tree_mask = bool(tree_mask)
+        self.dtype_option = dtype
+        self.device_map = device_map
         self._load(torch_dtype)
+        # Numerics other than float32 change the answers: named in the snapshot (so in every
+        # row and in the cache key: a bfloat16 GPU run and a float32 CPU run never share
+        # answers) and in describe(). Read from the loaded weights, whatever asked for them.
+        self.numerics = numerics_of(self.model, quantize)
         if quantize:
             # Linear layers only (the attention and MLP projections, and the vocabulary head):
             # int8 weights, activations quantised on the fly per batch.
@@ -196,26 +251,95 @@ class HFBackend(Backend):
         self._init_memos(prefix_sharing, prefix_cache_size, max_scored_positions)
 
     def _load(self, torch_dtype: Any) -> None:
-        """Load the processor (VLMs), tokenizer and model; left padding, digit token ids."""
+        """Load the processor (VLMs), tokenizer and model; left padding, digit token ids.
+
+        On a GPU the weights go straight to it (``device_map``: the device, or ``auto``
+        across the visible GPUs), never through a full copy in CPU memory.
+        """
+        placement: dict[str, Any] = {}
+        if self.device_map or not self.device.startswith("cpu"):
+            placement["device_map"] = self.device_map or self.device
         if self.is_vlm:
             from transformers import AutoModelForImageTextToText, AutoProcessor
 
             self.processor = AutoProcessor.from_pretrained(self.path)
             self.tokenizer = self.processor.tokenizer
             self.model = AutoModelForImageTextToText.from_pretrained(
-                self.path, dtype=torch_dtype)
+                self.path, dtype=torch_dtype, **placement)
         else:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             self.processor = None
             self.tokenizer = AutoTokenizer.from_pretrained(self.path)
-            self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch_dtype)
-        self.model.to(self.device).eval()
+            self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch_dtype,
+                                                              **placement)
+        if not placement:
+            self.model.to(self.device)
+        self.model.eval()
+        self._prepare_tokenizer()
+
+    def _prepare_tokenizer(self) -> None:
+        """Left padding, a pad token, the digit token ids and the digit-start mask."""
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.tokenizer.padding_side = "left"
         self._digit_ids = self._single_digit_ids()
         self._digit_start = self._digit_start_mask()
+
+    @classmethod
+    def from_loaded(cls, model: Any, tokenizer: Any = None, processor: Any = None, *,
+                    snapshot: str, backend_id: str = "hf/loaded", min_mass: float = 0.5,
+                    batch_size: int = 8, **options: Any) -> HFBackend:
+        """A backend around a model already in memory (a library user's, on any device).
+
+        Nothing is loaded, copied or changed in the model (its linear layers are not packed).
+
+        Args:
+            model: a transformers causal LM or image-text-to-text model, on its device.
+            tokenizer: its tokenizer (default: the processor's).
+            processor: a VLM's processor.
+            snapshot: what identifies these weights in the cache key and on every row (the
+                caller knows: a content hash, a checkpoint name and step); the numerics
+                suffix is added from the model's dtype.
+            backend_id: the id rows carry.
+            min_mass: below this captured mass a slot is ``low_mass``.
+            batch_size: requests per generate() call.
+            **options: ``max_tree_rows``, ``prune``, ``prefix_sharing``, ``prefix_cache_size``,
+                ``max_scored_positions``, ``tree_mask``.
+        """
+        if tokenizer is None and processor is None:
+            raise BackendError("from_loaded needs the model's tokenizer or processor",
+                               transient=False)
+        self = cls.__new__(cls)
+        self.path = getattr(getattr(model, "config", None), "_name_or_path", "") or "loaded"
+        self.backend_id = backend_id
+        self.processor = processor
+        self.tokenizer = tokenizer if tokenizer is not None else processor.tokenizer
+        self.model = model.eval()
+        self.is_vlm = hasattr(model.config, "vision_config")
+        self.device = str(next(model.parameters()).device)
+        self.device_map = None
+        self.dtype_option = "loaded"
+        self.min_mass = min_mass
+        self.max_tree_rows = int(options.pop("max_tree_rows", 128))
+        self.prune = float(options.pop("prune", 1e-6))
+        self.tree_mask = bool(options.pop("tree_mask", True))
+        self.threads = default_threads()
+        self.numerics = numerics_of(model)
+        self.linear_kernel = "default"
+        self._weights = snapshot.removeprefix("sha256:")
+        self._snapshot_given = snapshot
+        self._prepare_tokenizer()
+        self.capabilities = Capabilities(vision=self.is_vlm, distribution="exact",
+                                         max_batch=batch_size, concurrency=1,
+                                         likelihood=not self.is_vlm)
+        self._init_memos(bool(options.pop("prefix_sharing", True)),
+                         int(options.pop("prefix_cache_size", 64)),
+                         int(options.pop("max_scored_positions", 256)))
+        if options:
+            raise BackendError(f"unknown options for from_loaded: {sorted(options)}",
+                               transient=False)
+        return self
 
     def _pack_linears(self, kernel: str, torch_dtype: Any, quantize: str | None) -> str:
         """The decoder's linear layers packed for oneDNN when asked or by default; the kernel.
@@ -287,13 +411,17 @@ class HFBackend(Backend):
         bfloat16 or int8 numerics give different answers from the same weights: the suffix
         keeps their answers apart in the cache and names them on every row.
         """
-        return f"sha256:{self._weights}" + (f"+{self.numerics}" if self.numerics else "")
+        suffix = "" if self.numerics == "float32" else f"+{self.numerics}"
+        if self._snapshot_given is not None:
+            return f"{self._snapshot_given}{suffix}"
+        return f"sha256:{self._weights}{suffix}"
 
     def describe(self) -> BackendFacts:
         """Lineage facts: id, snapshot, path, architecture, device, numerics, threads, kernel."""
         return {"backend": self.backend_id, "snapshot": self.snapshot(), "path": self.path,
                 "architecture": type(self.model).__name__, "vision": self.is_vlm,
-                "device": self.device, "numerics": self.numerics or "float32",
+                "device": self.device, "numerics": self.numerics,
+                "dtype_option": self.dtype_option, "device_map": self.device_map,
                 "threads": self.threads, "linear_kernel": self.linear_kernel}
 
     # -- tokenizer facts -------------------------------------------------------------------
@@ -435,18 +563,14 @@ class HFBackend(Backend):
             generated = self.model.generate(**enc, max_new_tokens=max_new, do_sample=False,
                                             pad_token_id=self.tokenizer.pad_token_id)
         width = enc["input_ids"].shape[1]
-        # Image tensors are stacked per image, not per row: find each row's slice.
-        image_start, counts = [], [len(imgs) for _, imgs in rendered]
-        for k in range(len(counts)):
-            image_start.append(sum(counts[:k]))
         for row, i in enumerate(runnable):
             request = requests[i]
             mask = enc["attention_mask"][row].bool()
             prompt_ids = enc["input_ids"][row][mask].tolist()
             new_ids = generated[row, width:].tolist()
             new_ids = self._trim(new_ids)[: request.decoding.max_tokens]
-            extras = self._vision_extras(enc, image_start[row], counts[row])
             try:
+                extras = self._row_vision(*rendered[row])
                 out[i] = self._score(request, prompt_ids, new_ids, extras)
             except Exception as exc:  # noqa: BLE001 - one bad item must not sink the batch
                 log.exception("scoring failed")
@@ -839,23 +963,36 @@ class HFBackend(Backend):
         return getattr(config, "text_config", None) or config
 
     def _trim(self, ids: list[int]) -> list[int]:
-        stop = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
+        """The generated ids up to the first special token.
+
+        End of turn, padding, an image placeholder: nothing an answer's text holds (and a VLM
+        re-fed an image token it wrote counts one image too many).
+        """
+        stop = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id,
+                *getattr(self.tokenizer, "all_special_ids", ())}
         for k, t in enumerate(ids):
             if t in stop:
                 return ids[:k]
         return ids
 
-    def _vision_extras(self, enc: Any, start: int, count: int) -> dict[str, object]:
-        """The image tensors of one row's images.
+    def _row_vision(self, prompt: str, images: list[Any]) -> dict[str, object]:
+        """The model's non-text inputs for one row, as its processor makes them.
 
-        A VLM needs them again when the row's context is re-encoded for the score distribution.
+        A VLM needs them again when the row's context is re-encoded for the score
+        distribution. Families lay their images out differently (LLaVA: one ``pixel_values``
+        entry per image; Qwen2-VL: every patch concatenated, with ``image_grid_thw``;
+        Idefics3: a ``pixel_attention_mask``; Gemma 3: ``token_type_ids`` per token), so the
+        processor is asked for this row alone rather than the batch's tensors being sliced.
         """
-        if count == 0:
+        if not images or self.processor is None:
             return {}
-        extras: dict[str, object] = {}
-        for key in ("pixel_values", "image_grid_thw", "image_sizes"):
-            if key in enc and enc[key] is not None:
-                extras[key] = enc[key][start:start + count]
+        enc = self.processor(text=[prompt], images=images, return_tensors="pt")
+        length = int(enc["input_ids"].shape[1])
+        extras: dict[str, object] = {"_prompt_length": length}
+        for key, value in enc.items():
+            if key in ("input_ids", "attention_mask") or value is None:
+                continue
+            extras[key] = value.to(self.device) if hasattr(value, "to") else value
         return extras
 
     def _score(self, request: JudgeRequest, prompt_ids: list[int], new_ids: list[int],
@@ -943,7 +1080,15 @@ class HFBackend(Backend):
         """Exact P(value) for each value at the end of ``context`` (not renormalised)."""
         if self._digit_ids is not None and all(v >= 0 for v in values):
             if self.tree_mask:
-                return self._digit_tree_masked(context, values, extras or {})
+                try:
+                    return self._digit_tree_masked(context, values, extras or {})
+                except (RuntimeError, ValueError) as exc:
+                    # A family whose forward builds its own masks (Gemma 3's sliding window
+                    # and bidirectional image attention) refuses the tree's 4D mask: the
+                    # level-by-level tree gives the same distribution without one.
+                    log.info("%s: the masked digit tree is not supported (%s); using the "
+                             "level-by-level tree", type(self.model).__name__, exc)
+                    self.tree_mask = False
             return self._digit_tree(context, values, extras or {})
         return self._candidates(context, values, extras or {})
 
@@ -953,10 +1098,32 @@ class HFBackend(Backend):
         ids = torch.tensor([context], device=self.device)
         # Only the last position's logits are needed: projecting every position onto a 262k
         # vocabulary would cost more than the transformer itself.
-        out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **extras)
+        out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1,
+                         **self._fit_extras(extras, len(context)))
         self.stats.forward_passes += 1
         self.stats.rows += 1
         return torch.log_softmax(out.logits[0, -1].float(), dim=-1), out.past_key_values
+
+    @staticmethod
+    def _fit_extras(extras: dict[str, object], length: int) -> dict[str, object]:
+        """The row's vision inputs for a context of ``length`` tokens.
+
+        Per-token inputs (``token_type_ids``, ``mm_token_type_ids``: one entry per prompt
+        token) are extended with zeros ("text") over the tokens after the prompt.
+        """
+        import torch
+
+        given = extras.get("_prompt_length")
+        prompt = given if isinstance(given, int) else -1
+        out: dict[str, object] = {}
+        for key, value in extras.items():
+            if key == "_prompt_length":
+                continue
+            if isinstance(value, torch.Tensor) and value.dim() == 2 and \
+                    value.shape[0] == 1 and value.shape[1] == prompt and length > prompt:
+                value = torch.cat([value, value.new_zeros((1, length - prompt))], dim=1)
+            out[key] = value
+        return out
 
     def _end_prob(self, logp: Any) -> float:
         """P(the number ends here) = 1 - P(next token starts with a digit)."""
