@@ -107,12 +107,14 @@ def show(label: str, r: dict[str, Any]) -> None:
     print(line)
 
 
-def _setting(text: str) -> dict[str, int]:
-    """``threads=1,parallel=4`` as engine options."""
-    out = {}
+def _setting(text: str) -> dict[str, int | str]:
+    """``threads=1,parallel=4`` as engine options (several slots: determinism fast)."""
+    out: dict[str, int | str] = {}
     for part in text.split(","):
         key, _, value = part.partition("=")
-        out[key.strip()] = int(value)
+        out[key.strip()] = value.strip() if key.strip() == "determinism" else int(value)
+    if int(out.get("parallel", 1)) > 1:
+        out.setdefault("determinism", "fast")
     return out
 
 
@@ -189,7 +191,8 @@ def main() -> None:
               ("harmoniceval", requests_for("harmoniceval", "default", 4, args.items))]
     t0 = time.perf_counter()
     llama = create_backend("llamacpp/gemma-3-270m", parallel=args.parallel,
-                           threads=args.threads, ctx=args.ctx)
+                           threads=args.threads, ctx=args.ctx,
+                           determinism="fast" if args.parallel > 1 else "deterministic")
     print(f"llama.cpp engine loaded in {time.perf_counter() - t0:.1f} s (threads "
           f"{args.threads}, {args.parallel} slots, {args.concurrency} requests in flight)")
     torch_backend = None

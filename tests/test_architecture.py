@@ -144,7 +144,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("methods", ("capjudge.methods",)),
     ("stages", ("capjudge.judge", "capjudge.aggregate", "capjudge.parts", "capjudge.validate",
                 "capjudge.compare", "capjudge.ingest", "capjudge.metaeval", "capjudge.history",
-                "capjudge.lineage", "capjudge.watch")),
+                "capjudge.lineage", "capjudge.watch", "capjudge.verify")),
     ("report", ("capjudge.report",)),
     ("entry", ("capjudge.cli", "capjudge.params", "capjudge.testing")),
 ]

@@ -66,7 +66,7 @@ def _backend(kind: str, server: MockOpenAIServer, tiny: str) -> tuple[str, dict[
         return "openai/gpt-4o-2024-08-06", {"base_url": server.url}
     if kind == "llamacpp":
         pytest.importorskip("xllamacpp", reason="xllamacpp (llama.cpp's engine) is not installed")
-        return "llamacpp/gemma-3-270m", {"parallel": 2, "threads": 1}
+        return "llamacpp/gemma-3-270m", {"threads": 1}
     return f"hf/{tiny}", {"batch_size": 4}
 
 

@@ -71,15 +71,20 @@ def test_a_model_in_memory_is_judged_with_its_own_snapshot(tiny: Path) -> None:
         HFBackend.from_loaded(model, snapshot="x")
 
 
-def test_weights_are_hashed_once_even_in_a_read_only_folder(
-        tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _fresh_copy(tiny: Path, folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the model with no remembered hash, and an empty models cache."""
     import shutil
 
-    folder = tmp_path / "ro-model"
     shutil.copytree(tiny, folder)
     for memo in folder.glob(".capjudge*"):
         memo.unlink()
-    monkeypatch.setenv("CAPJUDGE_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("CAPJUDGE_MODELS_DIR", str(folder.parent / "models"))
+    return folder
+
+
+def test_weights_are_hashed_once_even_in_a_read_only_folder(
+        tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _fresh_copy(tiny, tmp_path / "ro-model", monkeypatch)
     os.chmod(folder, stat.S_IRUSR | stat.S_IXUSR)
     try:
         if os.access(folder, os.W_OK):
@@ -104,13 +109,7 @@ def test_an_unwritable_model_folder_still_remembers_its_hash(
         tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # As root a folder's mode does not stop a write: the beside-the-weights memo is made to
     # fail instead, so the models cache is what remembers.
-    import shutil
-
-    folder = tmp_path / "model"
-    shutil.copytree(tiny, folder)
-    for memo in folder.glob(".capjudge*"):
-        memo.unlink()
-    monkeypatch.setenv("CAPJUDGE_MODELS_DIR", str(tmp_path / "models"))
+    folder = _fresh_copy(tiny, tmp_path / "model", monkeypatch)
     real_write = Path.write_text
 
     def refuse_beside(self: Path, *args: object, **kwargs: object) -> int:

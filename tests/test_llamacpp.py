@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 
 from capjudge.backends import create_backend
-from capjudge.reading.locate import find_printed
 from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
 from capjudge.cli import main as cli_main
 from capjudge.client import JudgeClient, RetryPolicy
@@ -33,6 +32,8 @@ from capjudge.item import Item
 from capjudge.methods import get_method
 from capjudge.methods.base import MethodOptions, Planned
 from capjudge.protocol import BackendError, Decoding, JudgeRequest, JudgeResponse, Message
+from capjudge.reading.locate import find_printed
+from capjudge.stopping import alive, descendants
 
 try:
     import xllamacpp  # noqa: F401
@@ -77,7 +78,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def in_process() -> OpenAIBackend:
-    backend = create_backend(f"llamacpp/{MODEL}", parallel=2, threads=1)
+    # Two slots decoded together: the fast setting (the concurrency tests need it).
+    backend = create_backend(f"llamacpp/{MODEL}", parallel=2, threads=1, determinism="fast")
     assert isinstance(backend, OpenAIBackend)
     return backend
 
@@ -431,7 +433,7 @@ def test_a_judge_stage_with_the_engine_loaded_stops_on_sigterm(tmp_path: Path) -
               "judge": {"cache_dir": str(tmp_path / "cache")},
               "judges": {"t": {"method": "gveval", "backend": f"llamacpp/{MODEL}",
                                "modes": ["ref-only"], "max_tokens": 24,
-                               "backend_options": {"parallel": 2, "threads": 1},
+                               "backend_options": {"threads": 1},
                                "out": str(tmp_path / "judge")}}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     log = (tmp_path / "log").open("w")
@@ -445,6 +447,7 @@ def test_a_judge_stage_with_the_engine_loaded_stops_on_sigterm(tmp_path: Path) -
             assert proc.poll() is None, (tmp_path / "log").read_text()
             assert time.monotonic() < deadline, (tmp_path / "log").read_text()
             time.sleep(0.5)
+        children = descendants(proc.pid)  # the ephemeral Prefect server among them
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         # Before capjudge.stopping it ran on for minutes (measured: still running 60 s later).
@@ -452,6 +455,9 @@ def test_a_judge_stage_with_the_engine_loaded_stops_on_sigterm(tmp_path: Path) -
         assert time.monotonic() - t0 < 10
         assert code in (0, 1, 128 + signal.SIGTERM, -signal.SIGTERM), code
         assert not (tmp_path / "judge" / "judgements.parquet").exists()
+        # Nothing it started outlives it (an orphaned uvicorn ran on for 30 minutes).
+        time.sleep(1.5)
+        assert [p for p in children if alive(p)] == [], children
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -549,3 +555,55 @@ def test_verdict_format_json_schema_is_enforced_by_the_engine(
     assert set(verdict) == {"reasoning", "score"} and 0 <= verdict["score"] <= 100
     slot = answer.slots[0]
     assert slot.read_by == "JSON key 'score'" and slot.printed == verdict["score"]
+
+
+def test_determinism_is_the_default_and_fast_is_named() -> None:
+    from capjudge.backends.llamacpp import LlamaCppBackend, check_determinism
+
+    assert check_determinism("deterministic", None, None) == "deterministic"
+    with pytest.raises(BackendError, match="parallel: 4 decodes several requests together"):
+        check_determinism("deterministic", 4, None)
+    with pytest.raises(BackendError, match="determinism must be"):
+        check_determinism("sometimes", None, None)
+    assert LlamaCppBackend.concurrency_for({}) == 1
+    assert LlamaCppBackend.concurrency_for({"determinism": "fast", "parallel": 4}) == 4
+
+
+@pytest.mark.slow
+def test_deterministic_engines_give_bit_identical_answers_whatever_the_order() -> None:
+    # Two fresh engines, the same G-VEval requests in opposite orders (another prompt-cache
+    # state for every request): the answers' text and log-probabilities are equal bit for bit.
+    from capjudge.backends.llamacpp import LlamaCppBackend
+
+    requests = [_gveval_request(i) for i in range(len(CAPTIONS))]
+    first = LlamaCppBackend(MODEL, threads=1)  # not the shared one: fresh engines
+    assert "+fast" not in first.snapshot()
+    forward = [first.generate([r])[0] for r in requests]
+    second = LlamaCppBackend(MODEL, threads=1)
+    backward = [second.generate([r])[0] for r in reversed(requests)][::-1]
+    for a, b in zip(forward, backward, strict=True):
+        assert isinstance(a, JudgeResponse) and isinstance(b, JudgeResponse)
+        assert a.text == b.text
+        assert a.raw is not None and b.raw is not None
+        assert a.raw["tokens"] == b.raw["tokens"]  # every logprob, bit for bit
+    facts = first.describe()
+    assert facts["determinism"] == "deterministic" and facts["parallel"] == 1
+    assert "AVX" in str(facts.get("cpu_features", "")) or facts.get("cpu_features") is not None
+
+
+@pytest.mark.slow
+def test_several_deterministic_engines_answer_as_one_does() -> None:
+    # engines: 2 runs two single-slot engines side by side (a request and its digit follow-ups
+    # on one of them): the judgements equal a single engine's, bit for bit.
+    from capjudge.backends.llamacpp import LlamaCppBackend
+    from capjudge.client import JudgeClient
+
+    requests = [_gveval_request(i) for i in range(len(CAPTIONS))] * 2
+    one = JudgeClient(LlamaCppBackend(MODEL, threads=1), None).run(requests)
+    two_backend = LlamaCppBackend(MODEL, threads=1, engines=2)
+    assert two_backend.capabilities.concurrency == 2
+    two = JudgeClient(two_backend, None).run(list(reversed(requests)))[::-1]
+    for a, b in zip(one, two, strict=True):
+        assert a.text == b.text and a.raw is not None and b.raw is not None
+        assert a.raw["tokens"] == b.raw["tokens"] and a.raw.get("after") == b.raw.get("after")
+        assert [s.probs for s in a.slots] == [s.probs for s in b.slots]

@@ -158,16 +158,59 @@ def record_run(registry: Path, run: RunLineage, agreement: Sequence[AgreementEnt
         if e["run_id"] != run["run_id"]:
             last[e["series"]] = e
     entries = []
+    db = registry / run["run_id"] / "capjudge.duckdb"
+    spreads = retest_tau_spreads(db)
     for entry in run_entries(run, agreement, judges, systems):
         previous = last.get(entry["series"])
-        entries.append(paired_to_previous(
-            entry, previous, registry / run["run_id"] / "capjudge.duckdb",
+        entry = paired_to_previous(
+            entry, previous, db,
             registry / previous["run_id"] / "capjudge.duckdb" if previous else Path("-"),
-            n_boot))
+            n_boot)
+        entry["retest_tau_spread"] = spreads.get(entry["series"])
+        entries.append(entry)
     with history_path(registry).open("a") as handle:
         for entry in entries:
             handle.write(json.dumps(entry, sort_keys=True) + "\n")
     return entries
+
+
+def retest_tau_spreads(db: Path) -> dict[str, float]:
+    """Per series run with repeats: how far its Kendall tau-b with the humans moves.
+
+    Between two samples of the same judge: the largest minus the smallest tau-b over its
+    repeats. That is the judge's own noise on the statistic a drift is measured in: an API judge
+    cannot be made deterministic, and a drift within it is a new sample, not a change.
+    """
+    from capjudge.stats import kendall_tau_b
+
+    if not db.is_file():
+        return {}
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            rows = con.execute("""
+                SELECT r.judge || '/' || r.mode, r.repeat, r.score, h.human
+                FROM repeat_scores r JOIN (SELECT DISTINCT item_id, human FROM scored_items
+                                           WHERE human IS NOT NULL) h USING (item_id)
+                WHERE r.score IS NOT NULL""").fetchall()
+        finally:
+            con.close()
+    except Exception:  # noqa: BLE001 - an older database without the tables: no spread
+        return {}
+    samples: dict[str, dict[int, list[tuple[float, float]]]] = {}
+    for series, repeat, score, human in rows:
+        samples.setdefault(series, {}).setdefault(int(repeat), []).append(
+            (float(score), float(human)))
+    out: dict[str, float] = {}
+    for series, by_repeat in samples.items():
+        taus = [kendall_tau_b([s for s, _ in pairs], [h for _, h in pairs])
+                for pairs in by_repeat.values() if len(pairs) >= 3]
+        taus = [t for t in taus if t == t]  # NaN: a constant repeat
+        if len(taus) >= 2:
+            out[series] = max(taus) - min(taus)
+    return out
 
 
 def series_history(entries: Sequence[HistoryEntry]) -> dict[str, list[HistoryEntry]]:
@@ -184,8 +227,10 @@ def alerts(entries: Sequence[HistoryEntry], *, alert_drop: float = 0.05,
     """Alert lines for a run's history entries (empty: nothing to alert on).
 
     A series alerts when its paired Δτ-b to the previous run has a 95 % CI entirely below
-    ``-alert_drop`` (a drop larger than the threshold, not explained by resampling), or when
-    its judge's failure or low-mass rate is above its limit. Each line carries the figures.
+    ``-alert_drop`` (a drop larger than the threshold, not explained by resampling items) and
+    below the judge's own test-retest spread of tau-b when it was measured (``repeats`` > 1:
+    a sampled API judge's rerun moves by that much with nothing changed), or when its judge's
+    failure or low-mass rate is above its limit. Each line carries the figures.
     """
     lines = []
     judges_seen: set[str] = set()
@@ -193,12 +238,17 @@ def alerts(entries: Sequence[HistoryEntry], *, alert_drop: float = 0.05,
         paired = e.get("paired")
         upper = paired["ci95"][1] if paired else None
         drop = -paired["difference"] if paired and paired["difference"] is not None else None
-        if paired and upper is not None and upper < -alert_drop and drop is not None:
+        spread = e.get("retest_tau_spread")
+        limit = max(alert_drop, spread or 0.0)
+        if paired and upper is not None and upper < -limit and drop is not None:
             lines.append(
                 f"{e['series']}: Kendall tau-b dropped by {drop:.3f} "
                 f"({e['kendall_tau_b']:.3f} now, previous run {e['previous_run']}); paired "
                 f"95 % CI of the change [{paired['ci95'][0]:.3f}, {upper:.3f}] "
-                f"lies below -{alert_drop:.3f}; permutation p = {paired['p_value']:.3f}; "
+                f"lies below -{limit:.3f}"
+                + (f" (the judge's own test-retest spread of tau-b is {spread:.3f})"
+                   if spread is not None else "")
+                + f"; permutation p = {paired['p_value']:.3f}; "
                 f"n = {paired['n']} shared items; snapshot {e['snapshot']}"
                 + (" (changed)" if e.get("snapshot_changed") else ""))
         if e["judge"] in judges_seen:

@@ -90,8 +90,58 @@ def backend_lineage(judge_dirs: list[Path]) -> list[BackendLineage]:
             "templates": sorted({r["template"] for r in data if r["template"]}),
             "settings": sorted({r["settings"] for r in data if r.get("settings")}),
             "judgements": len(answered),
+            "judgements_sha256": judgements_sha256(path),
         })
     return rows
+
+
+READ_COLUMNS = ("item_id", "mode", "criterion", "repeat", "status", "score", "printed",
+                "probs", "reasoning")
+
+
+def judgements_sha256(path: Path) -> str:
+    """A hash of what a user reads of each judgement row (see ``BackendLineage``).
+
+    Rows are sorted by (item, mode, criterion, repeat); floats are taken by their exact bits
+    (``float.hex``), so equal hashes mean bit-identical judgements.
+    """
+    names = pq.read_schema(path).names
+    table = pq.read_table(path, columns=[c for c in READ_COLUMNS if c in names])
+
+    def exact(value: object) -> object:
+        if isinstance(value, float):
+            return value.hex()
+        if isinstance(value, list):
+            return [exact(v) for v in value]
+        return value
+
+    rows = [[exact(r.get(c)) for c in READ_COLUMNS] for r in table.to_pylist()]
+    rows.sort(key=lambda r: json.dumps(r[:4], default=str))
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(json.dumps(row, default=str, ensure_ascii=False).encode())
+    return digest.hexdigest()
+
+
+def committed_lineage(root: Path = Path("."), path: str = "reports/lineage.json"
+                      ) -> RunLineage | None:
+    """The lineage committed in git (HEAD's ``reports/lineage.json``), or None."""
+    try:
+        text = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=root, capture_output=True,
+                              text=True, check=True, timeout=10).stdout
+        committed: RunLineage = json.loads(text)
+        return committed
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def mark_reproduced(backends: list[BackendLineage], committed: RunLineage | None) -> None:
+    """Set each judge's ``reproduced``: its judgements against the committed run's."""
+    previous: list[BackendLineage] = committed["backends"] if committed else []
+    before = {b["judge"]: b.get("judgements_sha256") for b in previous}
+    for b in backends:
+        old = before.get(b["judge"])
+        b["reproduced"] = None if old is None else old == b.get("judgements_sha256")
 
 
 def collect(params_path: Path, ingest_dir: Path, judge_dirs: list[Path],
@@ -106,8 +156,14 @@ def collect(params_path: Path, ingest_dir: Path, judge_dirs: list[Path],
         "params_sha256": _sha256(params_path),
         "dataset_sha256": _sha256(ingest_dir / "items.parquet"),
         "packages": package_versions(),
-        "backends": backend_lineage(judge_dirs),
+        "backends": _backends_against_committed(judge_dirs, root),
     }
+
+
+def _backends_against_committed(judge_dirs: list[Path], root: Path) -> list[BackendLineage]:
+    backends = backend_lineage(judge_dirs)
+    mark_reproduced(backends, committed_lineage(root))
+    return backends
 
 
 def register(run: RunLineage, report_dir: Path, registry: Path) -> Path:

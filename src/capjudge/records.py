@@ -621,6 +621,12 @@ class BackendLineage(TypedDict):
     templates: list[str]
     settings: list[str]
     judgements: int
+    judgements_sha256: NotRequired[str]
+    """What a user reads of every judgement row (status, score, printed number, distribution,
+    text; floats bit for bit), hashed: equal hashes, identical judgements."""
+    reproduced: NotRequired[bool | None]
+    """Whether ``judgements_sha256`` equals the one committed in git (HEAD's lineage.json);
+    None: nothing committed to compare with."""
 
 
 class RunLineage(TypedDict):
@@ -674,6 +680,8 @@ class HistoryEntry(TypedDict):
     snapshot_changed: NotRequired[bool]
     paired: NotRequired[PairedDifference | None]
     paired_note: NotRequired[str]
+    retest_tau_spread: NotRequired[float | None]
+    """How far tau-b moves between the judge's own repeats (None: not measured)."""
 
 
 ROW_RECORDS: tuple[type[Record], ...] = (ItemRow, QuarantineRow, Judgement, CriterionScore,

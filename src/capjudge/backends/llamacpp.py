@@ -1,7 +1,7 @@
 """``llamacpp/<model>``: a GGUF judge run by llama.cpp's own server engine, in process.
 
 ``<model>`` is ``gemma-3-270m`` (the embedded model: the PyPI package's GGUF, assembled once
-into :func:`~capjudge.backends.embedded.models_dir`) or a path to a ``.gguf`` file; option
+into :func:`~capjudge.backends.model_store.models_dir`) or a path to a ``.gguf`` file; option
 ``mmproj`` names a multimodal projector GGUF, which makes the backend take images (a
 Qwen2.5-VL, SmolVLM or Gemma 3 GGUF on a laptop without a GPU).
 
@@ -27,9 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from capjudge.backends.base import Capabilities, int_option
-from capjudge.backends.embedded import EMBEDDED_MODELS, embedded_package, models_dir
-from capjudge.backends.openai_backend import ChatBody, OpenAIBackend, error_from_body
-from capjudge.protocol import BackendError, BackendFacts
+from capjudge.backends.embedded import EMBEDDED_MODELS, embedded_package
+from capjudge.backends.model_store import models_dir
+from capjudge.backends.openai_backend import (
+    ChatBody,
+    OpenAIBackend,
+    error_from_body,
+    is_continuation,
+)
+from capjudge.protocol import BackendError, BackendFacts, JudgeRequest
 from capjudge.records import JSONValue
 from capjudge.stopping import exit_promptly_on_signals
 
@@ -176,6 +182,117 @@ def server_params(gguf: Path, *, alias: str, mmproj: str | None = None,
     return params
 
 
+DETERMINISM = ("deterministic", "fast")
+"""``determinism``: ``deterministic`` (default): one slot, requests one at a time in the
+stage's order, so a request's numerics never depend on what else was decoded with it (llama.cpp
+issue #7052): the same items, settings and engine give bit-identical judgements. ``fast``:
+``parallel`` slots decoded together (faster; a rerun is a new sample of the engine's batching
+noise), named on every row by the snapshot's ``+fast``."""
+
+
+def check_determinism(determinism: str, parallel: int | None, concurrency: int | None) -> str:
+    """The ``determinism`` option, checked against ``parallel`` and ``concurrency``.
+
+    Raises:
+        BackendError: an unknown value, or several slots or requests in flight asked for
+            under ``deterministic``.
+    """
+    if determinism not in DETERMINISM:
+        raise BackendError(f"determinism must be deterministic or fast, not {determinism!r}",
+                           transient=False)
+    if determinism == "deterministic":
+        for name, value in (("parallel", parallel), ("concurrency", concurrency)):
+            if value is not None and int(value) > 1:
+                raise BackendError(
+                    f"{name}: {value} decodes several requests together, and a request's "
+                    "numerics then depend on the others (llama.cpp issue #7052); set "
+                    "determinism: fast to allow it (not reproducible) or leave "
+                    f"{name} unset", transient=False)
+    return determinism
+
+
+def check_engines(engines: int | None, determinism: str) -> int:
+    """How many engines (``engines``; several only under ``deterministic``).
+
+    Raises:
+        BackendError: below 1, or several with ``fast`` (use ``parallel`` there).
+    """
+    count = int(engines) if engines is not None else 1
+    if count < 1:
+        raise BackendError(f"engines must be at least 1, not {engines!r}", transient=False)
+    if count > 1 and determinism == "fast":
+        raise BackendError("engines: several single-slot engines are the deterministic way "
+                           "to run requests side by side; with determinism: fast use "
+                           "parallel", transient=False)
+    return count
+
+
+class EngineLeases:
+    """Which engine a client thread uses: one request and its continuations on one engine.
+
+    Under ``deterministic`` every engine has one slot and every request (not a continuation)
+    recomputes its prompt whole, so which engine answers it cannot change the answer; its
+    continuations (digit follow-ups) must find its prompt in the same engine's cache. A thread
+    keeps its engine from a request through its continuations and hands it back when the
+    client says the chain is done (:meth:`release`), or at its next request; an engine held by
+    a thread that has ended is taken back.
+    """
+
+    def __init__(self, engines: list[Any]) -> None:
+        self.engines = engines
+        self._free = list(engines)
+        self._held: dict[threading.Thread, Any] = {}
+        self._ready = threading.Condition()
+
+    def engine_for(self, continuation: bool) -> Any:
+        """The calling thread's engine for this call."""
+        if len(self.engines) == 1:
+            return self.engines[0]
+        me = threading.current_thread()
+        with self._ready:
+            held = self._held.get(me)
+            if held is not None and continuation:
+                return held
+            if held is not None:
+                self._free.append(self._held.pop(me))
+                self._ready.notify_all()
+            while not self._free:
+                for thread in [t for t in self._held if not t.is_alive()]:
+                    self._free.append(self._held.pop(thread))
+                if not self._free:
+                    self._ready.wait(0.1)
+            engine = self._free.pop(0)
+            self._held[me] = engine
+            return engine
+
+    def release(self) -> None:
+        """The calling thread's request chain is done: its engine is free again."""
+        with self._ready:
+            engine = self._held.pop(threading.current_thread(), None)
+            if engine is not None:
+                self._free.append(engine)
+                self._ready.notify_all()
+
+
+def add_engine_facts(facts: BackendFacts) -> BackendFacts:
+    """``facts`` with what decides the engine's numerics on this machine (lineage).
+
+    The CPU features its kernels were built and chosen for, and the engine's build.
+    """
+    try:
+        import xllamacpp
+
+        info = str(xllamacpp.get_system_info()).strip()
+        build = dict(getattr(xllamacpp, "BUILD_INFO", {}) or {})
+        version = getattr(xllamacpp, "__version__", None)
+    except (ImportError, AttributeError, RuntimeError):
+        return facts
+    facts["cpu_features"] = info
+    facts["engine_build"] = {str(k): str(v) for k, v in build.items()}
+    facts["engine_version"] = str(version) if version else None
+    return facts
+
+
 def start_engine(params: Any) -> Any:
     """An ``xllamacpp.Server`` for ``params`` (the model is loaded when it returns).
 
@@ -195,15 +312,17 @@ class LlamaCppBackend(OpenAIBackend):
     """A GGUF model on llama.cpp's server engine, called in process (no HTTP)."""
 
     options = frozenset({"mmproj", "parallel", "threads", "poll", "ctx", "min_mass",
-                         "concurrency", "continue_digits", "force_anchor"})
-    default_concurrency = DEFAULT_PARALLEL
+                         "concurrency", "continue_digits", "force_anchor", "determinism",
+                         "engines"})
+    default_concurrency = 1
     shared = True
 
     def __init__(self, model: str, *, mmproj: str | None = None,
-                 parallel: int = DEFAULT_PARALLEL, threads: int | None = None,
+                 parallel: int | None = None, threads: int | None = None,
                  poll: int | None = None,
                  ctx: int | None = None, min_mass: float = 0.5, concurrency: int | None = None,
-                 continue_digits: bool = True, force_anchor: bool | None = None) -> None:
+                 continue_digits: bool = True, force_anchor: bool | None = None,
+                 determinism: str = "deterministic", engines: int | None = None) -> None:
         gguf, alias = resolve_model(model)
         self.model = alias
         self.backend_id = f"llamacpp/{model}"
@@ -218,19 +337,29 @@ class LlamaCppBackend(OpenAIBackend):
             digest = file_sha256(gguf)
         if mmproj:
             digest += "+mmproj:" + file_sha256(check_gguf(mmproj, "mmproj"))[:16]
-        self._snapshot = f"gguf-sha256:{digest}"
-        self.parallel = max(1, int(parallel))
+        self.determinism = check_determinism(determinism, parallel, concurrency)
+        # The fast setting's answers depend on what else shared their batch: they are kept
+        # apart from the deterministic ones in the cache, and named on every row.
+        self._snapshot = f"gguf-sha256:{digest}" + ("+fast" if self.determinism == "fast"
+                                                    else "")
+        self.parallel = max(1, int(parallel or (DEFAULT_PARALLEL if self.determinism == "fast"
+                                                 else 1)))
         self.threads = int(threads) if threads else default_threads()
-        self.engine = start_engine(server_params(gguf, alias=alias, mmproj=mmproj,
-                                                 parallel=self.parallel, threads=self.threads,
-                                                 ctx=ctx, poll=poll))
+        count = check_engines(engines, self.determinism)
+        self.engines = [start_engine(server_params(gguf, alias=alias, mmproj=mmproj,
+                                                   parallel=self.parallel,
+                                                   threads=self.threads, ctx=ctx, poll=poll))
+                        for _ in range(count)]
+        self.engine = self.engines[0]
+        self._leases = EngineLeases(self.engines)
         self.poll = poll
         # SIGTERM/SIGINT end the process within seconds while the engine's threads are busy
         # (from the main thread only; judge stages install it in their flow).
         exit_promptly_on_signals()
         self.capabilities = Capabilities(vision=bool(mmproj), distribution="logprobs",
                                          max_batch=1,
-                                         concurrency=int(concurrency or self.parallel),
+                                         concurrency=int(concurrency or self.parallel)
+                                         if self.determinism == "fast" else count,
                                          json_schema=True)
         # The engine continues a final assistant message (prefill) and can force anchors.
         self._init_reading(min_mass, continue_digits, "prefill", force_anchor,
@@ -238,16 +367,25 @@ class LlamaCppBackend(OpenAIBackend):
 
     @classmethod
     def concurrency_for(cls, options: Mapping[str, object]) -> int:
-        """Requests in flight by default: one per server slot."""
+        """Requests in flight by default: one per slot (deterministically: one per engine)."""
+        if options.get("determinism", "deterministic") != "fast":
+            return int_option(options.get("engines") or 1)
         return int_option(options.get("concurrency") or options.get("parallel")
                           or DEFAULT_PARALLEL)
 
     def describe(self) -> BackendFacts:
-        """Backend facts for summaries and lineage (the GGUF, its hash, the engine settings)."""
-        return {"backend": self.backend_id, "snapshot": self._snapshot, "model": self.model,
-                "gguf": str(self.gguf), "mmproj": self.mmproj, "parallel": self.parallel,
-                "threads": self.threads, "poll": self.poll,
-                "engine": "llama.cpp (xllamacpp, in process)"}
+        """Backend facts for summaries and lineage.
+
+        The GGUF and its hash, the engine settings, and what makes its numerics depend on the
+        machine: the CPU features llama.cpp's kernels use, the thread count, the engine build.
+        """
+        facts: BackendFacts = {
+            "backend": self.backend_id, "snapshot": self._snapshot, "model": self.model,
+            "gguf": str(self.gguf), "mmproj": self.mmproj, "parallel": self.parallel,
+            "threads": self.threads, "poll": self.poll, "determinism": self.determinism,
+            "engines": len(self.engines),
+            "engine": "llama.cpp (xllamacpp, in process)"}
+        return add_engine_facts(facts)
 
     def fingerprint_facts(self, probe: bool = True) -> dict[str, JSONValue]:
         """The GGUF's hash (a local model: nothing to probe)."""
@@ -257,12 +395,31 @@ class LlamaCppBackend(OpenAIBackend):
         """The one model this engine serves."""
         return [self.model]
 
+    def end_of_chain(self) -> None:
+        """A request and its follow-ups are done on this thread: its engine is free again."""
+        self._leases.release()
+
+    def request_body(self, request: JudgeRequest) -> ChatBody:
+        """The OpenAI body, and under ``deterministic`` whether to reuse the prompt cache.
+
+        A request's own prompt is computed whole (``cache_prompt: false``): the keys and values
+        of a prefix reused from another request were computed in that request's batch, and
+        llama.cpp's numerics depend on how a prompt is split (measured: 1 of 40 judgements
+        moved by 0.51 points on an engine warm from another run). Its continuations (digit
+        follow-ups, forced anchors) reuse its cache: computed the same way on every run.
+        """
+        body = super().request_body(request)
+        if self.determinism == "deterministic":
+            body["cache_prompt"] = is_continuation(request)
+        return body
+
     def _call(self, body: ChatBody) -> Any:
         """Send the body to the engine in process; its ``chat.completion`` or the error."""
         from openai.types.chat import ChatCompletion
 
+        engine = self._leases.engine_for(continuation=body.get("cache_prompt") is True)
         try:
-            answer = self.engine.handle_chat_completions(body)
+            answer = engine.handle_chat_completions(body)
         except (ValueError, RuntimeError) as exc:
             # The engine's own validation of the body (ValueError), or what its parser refuses
             # (RuntimeError: e.g. "image input is not supported" without an mmproj).

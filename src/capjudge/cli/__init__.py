@@ -24,7 +24,7 @@ from capjudge.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_STRICT, EXIT_USAGE,
 from capjudge.registry import RegistryError
 
 SUBCOMMANDS = ("sample", "ingest", "score", "judge", "batch", "estimate_cost", "meta_eval",
-               "compare", "watch", "runs", "history", "prepare_model", "serve")
+               "compare", "watch", "runs", "history", "verify_run", "prepare_model", "serve")
 """Modules of this package, in help order; each defines ``register(subparsers)``."""
 
 
@@ -53,7 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, RegistryError) as exc:  # RegistryError: a plugin that fails to load
         print(f"capjudge {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        # A run stopped by Ctrl-C says what it kept and how to go on (RunInterrupted).
+        message = str(exc) or "interrupted; answers already received are in the request cache"
+        print(f"capjudge {args.command}: {message}", file=sys.stderr)
         return 130
     return code
 
