@@ -18,7 +18,7 @@ import pytest
 from replay import judged, load, replay
 
 DATA = Path(__file__).parent / "data"
-CORPORA = ["blind_answers.json", "blind_answers_c.json"]
+CORPORA = ["blind_answers.json", "blind_answers_c.json", "holdout_answers.json"]
 ENTRIES: list[tuple[str, dict[str, Any]]] = [
     (name, e) for name in CORPORA if (DATA / name).is_file() for e in load(DATA / name)]
 

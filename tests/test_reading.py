@@ -130,6 +130,8 @@ def test_rejected_alternatives_and_bounds_are_masked() -> None:
     ("The final score is $70$. Re-reading, the final score is $75$.", GV, 75),
     ("I would not rate it 5; I give it 3.", HE, 3),
     ("<think>Maybe 50? Say 45.</think>\n\n45", VIS, 45),
+    ("I'd rate it a solid eighty: the dog is right.", VIS, 80),
+    ("Accuracy: One object is wrong.\nAccuracy: $80$", ACCURACY, 80),
 ])
 def test_verdicts_are_read_from_structure_labels_and_words(text: str, slot: ScoreSlot,
                                                            value: int) -> None:
@@ -144,6 +146,7 @@ def test_verdicts_are_read_from_structure_labels_and_words(text: str, slot: Scor
     ("This is either a 3 or a 4.", HE, "range or a hedge"),
     ("I'd rate it somewhere between 60 and 70.", VIS, "range or a hedge"),
     ("2 1/2 - mostly right", HE, "mixed number"),
+    ("2 1/2. The setting is right.", HE, "mixed number"),
     ("**8**/10 - decent", VIS, "another scale"),
     ("seven out of ten", VIS, "another scale"),
     ("70\n75\n70\n75", VIS, "2 different values"),

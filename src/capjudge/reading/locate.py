@@ -140,7 +140,9 @@ _FOREIGN_SCALE = re.compile(
 _RATING_PHRASE = re.compile(
     r"\b(?:I(?:'d|\s+would|\s+will|'ll)?\s+)?(?:give|rate|rating|score|assign|award|grade)"
     r"(?:\s+(?:it|this|the\s+caption|this\s+caption|the\s+text|this\s+text|a|an|at|as|with|of"
-    r"|is|was|would\s+be|:))*\s+\$?(?=\d|" + NUMBER_WORDS.pattern + r")", re.I)
+    r"|is|was|would\s+be|:|solid|strong|good|decent|fair|firm|high|low|modest|generous|weak"
+    r"|clear|respectable|middling|reasonable))*\s+\$?(?=\d|" + NUMBER_WORDS.pattern + r")",
+    re.I)
 _SCORE_LABEL = re.compile(r"\b(?:score|rating|rate|rated)\b[^\n\d]{0,24}?(?=[-]?\d)", re.I)
 
 
@@ -345,8 +347,8 @@ def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             if m.group(0).count("\n") > 2:
                 continue
             n = number_at(text, m.end())
-            if n is None:
-                continue
+            if n is None or (n.kind != "digits" and not _stands_alone(text, n)):
+                continue  # "Conciseness: One clear sentence": a word, not the value
             if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|of|be)\b",
                                            m.group(0)):
                 continue  # "Overall 3 objects ...": a generic word without a separator
@@ -354,6 +356,17 @@ def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             out.append(_candidate(text, n, f"label {label!r}", rank, slot,
                                   _is_final(text, m.start())))
     return out
+
+
+def _stands_alone(text: str, n: Number) -> bool:
+    """A number in words is a value only where it stands as one.
+
+    Followed by the end of its line or sentence, its scale ("out of five", "/5") or
+    "points"; "Accuracy: one object is wrong" is prose.
+    """
+    rest = text[n.end:]
+    return re.match(r"[\s*_`$)\]]*(?:$|[.,;!\n]|\(|out\s+of\b|/|of\s+\d|points?\b|"
+                    r"pts\b|分|점)", rest, re.I) is not None
 
 
 def _opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:

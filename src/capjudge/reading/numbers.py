@@ -34,7 +34,7 @@ CJK_NUMBER = re.compile(r"[零〇一二两兩三四五六七八九十百]+")
 # A number as digits: sign, integer part, decimals. Not the tail of a word or of a longer
 # number (ASCII word characters only: "α80α", the official ACCR wrapping, stands alone).
 DIGITS = re.compile(r"(?<![\w.])([-]?)(\d+)(\.\d+)?(?![\w])", re.ASCII)
-_MIXED = re.compile(r"[ \t]+(\d+)[ \t]*/[ \t]*(\d+)(?![\d.])")
+_MIXED = re.compile(r"[ \t]+(\d+)[ \t]*/[ \t]*(\d+)(?!\d|\.\d)")
 
 
 def word_value(words: str) -> int | None:
