@@ -46,7 +46,8 @@ def _judge_argv(items: Path, out: Path, url: str, cache: Path, *extra: str) -> l
 @pytest.mark.slow
 def test_ctrl_c_stops_sending_exits_promptly_and_a_rerun_resumes(ingested: Path,
                                                                  tmp_path: Path) -> None:
-    with MockOpenAIServer(latency_s=0.25) as server:
+    # 1 s per answer, 8 in flight: the run lasts ~17 s, the signal lands in its middle.
+    with MockOpenAIServer(latency_s=1.0) as server:
         argv = _judge_argv(ingested, tmp_path / "out", server.url, tmp_path / "cache")
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         proc = subprocess.Popen([sys.executable, "-m", "capjudge.cli", *argv],

@@ -167,7 +167,7 @@ def _load_items(path: Path, start: int, stop: int | None) -> list[Item]:
         table = table.slice(start - (first or 0), max(0, stop - start))
     else:
         table = pq.read_table(path)
-    missing = {"id", "candidate", "media_kind"} - set(table.column_names)
+    missing = {"id", "candidate"} - set(table.column_names)
     if missing:
         hint = " (this is ingest's quarantine table: the items are in items.parquet)" \
             if {"reason", "raw"} <= set(table.column_names) else ""

@@ -167,18 +167,17 @@ def _distribution(values: list[int] | None, probs: list[float] | None) -> dict[s
     return {str(v): p for v, p in zip(values, probs, strict=True) if p > 0}
 
 
-def run(args: argparse.Namespace) -> int:
-    """Score the item; print the result (exit 3 when it got no score)."""
+def _method_and_mode(args: argparse.Namespace) -> tuple[Any, str]:
+    """The method and mode asked for, after the checks of the caption, texts and gamma.
+
+    Raises:
+        UsageError: an empty caption, a refused text, gamma out of range, an unknown mode.
+    """
     import math
 
-    from capjudge.client import AuthError, WrongServerError, raise_if_stopped
-    from capjudge.judge import check_verdict_format, judge_items, make_backend, make_client
     from capjudge.manifest import is_blank
-    from capjudge.methods import MethodOptions, get_method, verdict
-    from capjudge.protocol import BackendError
-    from capjudge.stopping import exit_promptly_on_signals
+    from capjudge.methods import get_method
 
-    exit_promptly_on_signals()
     if is_blank(args.caption):
         raise UsageError("--caption is empty")
     check_texts(args)
@@ -190,6 +189,19 @@ def run(args: argparse.Namespace) -> int:
         method.check_mode(mode)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    return method, mode
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the item; print the result (exit 3 when it got no score)."""
+    from capjudge.client import AuthError, WrongServerError, raise_if_stopped
+    from capjudge.judge import check_verdict_format, judge_items, make_backend, make_client
+    from capjudge.methods import MethodOptions, verdict
+    from capjudge.protocol import BackendError
+    from capjudge.stopping import exit_promptly_on_signals
+
+    exit_promptly_on_signals()
+    method, mode = _method_and_mode(args)
     config = judge_config(args, [mode])
     # A profile that needs its own frames (gveval_code) gets them sampled that way.
     item = adhoc_item(args, config.method_options.get("frame_policy"))
