@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SETTINGS: dict[str, dict[str, Any]] = {
     # params.yaml before issue 32: 4 slots decoded together.
     "fast": {"parallel": 4, "threads": 2, "poll": 0, "determinism": "fast"},
-    # One slot, requests in order, each request's prompt computed whole.
+    # One slot, requests in order, each prompt split the same way (the primed template prefix).
     "deterministic": {"threads": 2, "poll": 0, "determinism": "deterministic"},
     # Two single-slot engines of one thread each, a request and its follow-ups on one engine.
     "engines2": {"threads": 1, "poll": 0, "determinism": "deterministic", "engines": 2},

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from capjudge.backends import create_backend
-from capjudge.backends.openai_backend import OpenAIBackend, error_from_body
+from capjudge.backends.openai_backend import OpenAIBackend, error_from_body, to_openai_messages
 from capjudge.cli import main as cli_main
 from capjudge.client import JudgeClient, RetryPolicy
 from capjudge.item import Item
@@ -607,3 +607,44 @@ def test_several_deterministic_engines_answer_as_one_does() -> None:
         assert a.text == b.text and a.raw is not None and b.raw is not None
         assert a.raw["tokens"] == b.raw["tokens"] and a.raw.get("after") == b.raw.get("after")
         assert [s.probs for s in a.slots] == [s.probs for s in b.slots]
+
+
+def test_the_primer_is_the_template_prefix_before_the_items_own_text() -> None:
+    # Deterministically, a request reuses exactly its template's fixed prefix: everything up to
+    # the last paragraph break before the first quoted text (the candidate, a reference). The
+    # primer never holds the item's own text, and there is none where none can be cut cleanly.
+    from capjudge.backends.llamacpp import primer_messages
+
+    request = _gveval_request(0)
+    messages: list[Any] = to_openai_messages(request)
+    primer = primer_messages(messages, request.quotes)
+    assert primer is not None
+    user = next(m for m in messages if m["role"] == "user")
+    cut = primer[-1]["content"]
+    assert isinstance(cut, str) and user["content"].startswith(cut + "\n\n")
+    assert not any(q in cut for q in request.quotes if q.strip())
+    # Another item of the same template gets the same primer (one prefix per template).
+    other = _gveval_request(1)
+    assert primer_messages(to_openai_messages(other), other.quotes) == primer
+    # No quotes, a quote with no paragraph break before it, or pictures: computed whole.
+    assert primer_messages(messages, ()) is None
+    assert primer_messages([{"role": "user", "content": "Rate: a dog runs"}], ("a dog",)) is None
+    picture = [{"role": "user", "content": [{"type": "text", "text": "x\n\na dog"}]}]
+    assert primer_messages(picture, ("a dog",)) is None
+
+
+@pytest.mark.slow
+def test_deterministic_requests_reuse_only_their_templates_primed_prefix() -> None:
+    # The primer puts the instructions in the engine's slot once per template; the next item's
+    # request reads them from the cache (cached tokens), and the primer field never reaches the
+    # engine (an unknown field would be refused or echoed).
+    from capjudge.backends.llamacpp import LlamaCppBackend
+
+    backend = LlamaCppBackend(MODEL, threads=1)
+    body = backend.request_body(_gveval_request(0, max_tokens=2))
+    assert body["cache_prompt"] is True and "capjudge_primer" in body
+    stats = backend.server_stats
+    JudgeClient(backend, None).run([_gveval_request(0, max_tokens=2)])
+    before = stats.cached_tokens
+    JudgeClient(backend, None).run([_gveval_request(1, max_tokens=2)])
+    assert stats.cached_tokens - before > 100

@@ -521,14 +521,17 @@ def shared_context_order(indices: Sequence[int], planned: Sequence[Planned]) -> 
     The order is stable; a group's first appearance decides its place. A likelihood request's
     first pair is the candidate after its references: one picture's candidates share it, so
     they reach the backend in the same batches and its references are encoded once (the
-    backend's prefix cache). Requests without pairs keep their order. The caller puts the
-    answers back in plan order.
+    backend's prefix cache). Requests without pairs are grouped by template (their shared
+    instructions stay in a server's prompt cache). The caller puts the answers back in plan
+    order.
     """
     first: dict[str, int] = {}
 
     def group(k: int) -> int:
         pairs = planned[k].request.continuations
-        key = pairs[0][0] if pairs else f"\x00{k}"
+        # A generation request goes with those of its template (HarmonicEval's criteria):
+        # an engine that keeps one template's instructions cached reuses them in a row.
+        key = pairs[0][0] if pairs else f"\x00{planned[k].request.template}"
         return first.setdefault(key, len(first))
 
     return sorted(indices, key=group)

@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from capjudge.backends.openai_backend import (
     error_from_body,
     is_continuation,
 )
-from capjudge.protocol import BackendError, BackendFacts, JudgeRequest
+from capjudge.protocol import BackendError, BackendFacts, ChatMessage, JudgeRequest
 from capjudge.records import JSONValue
 from capjudge.stopping import exit_promptly_on_signals
 
@@ -211,6 +211,31 @@ def check_determinism(determinism: str, parallel: int | None, concurrency: int |
     return determinism
 
 
+def primer_messages(messages: list[ChatMessage], quotes: Sequence[str]
+                    ) -> list[ChatMessage] | None:
+    """The request's fixed prefix as messages.
+
+    Everything before its first user message that carries the item's own text, and that
+    message cut at the last paragraph break before it. None when there is no such prefix (no
+    quotes, pictures in the message, or no paragraph break before the item's text).
+    """
+    texts = [q for q in quotes if q and q.strip()]
+    for k, message in enumerate(messages):
+        content = message["content"]
+        if message["role"] != "user" or not isinstance(content, str):
+            if message["role"] == "user":
+                return None  # pictures: computed whole
+            continue
+        found = [i for q in texts if (i := content.find(q)) >= 0]
+        if not found:
+            continue
+        cut = content.rfind("\n\n", 0, min(found))
+        if cut <= 0:
+            return None
+        return [*messages[:k], {"role": "user", "content": content[:cut]}]
+    return None
+
+
 def check_engines(engines: int | None, determinism: str) -> int:
     """How many engines (``engines``; several only under ``deterministic``).
 
@@ -352,6 +377,7 @@ class LlamaCppBackend(OpenAIBackend):
                         for _ in range(count)]
         self.engine = self.engines[0]
         self._leases = EngineLeases(self.engines)
+        self._primed: dict[int, str] = {}  # engine -> the prefix its slot was primed with
         self.poll = poll
         # SIGTERM/SIGINT end the process within seconds while the engine's threads are busy
         # (from the main thread only; judge stages install it in their flow).
@@ -395,30 +421,55 @@ class LlamaCppBackend(OpenAIBackend):
         """The one model this engine serves."""
         return [self.model]
 
+    def _prime(self, engine: Any, messages: list[ChatMessage]) -> None:
+        """Put the template's prefix in ``engine``'s slot: computed whole when it is new there.
+
+        Afterwards the slot holds exactly the prefix (and a few tokens after it that no request
+        shares), so the next request reuses exactly the prefix, whatever the engine did before.
+        """
+        key = json.dumps(messages, sort_keys=True)
+        same = self._primed.get(id(engine)) == key
+        engine.handle_chat_completions({
+            "model": self.model, "messages": messages, "max_tokens": 1, "temperature": 0.0,
+            "cache_prompt": same})
+        self._primed[id(engine)] = key
+
     def end_of_chain(self) -> None:
         """A request and its follow-ups are done on this thread: its engine is free again."""
         self._leases.release()
 
     def request_body(self, request: JudgeRequest) -> ChatBody:
-        """The OpenAI body, and under ``deterministic`` whether to reuse the prompt cache.
+        """The OpenAI body, and under ``deterministic`` how the prompt cache may be reused.
 
-        A request's own prompt is computed whole (``cache_prompt: false``): the keys and values
-        of a prefix reused from another request were computed in that request's batch, and
-        llama.cpp's numerics depend on how a prompt is split (measured: 1 of 40 judgements
-        moved by 0.51 points on an engine warm from another run). Its continuations (digit
-        follow-ups, forced anchors) reuse its cache: computed the same way on every run.
+        llama.cpp's numerics depend on how a prompt is split between its cache and a batch
+        (measured: 1 of 40 judgements moved by 0.51 points on an engine warm from another
+        run). So a request reuses exactly its template's fixed prefix (:func:`primer_messages`:
+        the instructions up to the last paragraph break before the item's own text), which a
+        primer puts in the slot first, computed whole the first time the engine meets that
+        template; the rest of the prompt is computed in one batch of its own. Where there is
+        no such prefix, the prompt is computed whole. Continuations (digit follow-ups, forced
+        anchors) reuse their request's cache: computed the same way on every run.
         """
         body = super().request_body(request)
         if self.determinism == "deterministic":
-            body["cache_prompt"] = is_continuation(request)
+            continuation = is_continuation(request)
+            primer = None if continuation else primer_messages(body["messages"],
+                                                               request.quotes)
+            body["cache_prompt"] = continuation or primer is not None
+            if primer is not None:
+                body["capjudge_primer"] = primer
         return body
 
     def _call(self, body: ChatBody) -> Any:
         """Send the body to the engine in process; its ``chat.completion`` or the error."""
         from openai.types.chat import ChatCompletion
 
-        engine = self._leases.engine_for(continuation=body.get("cache_prompt") is True)
+        primer = body.pop("capjudge_primer", None)
+        engine = self._leases.engine_for(continuation=body.get("cache_prompt") is True
+                                         and primer is None)
         try:
+            if primer is not None:
+                self._prime(engine, primer)
             answer = engine.handle_chat_completions(body)
         except (ValueError, RuntimeError) as exc:
             # The engine's own validation of the body (ValueError), or what its parser refuses

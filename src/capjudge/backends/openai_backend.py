@@ -120,6 +120,8 @@ class ChatBody(TypedDict, total=False):
     add_generation_prompt: bool
     response_format: dict[str, JSONValue]
     cache_prompt: bool  # llama.cpp: reuse the slot's cached prompt prefix
+    # llama.cpp, deterministic: the prefix to put in the slot first (never sent as a field).
+    capjudge_primer: list[ChatMessage]
 
 
 class _ResponseBase(TypedDict):
