@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import shutil
 import sys
 import time
@@ -27,7 +26,15 @@ from prefect.futures import PrefectFuture
 from capjudge.atomic import stage_outputs
 from capjudge.backends import default_concurrency
 from capjudge.client import ClientStats, raise_if_stopped
-from capjudge.judge import JudgeConfig, combine_parts, config_from_params, summarise, write_summary
+from capjudge.judge import (
+    JudgeConfig,
+    adaptive_chunk_size,
+    chunk_bounds,
+    combine_parts,
+    config_from_params,
+    summarise,
+    write_summary,
+)
 from capjudge.judge import judge_section as library_judge_section
 from capjudge.protocol import BackendError
 from capjudge.stopping import exit_promptly_on_signals
@@ -45,12 +52,6 @@ def judge_section(params: dict[str, Any], name: str) -> dict[str, Any]:
 def judge_config(params: dict[str, Any], name: str) -> JudgeConfig:
     """The named judge's config, with the shared ``judge`` section as defaults."""
     return config_from_params(params, name)
-
-
-def adaptive_chunk_size(n_items: int, workers: int, minimum: int = 16, maximum: int = 2000) -> int:
-    """Items per task: about four chunks per worker (keeps workers busy and progress visible)
-    without thousands of tiny tasks whose orchestration would cost more than the work."""
-    return max(minimum, min(maximum, math.ceil(n_items / max(1, 4 * workers))))
 
 
 @flow(name="capjudge-judge")
@@ -83,7 +84,7 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
     out = Path(out_dir)
     parts_dir = out / ".parts"
     shutil.rmtree(parts_dir, ignore_errors=True)
-    bounds = [(lo, min(n, lo + size)) for lo in range(0, n, size)]
+    bounds = chunk_bounds(n, size)
     parts = [str(parts_dir / f"part-{k:05d}.parquet") for k in range(len(bounds))]
     logger.info("%s: %d items in %d chunk(s) of <= %d on %d worker(s)", name, n, len(bounds),
                 size, workers)
@@ -115,6 +116,8 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
         backend = next((r["backend"] for r in results if r), {"backend": config.backend})
         summary = summarise(table, stats, config, backend, time.perf_counter() - started)
         summary["items"] = {"judged": n, "total": total}
+        # A rerun that must batch as this one did (capjudge verify-run) needs the chunks.
+        summary["chunk_size"] = size
         write_summary(out, summary)
     shutil.rmtree(parts_dir, ignore_errors=True)
     logger.info("%s: %s; %d requests, %d model calls, %d cache hits", name,

@@ -106,3 +106,48 @@ def test_a_drift_within_the_judges_own_retest_spread_does_not_alert() -> None:
     assert not alerts([_entry(-0.10, (-0.14, -0.06), 0.12)], alert_drop=0.05)
     lines = alerts([_entry(-0.30, (-0.36, -0.24), 0.12)], alert_drop=0.05)
     assert lines and "test-retest spread of tau-b is 0.120" in lines[0]
+
+
+def test_each_backend_says_what_a_rerun_must_repeat() -> None:
+    from capjudge.backends import backend_class, backend_kinds
+
+    assert backend_class("llamacpp/m").rerun_identity({}) == "request"
+    assert backend_class("llamacpp/m").rerun_identity({"determinism": "fast"}) == "none"
+    assert backend_class("hf/m").rerun_identity({}) == "run"
+    assert backend_class("embedded/m").rerun_identity({}) == "run"
+    assert backend_class("openai/m").rerun_identity({}) == "none"
+    assert backend_class("fake/hash").rerun_identity({}) == "request"
+    for kind in backend_kinds():  # every registered kind answers
+        assert backend_class(f"{kind}/m").rerun_identity({}) in ("request", "run", "none")
+
+
+def test_a_batch_dependent_judge_is_rerun_in_the_stages_own_chunks(
+        ingested: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A transformers score's last bits depend on its batch and on the request cache (a sample
+    # alone measured 2/30 identical on a run two fresh clones reproduced): such a judge reruns
+    # the stage's chunks in order, up to the last one holding a sampled item.
+    import json
+
+    from capjudge.backends.fake import FakeBackend
+
+    params, judge = _stage(ingested, tmp_path)
+    monkeypatch.setattr(FakeBackend, "rerun_identity", classmethod(lambda cls, options: "run"))
+    rows = pq.read_table(judge / "judgements.parquet").to_pylist()
+    n = len({r["item_id"] for r in rows})
+    summary = judge / "summary.json"
+    summary.write_text(json.dumps({"items": {"judged": n, "total": n}, "chunk_size": 2}))
+    argv = ["verify-run", "--name", "gv", "--params", str(params), "--sample", "1",
+            "--json", str(tmp_path / "v.json")]
+    assert cli_main(argv) == 0
+    found = json.loads((tmp_path / "v.json").read_text())
+    chunks = -(-n // 2)
+    assert found["rerun"].startswith("chunks 1-")
+    assert f"of {chunks} (2 items each)" in found["rerun"]
+    last = int(found["rerun"].split("-")[1].split()[0])
+    assert found["items"] == min(n, 2 * last) and found["judgements"] == 2 * found["items"]
+    assert "reproduced:" in capsys.readouterr().out
+    # A stage that recorded no chunk size: the flow's default is assumed, and said.
+    summary.write_text(json.dumps({"items": {"judged": n, "total": n}}))
+    assert cli_main(argv) == 0
+    assert "recorded no chunk size" in json.loads((tmp_path / "v.json").read_text())["rerun"]

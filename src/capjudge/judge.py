@@ -756,6 +756,21 @@ def combine_parts(parts: Iterable[str | Path], out: str | Path) -> pa.Table:
     return pa.concat_tables(kept)
 
 
+def adaptive_chunk_size(n_items: int, workers: int, minimum: int = 16,
+                        maximum: int = 2000) -> int:
+    """Items per judge task: about four chunks per worker.
+
+    That keeps workers busy and progress visible, without thousands of tiny tasks whose
+    orchestration would cost more than the work.
+    """
+    return max(minimum, min(maximum, math.ceil(n_items / max(1, 4 * workers))))
+
+
+def chunk_bounds(n_items: int, size: int) -> list[tuple[int, int]]:
+    """The ``[start, stop)`` item ranges of a judge stage's chunks, in order."""
+    return [(lo, min(n_items, lo + size)) for lo in range(0, n_items, max(1, size))]
+
+
 def write_summary(out_dir: str | Path, summary: JudgeSummary) -> None:
     """Write summary.json."""
     write_json(Path(out_dir) / "summary.json", summary)

@@ -528,6 +528,8 @@ class JudgeSummary(TypedDict):
     settings: list[str]
     seconds: float
     text_only_rate: float
+    chunk_size: NotRequired[int]
+    """Items per chunk of the stage (a rerun that must batch the same way reads it)."""
     reasoning_cut: int
     notes: list[str]
     items: NotRequired[ItemCounts]

@@ -25,6 +25,16 @@ from capjudge.protocol import (
 )
 from capjudge.records import JSONValue
 
+RerunIdentity = Literal["request", "run", "none"]
+"""How a rerun of a backend compares with an earlier run of the same settings.
+
+``request``: a request's answer does not depend on anything else asked (a rerun of any sample
+of the items gives identical judgements); ``run``: identical when the same requests are asked in
+the same chunks and order (the numerics depend on what is batched together and on what came from
+the request cache); ``none``: a rerun is a new sample (APIs, engines that batch concurrent
+requests together).
+"""
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -78,6 +88,14 @@ class Backend(ABC):
     def concurrency_for(cls, options: Mapping[str, object]) -> int:
         """Requests in flight by default (the ``concurrency`` option, else the class's)."""
         return int_option(options.get("concurrency") or cls.default_concurrency)
+
+    @classmethod
+    def rerun_identity(cls, options: Mapping[str, object]) -> RerunIdentity:
+        """How a rerun with ``options`` compares with an earlier run (:data:`RerunIdentity`).
+
+        A remote service promises nothing: ``none`` unless a backend knows better.
+        """
+        return "none"
 
     @abstractmethod
     def snapshot(self) -> str:

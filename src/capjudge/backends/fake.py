@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from capjudge.backends.base import Backend, Capabilities
+from capjudge.backends.base import Backend, Capabilities, RerunIdentity
 from capjudge.cost import request_tokens
 from capjudge.protocol import (
     BackendError,
@@ -46,6 +46,11 @@ class FakeBackend(Backend):
     """Deterministic scripted distributions (see module doc)."""
 
     options = frozenset({"min_mass"})
+
+    @classmethod
+    def rerun_identity(cls, options: Mapping[str, object]) -> RerunIdentity:
+        """``request``: a scripted answer depends on its request alone."""
+        return "request"
 
     def __init__(self, spec: str, min_mass: float = 0.5) -> None:
         self.backend_id = f"fake/{spec}"

@@ -36,12 +36,12 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import Backend, Capabilities
+from capjudge.backends.base import Backend, Capabilities, RerunIdentity
 from capjudge.backends.compute_thread import computes
 from capjudge.backends.packing import CONTEXT, Pack, buckets, pack_paths, plan_packs
 from capjudge.protocol import (
@@ -190,6 +190,17 @@ class HFBackend(Backend):
                          "max_scored_positions", "threads", "tree_mask", "linear_kernel",
                          "device_map"})
     shared = True  # loading costs seconds and memory: once per process
+
+    @classmethod
+    def rerun_identity(cls, options: Mapping[str, object]) -> RerunIdentity:
+        """``run``: batches are formed in a fixed order, but not batch-invariant.
+
+        A score's last bits depend on what else is in its batch (the kernels' blocking follows
+        the batch's shape; measured 1e-4 on a 0-1 scale) and on which likelihoods came from
+        the request cache.
+        """
+        return "run"
+
     # transformers objects (untyped here); set by _load.
     _snapshot_given: str | None = None  # from_loaded: the caller's snapshot
     processor: Any

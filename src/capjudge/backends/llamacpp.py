@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import Capabilities, int_option
+from capjudge.backends.base import Capabilities, RerunIdentity, int_option
 from capjudge.backends.embedded import EMBEDDED_MODELS, embedded_package
 from capjudge.backends.model_store import models_dir
 from capjudge.backends.openai_backend import (
@@ -398,6 +398,15 @@ class LlamaCppBackend(OpenAIBackend):
             return int_option(options.get("engines") or 1)
         return int_option(options.get("concurrency") or options.get("parallel")
                           or DEFAULT_PARALLEL)
+
+    @classmethod
+    def rerun_identity(cls, options: Mapping[str, object]) -> RerunIdentity:
+        """``request`` under ``deterministic``; ``none`` under ``fast``.
+
+        Deterministically an engine has one slot and splits a prompt the same way every time;
+        ``fast`` decodes concurrent requests together.
+        """
+        return "none" if options.get("determinism", "deterministic") == "fast" else "request"
 
     def describe(self) -> BackendFacts:
         """Backend facts for summaries and lineage.

@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     print(f"{found['judge']} ({found['backend']}, {found['items']} items, "
           f"{found['judgements']} judgements): {found['verdict']}")
+    print(f"  rerun: {found['rerun']}")
     if found["texts_differing"] or found["statuses_differing"]:
         print(f"  generated texts differing: {found['texts_differing']}; statuses differing: "
               f"{found['statuses_differing']}")
