@@ -37,3 +37,28 @@ def test_every_blind_answer_reads_as_worked_out_by_hand(entry: dict[str, Any],
     outcome = judged(entry, replay(entry, tmp_path))
     assert not outcome.wrong_valid, (f"WRONG VALUE RETURNED AS VALID: {outcome}", entry["why"])
     assert outcome.right, (outcome, entry["why"])
+
+
+# Corpus D (a fourth writer; first measured at 163/190 read right with 13 wrong values returned
+# as valid, then the classes behind them fixed: decimal commas, hedges in other languages, a
+# label's value taken from the next labelled line, two JSON score keys that disagree, an
+# opening bare number against a later label, answers that rate other things by name, cap3d
+# percentages). Its remaining misses are abstentions where the writer read a value (stars,
+# counts in words or other languages for cap3d): safe, and listed by bench/bench_reader.py.
+CORPUS_D = load(DATA / "blind_answers_d.json") \
+    if (DATA / "blind_answers_d.json").is_file() else []
+
+
+def test_corpus_d_no_wrong_value_as_valid_and_read_right_but_for_abstentions(
+        tmp_path: Path) -> None:
+    if not CORPUS_D:
+        pytest.skip("corpus D is not present")
+    outcomes = {}
+    for e in CORPUS_D:
+        work = tmp_path / e["id"]
+        work.mkdir()
+        outcomes[e["id"]] = judged(e, replay(e, work))
+    wrong = [f"{k}: {o}" for k, o in outcomes.items() if o.wrong_valid]
+    assert not wrong, "WRONG VALUES RETURNED AS VALID:\n" + "\n".join(wrong)
+    right = sum(o.right for o in outcomes.values())
+    assert right >= 176, right  # measured: 176/190, every miss an abstention

@@ -50,9 +50,12 @@ def test_ctrl_c_stops_sending_exits_promptly_and_a_rerun_resumes(ingested: Path,
     with MockOpenAIServer(latency_s=1.0) as server:
         argv = _judge_argv(ingested, tmp_path / "out", server.url, tmp_path / "cache")
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        # A terminal's process starts with Ctrl-C's default action; a test run launched in the
+        # background of a shell inherits SIGINT ignored (which capjudge rightly keeps).
         proc = subprocess.Popen([sys.executable, "-m", "capjudge.cli", *argv],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env, start_new_session=True)
+                                env=env, start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             deadline = time.monotonic() + 120
             while server.total_received < 12:

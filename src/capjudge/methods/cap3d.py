@@ -106,6 +106,9 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
     line = _LATEX.sub(r"\1", line).replace("$", " ")
     line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
     line = re.sub(r"\s*(?:points?|pts?\.?)\b.*$", "", line, flags=re.I)
+    if re.match(rf"{_SIGNED}\s*(?:%|percent\b)", line, re.I):
+        return None, (f"the {name} score is a percentage ({rest.strip()[:40]!r}), not a count "
+                      "of points")
     total = list(_TOTAL.finditer(line))
     if not total and (rng := _RANGE.match(line)) is not None:
         return None, f"the {name} points are a range or a hedge ({rng.group(0).strip()!r})"

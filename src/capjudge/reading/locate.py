@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from capjudge.protocol import ScoreSlot, Status
 from capjudge.reading.masking import find_decline, mask_text
@@ -114,11 +114,15 @@ class Candidate:
 _MARKUP = r"[\s*_`]*"
 _LATEX_OPEN = r"(?:\\(?:boxed|text|textbf|mathbf)\s*\{\s*)?"
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
-_RANGE_AFTER = re.compile(r"[\s$*_]*(?:-|\u2013|\u2014|to|~|or|and|至|到|或)\s*(?:an?\s+)?"
+# "70 or 75" in the languages the vocabulary knows ("70 o 75", "3 ou 4", "3 oder 4", "3 или 4").
+_RANGE_AFTER = re.compile(r"[\s$*_]*(?:-|\u2013|\u2014|to|~|or|and|至|到|或|o|ou|oder|или|и|y|und|"
+                          r"et|e|bis|ó|또는|أو|または|か|hoặc|atau)\s*(?:an?\s+)?"
                           r"[$*_\s]*"
                           r"(?:[-]?\d|(?:" + NUMBER_WORDS.pattern + r"))", re.I)
-_RANGE_BEFORE = re.compile(r"(?:\bbetween|\beither|\bfrom|\brange\s+of)\s*(?:an?\s+)?\$?\s*$",
-                           re.I)
+_RANGE_BEFORE = re.compile(r"(?:\bbetween|\beither|\bfrom|\brange\s+of|\bentre|\bzwischen|"
+                           r"между|\btra)\s*(?:an?\s+)?\$?\s*$", re.I)
+# "82,5": a decimal comma (German, French, Spanish ...), not a list ("3,4,5") or thousands.
+_DECIMAL_COMMA = re.compile(r",\d{1,2}(?![\d,])")
 _FRACTION_AFTER = re.compile(r"[\s*_`$]*(?:/|\bout\s+of\b|\bof\b)[\s*_`$]*(?=\d|"
                              + NUMBER_WORDS.pattern + ")", re.I)
 _PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b)")
@@ -205,6 +209,9 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
         own = True
     if _PERCENT_AFTER.match(after) and slot.high != 100:
         return f"the score is a percentage ({n.written}%), not {slot.low}-{slot.high}", False
+    if n.kind == "digits" and n.integral and (dec := _DECIMAL_COMMA.match(after)):
+        return (f"the score is written as a decimal with a comma ({n.written.strip()}"
+                f"{dec.group(0)}); the scale is whole numbers {slot.low}-{slot.high}"), own
     if not n.integral:
         form = "a decimal" if "." in n.written else "a mixed number"
         return (f"the score is written as {form} ({n.written.strip()}); the scale is whole "
@@ -268,8 +275,10 @@ def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
     siblings = _sibling_names(fields)
     if is_generic(slot):
         fields += boxed_fields(text)
+    keyed: dict[tuple[str, ...], list[tuple[str, int]]] = {}
     for f in fields:
         rank = 2 if f.kind == "boxed" else _field_rank(f, slot)
+        named = []
         if f.kind == "json" and f.name.lower() in _VALUE_WORDS:
             named = [matches(v, slot) for v in siblings.get(f.path[:-1], [])]
             if named:
@@ -285,6 +294,17 @@ def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
         how = f"{what} {'/'.join(p for p in f.path if p)!r}" if f.kind != "boxed" else what
         final = f.kind == "boxed" or any(FINAL_WORDS.search(p) for p in f.path)
         out.append(_candidate(text, n, how, rank, slot, final))
+        if f.kind == "json" and f.name.lower() in _VALUE_WORDS and not named:
+            keyed.setdefault(f.path[:-1], []).append((f.name, len(out) - 1))
+    for keys in keyed.values():
+        values = {name: out[k].number.value for name, k in keys}
+        if len(values) > 1 and len(set(values.values())) > 1:
+            # {"rating": 70, "score": 65}: one object, two verdict keys that disagree.
+            problem = ("the JSON object has several score keys that disagree ("
+                       + ", ".join(f"{name}: {v:g}" for name, v in values.items())
+                       + ") and nothing says which is the verdict")
+            for _, k in keys:
+                out[k] = replace(out[k], problem=problem)
     return out
 
 
@@ -296,6 +316,9 @@ def _label_pattern(names: Sequence[str]) -> str:
     parts = sorted({re.escape(n).replace(r"\ ", r"[\s_]+") for n in names}, key=len,
                    reverse=True)
     return r"(?<![A-Za-z])(?:" + "|".join(parts) + r")(?![A-Za-z])"
+
+
+_NEXT_LABEL = re.compile(r"\n[^\n]*?[^\W\d_][^\n]*[:=]")
 
 
 def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
@@ -316,8 +339,8 @@ def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         if v is None:
             continue
         filler = text[m.end(): v.end()]
-        if filler.count("\n") > 2 or _SENTENCE_END.search(filler):
-            continue
+        if filler.count("\n") > 2 or _SENTENCE_END.search(filler) or _NEXT_LABEL.search(filler):
+            continue  # "Conciseness: ${score}$\nRelevance: $90$": 90 is Relevance's
         n = number_at(text, v.end())
         if n is not None:
             out.append(_candidate(text, n, f"label {m.group(0).strip()!r} and "
@@ -618,6 +641,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         return chosen
     if (cut := _cut(masked, chosen.number, slot, truncated)) is not None:
         return Unreadable("parse_failure", cut, _printed(chosen))
+    if (conflict := _conflict(chosen, cleaned, slot)) is not None:
+        return Unreadable("parse_failure", conflict, _printed(chosen))
     if not slot.label and not slot.anchor and chosen.rank < 2:
         foreign = _foreign_scale(cleaned, slot)
         if foreign:
@@ -626,6 +651,70 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     start = n.start + (1 if n.negative else 0)
     return Located(view.origin(start), view.origin_end(n.digits_end), n.value, chosen.how,
                    n.kind)
+
+
+_RATED_LINE = re.compile(r"^[ \t>*_`#-]*(?P<label>[^\W\d_][^\n:=]{0,40}?)[ \t*_`]*[:=]"
+                         r"[ \t*_`$]*(?=[-]?\d)", re.M)
+
+
+_VERDICT_WORD = re.compile(r"\b(?:score|rating|grade|verdict|overall|total|evaluation|result|"
+                           r"answer|scale)\b", re.I)
+
+
+def _rated_lines(text: str) -> list[tuple[str, Number]]:
+    """Lines that rate something by name: "Caption accuracy: 75", "Caption 2: 40"."""
+    out = []
+    for m in _RATED_LINE.finditer(text):
+        n = number_at(text, m.end())
+        if n is not None:
+            out.append((re.sub(r"\s+", " ", m.group("label")).strip().lower(), n))
+    return out
+
+
+def _alone_on_line(text: str, n: Number) -> bool:
+    """Nothing but markup after ``n`` on its line."""
+    line_end = text.find("\n", n.end)
+    return not text[n.end: line_end if line_end >= 0 else len(text)].strip(" \t*_`$.")
+
+
+def _conflict(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """Why a reading that stands alone among its candidates is still not the verdict.
+
+    - The answer opens with a bare number on its own line and ends with the slot's label and
+      another value ("2 ... Correctness: 4"): two verdicts, nothing says which stands.
+    - The reading is not under the slot's own name, and the answer rates two or more other
+      things by name with different values ("Caption 1: 80 / Caption 2: 40", "Completeness:
+      3 / Clarity: 4 / Overall: 4" when correctness was asked): it rated something else.
+    """
+    verdict_slot = slot.name.lower() in {g.lower() for g in GENERIC}
+    if chosen.final and (verdict_slot or chosen.rank == 2):
+        return None  # ("Overall" is final-sounding, but not a criterion's own verdict)
+    if chosen.rank == 2:
+        for o in _opening_candidates(text, slot):
+            if (_alone_on_line(text, o.number) and o.problem is None
+                    and o.number.start < chosen.number.start
+                    and o.number.value != chosen.number.value
+                    and not _REVISION.search(text[o.number.end: chosen.number.start])):
+                return (f"2 different values for {slot.name} and nothing says which is the "
+                        f"verdict: {o.number.written.strip()!r} (the answer opens with it); "
+                        f"{chosen.number.written.strip()!r} ({chosen.how})")
+        return None
+    if verdict_slot and chosen.how.startswith("label"):
+        return None  # "Objects: 3 / Errors: 1 / Score: 70": the score line is the verdict
+    if chosen.how == "the number the answer opens with" and _alone_on_line(text, chosen.number):
+        return None  # "4\nObjects: 2\nErrors: 1": the bare opening line is the verdict
+    # A generic verdict name ("Overall") names a criterion's slot only when nothing else is
+    # rated beside it; for the answer's one verdict it is that verdict.
+    # Lines under a verdict word ("My rating: 3", "Rating scale: 1 = ...") are not other
+    # things rated.
+    others = [(label, n) for label, n in _rated_lines(text)
+              if matches(label, slot) < (1 if verdict_slot else 2)
+              and not _VERDICT_WORD.search(label)]
+    if len({label for label, _ in others}) >= 2 and len({n.value for _, n in others}) >= 2:
+        named = ", ".join(dict.fromkeys(label for label, _ in others))
+        return (f"the answer rates other things by name ({named}) and none of them is "
+                f"{slot.name}")
+    return None
 
 
 def _nothing(masked: str, cleaned: str, slot: ScoreSlot, truncated: bool) -> Unreadable:
