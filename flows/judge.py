@@ -37,7 +37,7 @@ from capjudge.judge import (
 )
 from capjudge.judge import judge_section as library_judge_section
 from capjudge.protocol import BackendError
-from capjudge.stopping import exit_promptly_on_signals
+from capjudge.stopping import exit_promptly_on_signals, stop_requested, terminate_children
 from flows.artifacts import Progress
 from flows.params import load_params
 from flows.runner import RunnerConfig, task_runner
@@ -161,6 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     except (BackendError, RuntimeError) as exc:
         print(f"judge {args.name}: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if stop_requested():
+            # Stopped by a signal: what the stage started (the ephemeral Prefect server) ends
+            # now, while it is still this process's child, not after it (observed: an
+            # orphaned uvicorn when the run ended through Prefect's own signal handling).
+            terminate_children()
     return 0
 
 

@@ -122,7 +122,9 @@ def _handler(signum: int, previous: Any, grace_s: float
         timer.start()
         if callable(previous):
             previous(sig, frame)  # Prefect's handler, Python's KeyboardInterrupt, ...
-        else:  # SIG_DFL (or a handler set outside Python): the default ends the process
+        else:  # SIG_DFL (or a handler set outside Python): the default ends the process,
+            # and what it started ends first (an ephemeral Prefect server would outlive it).
+            terminate_children()
             os._exit(128 + sig)
 
     setattr(handle, _MARK, True)
