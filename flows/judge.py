@@ -128,6 +128,11 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
 
 def main(argv: list[str] | None = None) -> int:
     """Run the named judge's stage as a flow."""
+    # Before the flow starts: Prefect's flow engine turns a SIGTERM into TerminationSignal,
+    # then puts back the handler it found and signals the process again. With the default
+    # handler found, the process died at once and its ephemeral Prefect server outlived it
+    # (about 1 run in 3); with this one found, the second signal ends the children first.
+    exit_promptly_on_signals()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--name", required=True, help="judge name under params.yaml judges")
     parser.add_argument("--params", default="params.yaml")
