@@ -77,6 +77,8 @@ def local_benchmark(n_items: int) -> None:
     tree_t = naive_t = 0.0
     tree_passes = naive_passes = 0
     worst = 0.0
+    # The first distribution of a loaded model is also checked against the level walk.
+    backend.distribution(tok.encode("The final score is $"), values)
     for i in range(n_items):
         text = (f"Reference captions:\n- Two red circles and a blue square.\nGenerated caption: "
                 f"{'Two red circles' if i % 2 == 0 else 'A green triangle'} next to a square.\n"

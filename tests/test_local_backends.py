@@ -75,8 +75,13 @@ def test_embedded_gemma_exact_distribution(tmp_path: Path) -> None:
     context = backend.tokenizer.encode("Rate the caption from 0 to 100.\nThe final score is $")
     values = [0, 1, 7, 10, 42, 99, 100]
     backend.prune = 0.0
-    passes = backend.stats.forward_passes
     tree = backend.distribution(context, list(range(0, 101)))
+    # The first distribution is checked once against the level walk (positions are indices
+    # here: they agree); from then on a distribution is the context + one tree pass.
+    assert backend.stats.tree_check_gap is not None and backend.stats.tree_check_gap < 1e-4
+    assert backend.tree_mask
+    passes = backend.stats.forward_passes
+    assert backend.distribution(context, list(range(0, 101))) == pytest.approx(tree, rel=1e-6)
     assert backend.stats.forward_passes - passes <= 4  # context + one pass per digit level
     naive = backend.naive_distribution(context, values)
     for v in values:

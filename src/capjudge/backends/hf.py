@@ -12,7 +12,11 @@ the top-20 alternatives an API returns:
   (and "100") gives the end. The context's key/value cache is computed once and shared, so a
   0-100 scale costs 4 forward passes per slot, not 101. By default (``tree_mask``) the three
   digit levels are one pass: every digit prefix in one sequence over the context's cache, a
-  4D attention mask letting each see only the context and its own ancestors (2 passes).
+  4D attention mask letting each see only the context and its own ancestors (2 passes). Each
+  node's position id is its depth after the context plus the model's RoPE offset (the Qwen
+  families' ``rope_deltas``: their images take fewer positions than tokens). The first masked
+  tree of a loaded model is checked against the level walk, where the model places every token
+  itself; a family whose positions differ in a way not known here falls back to the walk.
 - Otherwise, every value's token sequence is scored in one batched pass over the shared cache.
 
 "The number ends" means the next token does not start with a digit. P(value) is the product of
@@ -122,6 +126,8 @@ class TreeStats:
     forward_passes: int = 0
     rows: int = 0
     tokens: int = 0  # token positions fed to the model (padding included)
+    # The masked tree's first distribution against the level walk's (total variation).
+    tree_check_gap: float | None = None
 
 
 def auto_dtype(device: str) -> Any:
@@ -241,6 +247,7 @@ class HFBackend(Backend):
         if self.device.startswith("cpu") and torch.get_num_threads() != self.threads:
             torch.set_num_threads(self.threads)
         self.tree_mask = bool(tree_mask)
+        self._tree_checked = False
         self.dtype_option = dtype
         self.device_map = device_map
         self._load(torch_dtype)
@@ -335,6 +342,7 @@ class HFBackend(Backend):
         self.max_tree_rows = int(options.pop("max_tree_rows", 128))
         self.prune = float(options.pop("prune", 1e-6))
         self.tree_mask = bool(options.pop("tree_mask", True))
+        self._tree_checked = False
         self.threads = default_threads()
         self.numerics = numerics_of(model)
         self.linear_kernel = "default"
@@ -1092,7 +1100,10 @@ class HFBackend(Backend):
         if self._digit_ids is not None and all(v >= 0 for v in values):
             if self.tree_mask:
                 try:
-                    return self._digit_tree_masked(context, values, extras or {})
+                    masked = self._digit_tree_masked(context, values, extras or {})
+                    if self._tree_checked:
+                        return masked
+                    return self._check_masked_tree(masked, context, values, extras or {})
                 except (RuntimeError, ValueError) as exc:
                     # A family whose forward builds its own masks (Gemma 3's sliding window
                     # and bidirectional image attention) refuses the tree's 4D mask: the
@@ -1102,6 +1113,49 @@ class HFBackend(Backend):
                     self.tree_mask = False
             return self._digit_tree(context, values, extras or {})
         return self._candidates(context, values, extras or {})
+
+    def _check_masked_tree(self, masked: dict[int, float], context: list[int],
+                           values: Sequence[int], extras: dict[str, object]
+                           ) -> dict[int, float]:
+        """The first masked tree of this model, checked against the level-by-level tree.
+
+        The masked tree gives each node explicit position ids; a family whose positions are
+        not token indices in a way this backend does not know (a new multimodal RoPE) would
+        get a wrong distribution that looks valid. The level walk lets the model place every
+        token itself, so once per loaded model the two are compared: where they differ by
+        more than the numerics explain, the level walk is used from then on (and logged).
+        """
+        level = self._digit_tree(context, values, extras)
+        self._tree_checked = True
+        # The largest relative difference over the values that carry weight (a random or
+        # unsure model puts little mass on the scale: an absolute gap would hide the error).
+        total = sum(level.values())
+        weighty = [v for v in values if total > 0 and level[v] >= 1e-4 * total]
+        gap = max((abs(masked[v] - level[v]) / level[v] for v in weighty), default=0.0)
+        # float32 paths agree to ~1e-6 here; half precision orders its sums differently.
+        tolerance = 1e-4 if self.numerics == "float32" else 5e-2
+        self.stats.tree_check_gap = gap
+        if gap > tolerance:
+            log.warning("%s: the masked digit tree differs from the level-by-level tree by "
+                        "%.3g (relative, over %.3g): using the level-by-level tree",
+                        type(self.model).__name__, gap, tolerance)
+            self.tree_mask = False
+            return level
+        return masked
+
+    def _rope_offset(self) -> int:
+        """How far the model's text positions are from token indices after the last prefill.
+
+        Multimodal RoPE families (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) give an image's tokens fewer
+        positions than tokens and keep the difference as ``rope_deltas``; a token after the
+        context sits at its index plus that offset, which the tree's explicit positions must
+        carry. Other families: 0.
+        """
+        for module in (self.model, getattr(self.model, "model", None)):
+            deltas = getattr(module, "rope_deltas", None)
+            if deltas is not None and hasattr(deltas, "reshape"):
+                return int(deltas.reshape(-1)[0])
+        return 0
 
     def _base(self, context: list[int], extras: dict[str, object]) -> tuple[Any, Any]:
         import torch
@@ -1228,6 +1282,7 @@ class HFBackend(Backend):
             root, cache = self._base(context, extras)
             n = len(nodes)
             ids, positions, mask = self._tree_inputs([pack])
+            positions = positions + self._rope_offset()
             decoder = self._decoder()
             if decoder is None:  # no separable head: every node's logits from the model
                 out = self.model(input_ids=ids, past_key_values=cache, use_cache=True,
