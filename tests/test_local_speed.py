@@ -126,9 +126,10 @@ class _ForwardCounter:
 def _both_trees(backend: HFBackend, run):  # noqa: ANN001, ANN202 - test helper
     """``run()`` with the masked tree, then with the level-by-level walk: results and passes."""
     results, passes = {}, {}
-    # The masked tree's one-time check against the level walk (tests/test_vlm_families.py)
-    # is not part of what is counted here.
-    backend._tree_checked = True
+    # The one-time checks (the masked tree against the level walk, a score read on
+    # generation's cache against re-encoding: tests/test_vlm_families.py) are not part of
+    # what is counted here.
+    backend._tree_checked = backend._sharing_checked = True
     for masked in (True, False):
         backend.tree_mask = masked
         # The transformer body: every pass runs it once, whether through the model's forward

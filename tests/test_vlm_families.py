@@ -155,3 +155,86 @@ def test_the_first_use_check_keeps_a_correct_masked_tree(tmp_path: Path) -> None
     backend.distribution(context, list(range(101)), extras)
     assert backend.tree_mask is True and backend.stats.tree_check_gap is not None
     assert backend.stats.tree_check_gap < 1e-6
+
+
+def _planned_requests(tmp_path: Path) -> list:
+    method = get_method("gveval")
+    options = MethodOptions(decoding=Decoding(max_tokens=6), vision=True)
+    return [p.request for item in _items(tmp_path)
+            for p in method.plan(item, "ref-free", options) if isinstance(p, Planned)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_scores_read_on_generations_cache_equal_re_encoding(family: str,
+                                                            tmp_path: Path) -> None:
+    """Each slot's distribution on generation's own cache is the re-encoded one (issue 31).
+
+    A batch of two images of different sizes (so one row is left-padded, and the Qwen rows
+    have different RoPE offsets) is generated once with the cache reused and once with every
+    context re-encoded (image and all): the distributions agree to float32 rounding, and the
+    reuse feeds fewer tokens. Gemma 3's tiny model has a 16-token sliding window, which drops
+    early keys: it re-encodes, and says so in its facts.
+    """
+    if family not in STOCK_FAMILIES:
+        install_shims()
+    path = build(family, tmp_path / family)
+    requests = _planned_requests(tmp_path)
+    answers, fed = {}, {}
+    for share in (True, False):
+        backend = HFBackend(str(path), device="cpu", linear_kernel="default",
+                            share_generated=share)
+        backend._tree_checked = True
+        answers[share] = backend.generate(requests)
+        fed[share] = backend.stats.tokens
+        assert backend.describe()["share_generated"] is share
+    for shared, encoded in zip(answers[True], answers[False], strict=True):
+        assert isinstance(shared, JudgeResponse) and isinstance(encoded, JudgeResponse)
+        assert shared.text == encoded.text
+        for a, b in zip(shared.slots, encoded.slots, strict=True):
+            assert a.probs is not None and b.probs is not None
+            assert a.probs == pytest.approx(b.probs, abs=1e-6)
+            assert a.mass == pytest.approx(b.mass, rel=1e-5)
+    if family == "gemma3":
+        assert fed[True] == fed[False]
+    else:
+        assert fed[True] < fed[False]
+
+
+@pytest.mark.slow
+def test_a_wrong_continuation_of_generations_cache_is_caught_on_first_use(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cache that does not continue as assumed is caught once, never read as a score.
+
+    Simulated by giving Qwen2-VL's rows a wrong RoPE offset: the first score read on the cache
+    is compared with re-encoding, the gap is found, and every context is re-encoded from then
+    on: the answers are the re-encoded ones.
+    """
+    import capjudge.backends.hf as hf
+    from capjudge.backends.generated_prefix import row_prefixes
+
+    install_shims()
+    path = build("qwen2_vl", tmp_path / "qwen2_vl")
+    requests = _planned_requests(tmp_path)
+    reference = HFBackend(str(path), device="cpu", linear_kernel="default",
+                          share_generated=False).generate(requests)
+
+    def shifted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - wraps the real one
+        rows = row_prefixes(*args, **kwargs)
+        for row in rows or []:
+            if row is not None and row.rope_delta is not None:
+                row.rope_delta += 3
+        return rows
+
+    monkeypatch.setattr(hf, "row_prefixes", shifted)
+    backend = HFBackend(str(path), device="cpu", linear_kernel="default")
+    with caplog.at_level("WARNING"):
+        answers = backend.generate(requests)
+    assert backend.share_generated is False and backend.stats.sharing_check_gap is not None
+    assert backend.stats.sharing_check_gap > 1e-4
+    assert "contexts are re-encoded" in caplog.text
+    for got, want in zip(answers, reference, strict=True):
+        assert isinstance(got, JudgeResponse) and isinstance(want, JudgeResponse)
+        for a, b in zip(got.slots, want.slots, strict=True):
+            assert a.probs == pytest.approx(b.probs, abs=1e-6)

@@ -234,6 +234,7 @@ class BackendFacts(TypedDict, total=False):
     device_map: str | None
     threads: int | None
     linear_kernel: str
+    share_generated: bool
     gguf: str
     mmproj: str | None
     parallel: int

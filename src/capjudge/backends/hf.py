@@ -19,6 +19,10 @@ the top-20 alternatives an API returns:
   itself; a family whose positions differ in a way not known here falls back to the walk.
 - Otherwise, every value's token sequence is scored in one batched pass over the shared cache.
 
+The context's cache is generation's own (``share_generated``, :mod:`.generated_prefix`): the
+row's slice of it, unpadded, is what encoding the prompt, image and answer again would give, so
+only the tokens it lacks are fed (checked against re-encoding once per loaded model).
+
 "The number ends" means the next token does not start with a digit. P(value) is the product of
 the digit probabilities and that end probability; the mass over the scale is reported, nothing
 is rescaled silently. When the model's text never reached the slot's anchor (common for small
@@ -47,6 +51,7 @@ from typing import Any
 
 from capjudge.backends.base import Backend, Capabilities, RerunIdentity
 from capjudge.backends.compute_thread import computes
+from capjudge.backends.generated_prefix import RowPrefix, row_prefixes
 from capjudge.backends.packing import CONTEXT, Pack, buckets, pack_paths, plan_packs
 from capjudge.protocol import (
     BackendError,
@@ -128,6 +133,8 @@ class TreeStats:
     tokens: int = 0  # token positions fed to the model (padding included)
     # The masked tree's first distribution against the level walk's (total variation).
     tree_check_gap: float | None = None
+    # The first score read on generation's cache against re-encoding (largest |Δp|).
+    sharing_check_gap: float | None = None
 
 
 def auto_dtype(device: str) -> Any:
@@ -194,7 +201,7 @@ class HFBackend(Backend):
     options = frozenset({"device", "dtype", "batch_size", "min_mass", "max_tree_rows",
                          "prune", "prefix_sharing", "prefix_cache_size",
                          "max_scored_positions", "threads", "tree_mask", "linear_kernel",
-                         "device_map"})
+                         "device_map", "share_generated"})
     shared = True  # loading costs seconds and memory: once per process
 
     @classmethod
@@ -225,7 +232,8 @@ class HFBackend(Backend):
                  prefix_sharing: bool = True, prefix_cache_size: int = 64,
                  max_scored_positions: int = 256, quantize: str | None = None,
                  threads: int | None = None, tree_mask: bool = True,
-                 linear_kernel: str = "auto", device_map: str | None = None) -> None:
+                 linear_kernel: str = "auto", device_map: str | None = None,
+                 share_generated: bool = True) -> None:
         import torch
         from transformers import AutoConfig
 
@@ -248,6 +256,8 @@ class HFBackend(Backend):
             torch.set_num_threads(self.threads)
         self.tree_mask = bool(tree_mask)
         self._tree_checked = False
+        self.share_generated = bool(share_generated)
+        self._sharing_checked = False
         self.dtype_option = dtype
         self.device_map = device_map
         self._load(torch_dtype)
@@ -343,6 +353,8 @@ class HFBackend(Backend):
         self.prune = float(options.pop("prune", 1e-6))
         self.tree_mask = bool(options.pop("tree_mask", True))
         self._tree_checked = False
+        self.share_generated = bool(options.pop("share_generated", True))
+        self._sharing_checked = False
         self.threads = default_threads()
         self.numerics = numerics_of(model)
         self.linear_kernel = "default"
@@ -441,7 +453,8 @@ class HFBackend(Backend):
                 "architecture": type(self.model).__name__, "vision": self.is_vlm,
                 "device": self.device, "numerics": self.numerics,
                 "dtype_option": self.dtype_option, "device_map": self.device_map,
-                "threads": self.threads, "linear_kernel": self.linear_kernel}
+                "threads": self.threads, "linear_kernel": self.linear_kernel,
+                "share_generated": self.share_generated}
 
     # -- tokenizer facts -------------------------------------------------------------------
 
@@ -579,9 +592,14 @@ class HFBackend(Backend):
         max_new = max(requests[i].decoding.max_tokens for i in runnable)
         enc = self._encode([p for p, _ in rendered], [imgs for _, imgs in rendered])
         with torch.inference_mode():
-            generated = self.model.generate(**enc, max_new_tokens=max_new, do_sample=False,
-                                            pad_token_id=self.tokenizer.pad_token_id)
+            answer = self.model.generate(**enc, max_new_tokens=max_new, do_sample=False,
+                                         pad_token_id=self.tokenizer.pad_token_id,
+                                         return_dict_in_generate=True)
+        generated = answer.sequences
         width = enc["input_ids"].shape[1]
+        # The slots' contexts are inside what generation fed: its cache is reused for them.
+        prefixes = row_prefixes(answer.past_key_values, generated, enc["attention_mask"],
+                                self._rope_deltas()) if self.share_generated else None
         for row, i in enumerate(runnable):
             request = requests[i]
             mask = enc["attention_mask"][row].bool()
@@ -590,6 +608,8 @@ class HFBackend(Backend):
             new_ids = self._trim(new_ids)[: request.decoding.max_tokens]
             try:
                 extras = self._row_vision(*rendered[row])
+                if prefixes is not None and prefixes[row] is not None:
+                    extras["_row_prefix"] = prefixes[row]
                 out[i] = self._score(request, prompt_ids, new_ids, extras)
             except Exception as exc:  # noqa: BLE001 - one bad item must not sink the batch
                 log.exception("scoring failed")
@@ -1151,15 +1171,56 @@ class HFBackend(Backend):
         context sits at its index plus that offset, which the tree's explicit positions must
         carry. Other families: 0.
         """
+        deltas = self._rope_deltas()
+        return 0 if deltas is None else int(deltas.reshape(-1)[0])
+
+    def _rope_deltas(self) -> Any:
+        """The model's multimodal RoPE offsets after its last prefill (Qwen-VL), or None."""
         for module in (self.model, getattr(self.model, "model", None)):
             deltas = getattr(module, "rope_deltas", None)
             if deltas is not None and hasattr(deltas, "reshape"):
-                return int(deltas.reshape(-1)[0])
-        return 0
+                return deltas
+        return None
+
+    def _set_rope_delta(self, delta: int) -> None:
+        """Make the model place the next tokens at index + ``delta`` (one row's offset)."""
+        import torch
+
+        for module in (self.model, getattr(self.model, "model", None)):
+            if module is not None and getattr(module, "rope_deltas", None) is not None:
+                module.rope_deltas = torch.tensor([[delta]], device=self.device)
+
+    def _shared_base(self, prefix: RowPrefix, context: list[int]) -> tuple[Any, Any] | None:
+        """``_base`` on generation's cache: only the tokens it lacks are fed (None: none held)."""
+        import torch
+
+        n = prefix.shared_length(context)
+        if n == 0:
+            return None
+        past = prefix.cache(n, self.model.config)
+        offset = prefix.rope_delta or 0
+        positions = torch.arange(n, len(context), device=self.device)[None] + offset
+        out = self.model(input_ids=torch.tensor([context[n:]], device=self.device),
+                         past_key_values=past, position_ids=positions, use_cache=True,
+                         logits_to_keep=1)
+        if prefix.rope_delta is not None:
+            # The level walk after this lets the model place its tokens: from this row's offset.
+            self._set_rope_delta(prefix.rope_delta)
+        self.stats.forward_passes += 1
+        self.stats.rows += 1
+        self.stats.tokens += len(context) - n
+        return torch.log_softmax(out.logits[0, -1].float(), dim=-1), out.past_key_values
 
     def _base(self, context: list[int], extras: dict[str, object]) -> tuple[Any, Any]:
         import torch
 
+        prefix = extras.get("_row_prefix")
+        if isinstance(prefix, RowPrefix) and self.share_generated:
+            shared = self._shared_base(prefix, context)
+            if shared is not None:
+                if self._sharing_checked:
+                    return shared
+                return self._check_sharing(shared, context, extras)
         ids = torch.tensor([context], device=self.device)
         # Only the last position's logits are needed: projecting every position onto a 262k
         # vocabulary would cost more than the transformer itself.
@@ -1167,7 +1228,35 @@ class HFBackend(Backend):
                          **self._fit_extras(extras, len(context)))
         self.stats.forward_passes += 1
         self.stats.rows += 1
+        self.stats.tokens += len(context)
         return torch.log_softmax(out.logits[0, -1].float(), dim=-1), out.past_key_values
+
+    def _check_sharing(self, shared: tuple[Any, Any], context: list[int],
+                       extras: dict[str, object]) -> tuple[Any, Any]:
+        """The first distribution read on generation's cache, checked against re-encoding.
+
+        Once per loaded model: a family whose cache or positions do not continue the way
+        assumed here (a new position scheme, a cache that is not what encoding the row alone
+        gives) would read wrong distributions that look valid; where the two differ by more
+        than the numerics explain, the context is re-encoded from then on (and logged).
+        """
+        self._sharing_checked = True
+        alone = {k: v for k, v in extras.items() if k != "_row_prefix"}
+        root, cache = self._base(context, alone)
+        # Log-probabilities of every token that is not negligible: a small shift there moves
+        # the digit distribution built on it (a probability gap would hide it).
+        weighty = root > math.log(1e-6)
+        gap = float((shared[0][weighty] - root[weighty]).abs().max())
+        # float32 paths agree to ~1e-6 here; half precision orders its sums differently.
+        tolerance = 1e-4 if self.numerics == "float32" else 5e-2
+        self.stats.sharing_check_gap = gap
+        if gap > tolerance:
+            log.warning("%s: reading a score on generation's cache differs from re-encoding "
+                        "the context by %.3g (largest log-probability difference, over %.3g): "
+                        "contexts are re-encoded", type(self.model).__name__, gap, tolerance)
+            self.share_generated = False
+            return root, cache
+        return shared
 
     @staticmethod
     def _fit_extras(extras: dict[str, object], length: int) -> dict[str, object]:
@@ -1182,7 +1271,7 @@ class HFBackend(Backend):
         prompt = given if isinstance(given, int) else -1
         out: dict[str, object] = {}
         for key, value in extras.items():
-            if key == "_prompt_length":
+            if key in ("_prompt_length", "_row_prefix"):
                 continue
             if isinstance(value, torch.Tensor) and value.dim() == 2 and \
                     value.shape[0] == 1 and value.shape[1] == prompt and length > prompt:
