@@ -322,14 +322,22 @@ def start_engine(params: Any) -> Any:
     """An ``xllamacpp.Server`` for ``params`` (the model is loaded when it returns).
 
     Raises:
-        BackendError: the engine could not load the model (non-transient).
+        BackendError: the engine could not load the model or its multimodal projector (which
+            one is not said by the engine: the message names both; non-transient).
     """
     import xllamacpp
 
     try:
         return xllamacpp.Server(params)
     except Exception as exc:  # noqa: BLE001 - the engine's loader raises plain RuntimeErrors
-        raise BackendError(f"llama.cpp could not load {params.model.path!r}: {exc}",
+        what = repr(params.model.path)
+        if params.mmproj.path:
+            # The engine says only "Failed to init server" when the projector is refused (one
+            # made for another model, e.g. of another width, or a key it lacks): its log, shown
+            # at debug level, has the cause.
+            what += (f" with the multimodal projector {params.mmproj.path!r} (it must be "
+                     "made for this model; capjudge -v shows the engine's log)")
+        raise BackendError(f"llama.cpp could not load {what}: {exc}",
                            transient=False) from None
 
 
