@@ -430,6 +430,8 @@ class HFBackend(Backend):
         self.sliced_head = True
         # Tokens of context held per batched pass (each row carries its context's cache).
         self.max_batch_tokens = 8192
+        # Tokens (prompt + answer) held per generation batch: its cache's memory.
+        self.max_generate_tokens = 131072
         self._prefix_lru: OrderedDict[tuple[int, ...], tuple[list[tuple[Any, Any]], Any]] = \
             OrderedDict()
         self.stats = TreeStats()
@@ -563,8 +565,6 @@ class HFBackend(Backend):
         greedily in one padded batch and their score slots read. A text-only model fails
         requests with images; a request whose scoring fails gets a non-transient error.
         """
-        import torch
-
         out: list[JudgeResponse | BackendError] = []
         runnable: list[int] = []
         scoring = [i for i, r in enumerate(requests) if r.continuations]
@@ -588,9 +588,36 @@ class HFBackend(Backend):
                 runnable.append(i)
         if not runnable:
             return out
-        rendered = [self._prompt(requests[i]) for i in runnable]
-        max_new = max(requests[i].decoding.max_tokens for i in runnable)
-        enc = self._encode([p for p, _ in rendered], [imgs for _, imgs in rendered])
+        rendered = {i: self._prompt(requests[i]) for i in runnable}
+        extras = {i: self._row_vision(*rendered[i]) for i in runnable}
+        lengths = {i: self._prompt_tokens(rendered[i][0], extras[i]) for i in runnable}
+        # Sorted by prompt length and cut where padding would waste compute or the batch's
+        # tokens would pass the budget: a batch holds rows of similar length.
+        order = sorted(runnable, key=lambda i: (lengths[i], i))
+        widths = [lengths[i] for i in order]
+        held = [lengths[i] + requests[i].decoding.max_tokens for i in order]
+        for lo, hi in buckets(widths, self.max_generate_tokens, held):
+            rows = order[lo:hi]
+            self._generate_rows(requests, rows, rendered, extras, out)
+        return out
+
+    def _prompt_tokens(self, prompt: str, extras: dict[str, object]) -> int:
+        """A rendered prompt's length in tokens (image tokens included, as its processor says)."""
+        given = extras.get("_prompt_length")
+        if isinstance(given, int):
+            return given
+        return len(self.tokenizer(prompt, add_special_tokens=not self._template_adds_bos()
+                                  )["input_ids"])
+
+    def _generate_rows(self, requests: Sequence[JudgeRequest], rows: list[int],
+                       rendered: Mapping[int, tuple[str, list[Any]]],
+                       extras: Mapping[int, dict[str, object]],
+                       out: list[JudgeResponse | BackendError]) -> None:
+        """Generate ``rows`` of ``requests`` as one padded batch and read their score slots."""
+        import torch
+
+        max_new = max(requests[i].decoding.max_tokens for i in rows)
+        enc = self._encode([rendered[i][0] for i in rows], [rendered[i][1] for i in rows])
         with torch.inference_mode():
             answer = self.model.generate(**enc, max_new_tokens=max_new, do_sample=False,
                                          pad_token_id=self.tokenizer.pad_token_id,
@@ -600,22 +627,21 @@ class HFBackend(Backend):
         # The slots' contexts are inside what generation fed: its cache is reused for them.
         prefixes = row_prefixes(answer.past_key_values, generated, enc["attention_mask"],
                                 self._rope_deltas()) if self.share_generated else None
-        for row, i in enumerate(runnable):
+        for row, i in enumerate(rows):
             request = requests[i]
             mask = enc["attention_mask"][row].bool()
             prompt_ids = enc["input_ids"][row][mask].tolist()
             new_ids = generated[row, width:].tolist()
             new_ids = self._trim(new_ids)[: request.decoding.max_tokens]
             try:
-                extras = self._row_vision(*rendered[row])
+                row_extras = dict(extras[i])
                 if prefixes is not None and prefixes[row] is not None:
-                    extras["_row_prefix"] = prefixes[row]
-                out[i] = self._score(request, prompt_ids, new_ids, extras)
+                    row_extras["_row_prefix"] = prefixes[row]
+                out[i] = self._score(request, prompt_ids, new_ids, row_extras)
             except Exception as exc:  # noqa: BLE001 - one bad item must not sink the batch
                 log.exception("scoring failed")
                 out[i] = BackendError(f"scoring failed: {type(exc).__name__}: {exc}",
                                       transient=False)
-        return out
 
     # -- likelihood scoring ----------------------------------------------------------------
 
