@@ -10,7 +10,7 @@ from tiny_llama import build_tiny_llama
 
 from capjudge.backends import create_backend
 from capjudge.backends.hf import HFBackend
-from capjudge.protocol import ScoreSlot
+from capjudge.protocol import JudgeResponse, ScoreSlot
 
 FIRST = ScoreSlot("score", 1, 5, anchor="", position="first", forced_prefix="")
 GVEVAL = ScoreSlot("score", 0, 100, label="final score")
@@ -111,3 +111,34 @@ def test_generate_records_the_forced_anchor(llama: HFBackend, tmp_path: Path) ->
     assert slot.source == "teacher_forcing" and slot.probs is not None
     # Random weights do not write "final score ... $N": the anchor is forced, and said so.
     assert slot.anchor_forced is (slot.printed is None)
+
+
+def test_a_batch_of_mixed_lengths_is_generated_in_length_sorted_batches(
+        llama: HFBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of very different prompt lengths are not padded to the longest (issue 31).
+
+    The batch is cut into length-sorted batches (two here: the short prompts, the long ones),
+    and every answer still goes back to its own request, equal to that request alone.
+    """
+    from capjudge.protocol import Decoding, JudgeRequest, Message
+
+    words = "a red circle and a blue square on a grey background " * 12
+    texts = ["Rate it.", f"Rate it. {words}", "Score this.", f"Score this. {words}"]
+    requests = [JudgeRequest(messages=(Message("user", (text,)),), slots=(GVEVAL,),
+                             decoding=Decoding(max_tokens=4)) for text in texts]
+    calls: list[int] = []
+    real = llama.model.generate
+
+    def counted(**kwargs):  # noqa: ANN003, ANN202 - wraps the model's own
+        calls.append(int(kwargs["input_ids"].shape[0]))
+        return real(**kwargs)
+
+    monkeypatch.setattr(llama.model, "generate", counted)
+    batch = llama.generate(requests)
+    assert sorted(calls) == [2, 2]  # short with short, long with long
+    for request, answer in zip(requests, batch, strict=True):
+        alone = llama.generate([request])[0]
+        assert isinstance(answer, JudgeResponse) and isinstance(alone, JudgeResponse)
+        assert answer.text == alone.text
+        assert answer.usage.prompt_tokens == alone.usage.prompt_tokens
+        assert answer.slots[0].probs == pytest.approx(alone.slots[0].probs, abs=1e-5)
