@@ -313,6 +313,12 @@ class HFBackend(Backend):
         self.tokenizer.padding_side = "left"
         self._digit_ids = self._single_digit_ids()
         self._digit_start = self._digit_start_mask()
+        self._digit_index = None
+        if self._digit_ids is not None:
+            import torch
+
+            self._digit_index = torch.tensor([self._digit_ids[str(d)] for d in range(10)],
+                                             device=self.device)
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any = None, processor: Any = None, *,
@@ -1311,6 +1317,21 @@ class HFBackend(Backend):
             out[key] = value
         return out
 
+    def _summaries(self, logp: Any) -> list[tuple[list[float], float]]:
+        """Per row of next-token log-probs: the ten digits' log-probs and P(the number ends).
+
+        Computed on the model's device and brought back in one transfer: the tree reads a few
+        numbers per node, and reading them one by one costs a device sync each (hundreds per
+        0-100 distribution on a GPU).
+        """
+        import torch
+
+        rows = logp if logp.dim() == 2 else logp[None]
+        digits = rows[:, self._digit_index]
+        ends = (1.0 - rows.exp()[:, self._digit_start].sum(dim=-1)).clamp(min=0.0)
+        merged = torch.cat([digits, ends[:, None]], dim=1).tolist()
+        return [(row[:10], row[10]) for row in merged]
+
     def _end_prob(self, logp: Any) -> float:
         """P(the number ends here) = 1 - P(next token starts with a digit)."""
         return max(0.0, 1.0 - float(logp.exp()[self._digit_start].sum()))
@@ -1329,14 +1350,16 @@ class HFBackend(Backend):
         strings = [str(v) for v in values]
         longest = max(len(s) for s in strings)
         prefixes = {s[:k] for s in strings for k in range(1, len(s) + 1)}
-        after: dict[str, torch.Tensor] = {}  # next-token log-probs after each digit prefix
+        # After each digit prefix: the next digit's log-probs and P(the number ends there).
+        after: dict[str, tuple[list[float], float]] = {}
 
         def path_logp(prefix: str) -> float:
-            return sum(float(after[prefix[:k]][digit[prefix[k]]]) for k in range(len(prefix)))
+            return sum(after[prefix[:k]][0][int(prefix[k])] for k in range(len(prefix)))
 
         threshold = math.log(self.prune) if self.prune > 0 else -math.inf
         with torch.inference_mode():
-            after[""], cache = self._base(context, extras)
+            root, cache = self._base(context, extras)
+            after[""] = self._summaries(root)[0]
             frontier: dict[str, tuple[Any, int]] = {"": (cache, 0)}  # prefix -> (cache, row)
             for length in range(1, longest + 1):
                 # A subtree already below the threshold is not expanded: its values count as
@@ -1363,8 +1386,8 @@ class HFBackend(Backend):
                         self.stats.rows += len(chunk)
                         logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
                         keep = [i for i, p in enumerate(chunk) if p in parents_next]
-                        for i, p in enumerate(chunk):
-                            after[p] = logp[i]
+                        for p, summary in zip(chunk, self._summaries(logp), strict=True):
+                            after[p] = summary
                         if keep:  # only rows that have children stay in memory
                             past.batch_select_indices(torch.tensor(keep, device=self.device))
                             for j, i in enumerate(keep):
@@ -1372,8 +1395,7 @@ class HFBackend(Backend):
                 frontier = next_frontier
         out_probs: dict[int, float] = {}
         for s, v in zip(strings, values, strict=True):
-            out_probs[v] = (math.exp(path_logp(s)) * self._end_prob(after[s])) if s in after \
-                else 0.0
+            out_probs[v] = (math.exp(path_logp(s)) * after[s][1]) if s in after else 0.0
         return out_probs
 
     def _digit_tree_masked(self, context: list[int], values: Sequence[int],
@@ -1418,11 +1440,11 @@ class HFBackend(Backend):
             self.stats.forward_passes += 1
             self.stats.rows += 1
             self.stats.tokens += n
-            after: dict[str, torch.Tensor] = {"": root}
+            # After each digit prefix: the next digit's log-probs and P(the number ends).
+            after: dict[str, tuple[list[float], float]] = {"": self._summaries(root)[0]}
 
             def path_logp(prefix: str) -> float:
-                return sum(float(after[prefix[:k]][digit[prefix[k]]])
-                           for k in range(len(prefix)))
+                return sum(after[prefix[:k]][0][int(prefix[k])] for k in range(len(prefix)))
 
             threshold = math.log(self.prune) if self.prune > 0 else -math.inf
             # Level by level over the pass's hidden states: the vocabulary head (the costly
@@ -1439,12 +1461,11 @@ class HFBackend(Backend):
                     chosen = logp[rows]
                 else:
                     chosen = self._head_logprobs(head, hidden[rows])
-                for p, row in zip(level, chosen, strict=True):
-                    after[p] = row
+                for p, summary in zip(level, self._summaries(chosen), strict=True):
+                    after[p] = summary
         out_probs: dict[int, float] = {}
         for s, v in zip(strings, values, strict=True):
-            out_probs[v] = math.exp(path_logp(s)) * self._end_prob(after[s]) if s in after \
-                else 0.0
+            out_probs[v] = math.exp(path_logp(s)) * after[s][1] if s in after else 0.0
         return out_probs
 
     def _candidates(self, context: list[int], values: Sequence[int], extras: dict[str, object]
