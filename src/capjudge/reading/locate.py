@@ -101,6 +101,9 @@ class Candidate:
         final: marked as the final one ("Final rating", "Final Answer").
         problem: why the number is not a reading (a range, a decimal ...), or None.
         own_scale: written against the slot's own scale ("70 out of 100", "4/5").
+        source: which step of the reading found it (``structure``, ``label``, ``opening``,
+            ``standalone``, ``own_scale``, ``phrase``, ``level``): what later checks ask,
+            never the wording of ``how``.
     """
 
     number: Number
@@ -109,6 +112,7 @@ class Candidate:
     final: bool = False
     problem: str | None = None
     own_scale: bool = False
+    source: str = ""
 
 
 _MARKUP = r"[\s*_`]*"
@@ -222,9 +226,9 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
 
 
 def _candidate(text: str, n: Number, how: str, rank: int, slot: ScoreSlot,
-               final: bool = False) -> Candidate:
+               final: bool = False, *, source: str) -> Candidate:
     problem, own = check_number(text, n, slot)
-    return Candidate(n, how, rank, final, problem, own)
+    return Candidate(n, how, rank, final, problem, own, source)
 
 
 # -- 3. structure ------------------------------------------------------------------------------
@@ -293,7 +297,7 @@ def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
                 "boxed": "\\boxed{}"}[f.kind]
         how = f"{what} {'/'.join(p for p in f.path if p)!r}" if f.kind != "boxed" else what
         final = f.kind == "boxed" or any(FINAL_WORDS.search(p) for p in f.path)
-        out.append(_candidate(text, n, how, rank, slot, final))
+        out.append(_candidate(text, n, how, rank, slot, final, source="structure"))
         if f.kind == "json" and f.name.lower() in _VALUE_WORDS and not named:
             keyed.setdefault(f.path[:-1], []).append((f.name, len(out) - 1))
     for keys in keyed.values():
@@ -344,7 +348,8 @@ def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         n = number_at(text, v.end())
         if n is not None:
             out.append(_candidate(text, n, f"label {m.group(0).strip()!r} and "
-                                  f"{slot.anchor!r}", 2, slot, _is_final(text, m.start())))
+                                  f"{slot.anchor!r}", 2, slot, _is_final(text, m.start()),
+                                  source="label"))
     return out
 
 
@@ -377,7 +382,7 @@ def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
                 continue  # "Overall 3 objects ...": a generic word without a separator
             label = re.sub(r"[\s*_`:$\\{]+$", "", m.group(0)).strip()
             out.append(_candidate(text, n, f"label {label!r}", rank, slot,
-                                  _is_final(text, m.start())))
+                                  _is_final(text, m.start()), source="label"))
     return out
 
 
@@ -401,7 +406,8 @@ def _opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     n = number_at(text, start)
     if n is None or re.match(r"[.)]\s+\D", text[n.end:]):
         return []  # a list marker ("1. The caption ..."), not a rating
-    return [_candidate(text, n, "the number the answer opens with", 1, slot)]
+    return [_candidate(text, n, "the number the answer opens with", 1, slot,
+                       source="opening")]
 
 
 _ALONE = re.compile(r"^[ \t>#*_`\[(]*\$?(?=\d)", re.M)
@@ -424,7 +430,8 @@ def _standalone_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         rest = text[n.end: line_end if line_end >= 0 else len(text)]
         if re.fullmatch(r"[\s$*_`)\].!]*(?:/\s*\d+|%|\s*(?:points?|pts))?[\s$*_`).!]*", rest,
                         re.I):
-            out.append(_candidate(text, n, "a line holding only a number", 1, slot))
+            out.append(_candidate(text, n, "a line holding only a number", 1, slot,
+                                  source="standalone"))
     return out
 
 
@@ -436,7 +443,8 @@ def _own_scale_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             n = number_at(text, m.start())
             if n is None:
                 continue
-            c = _candidate(text, n, f"a value on the {slot.low}-{slot.high} scale", 0, slot)
+            c = _candidate(text, n, f"a value on the {slot.low}-{slot.high} scale", 0, slot,
+                           source="own_scale")
             if c.own_scale:
                 out.append(c)
     return out
@@ -462,17 +470,17 @@ def _phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     for m in _RATING_PHRASE.finditer(text):
         n = number_at(text, m.end())
         if n is not None:
-            out.append(_candidate(text, n, "a rating phrase", 0, slot))
+            out.append(_candidate(text, n, "a rating phrase", 0, slot, source="phrase"))
     if slot.anchor:
         anchor = re.compile(re.escape(slot.anchor) + _MARKUP + _LATEX_OPEN + _MARKUP
                             + r"(?=[-]?\d)")
-        out += [_candidate(text, n, f"after {slot.anchor!r}", 0, slot)
+        out += [_candidate(text, n, f"after {slot.anchor!r}", 0, slot, source="phrase")
                 for m in anchor.finditer(text) if (n := number_at(text, m.end())) is not None]
     if slot.position == "first" and not slot.anchor:
         first = _first_integer(text)
         if first is not None:
             out.append(_candidate(text, first, "the first number (VisCE² §3 reading)", 0,
-                                  slot))
+                                  slot, source="phrase"))
     return out
 
 
@@ -483,7 +491,7 @@ def _level_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     names = {re.sub(r"\s+", " ", name).lower(): value for name, value in slot.levels}
     rx = re.compile(_label_pattern(list(names)), re.I)
     return [Candidate(Number(m.start(), m.end(), m.end(), float(value), m.group(0), "level"),
-                      f"the rubric level {m.group(0)!r}", 0)
+                      f"the rubric level {m.group(0)!r}", 0, source="level")
             for m in rx.finditer(text)
             if (value := names.get(re.sub(r"\s+", " ", m.group(0)).lower())) is not None]
 
@@ -699,9 +707,9 @@ def _conflict(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
                         f"verdict: {o.number.written.strip()!r} (the answer opens with it); "
                         f"{chosen.number.written.strip()!r} ({chosen.how})")
         return None
-    if verdict_slot and chosen.how.startswith("label"):
+    if verdict_slot and chosen.source == "label":
         return None  # "Objects: 3 / Errors: 1 / Score: 70": the score line is the verdict
-    if chosen.how == "the number the answer opens with" and _alone_on_line(text, chosen.number):
+    if chosen.source == "opening" and _alone_on_line(text, chosen.number):
         return None  # "4\nObjects: 2\nErrors: 1": the bare opening line is the verdict
     # A generic verdict name ("Overall") names a criterion's slot only when nothing else is
     # rated beside it; for the answer's one verdict it is that verdict.
