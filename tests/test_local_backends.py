@@ -18,7 +18,7 @@ from capjudge.judge import JudgeConfig, plan, run_judge
 @pytest.fixture(scope="session")
 def tiny_vlm(tmp_path_factory: pytest.TempPathFactory) -> HFBackend:
     path = build_tiny_llava(tmp_path_factory.mktemp("tiny-llava"))
-    backend = create_backend(f"hf/{path}")
+    backend = create_backend(f"hf/{path}", dtype="float32")  # float32 tolerances, on a GPU too
     assert isinstance(backend, HFBackend)
     return backend
 

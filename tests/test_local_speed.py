@@ -176,7 +176,7 @@ def test_tree_mask_on_the_vlm_path_with_an_image(tmp_path_factory: pytest.TempPa
     from capjudge.judge import plan
 
     path = build_tiny_llava(tmp_path_factory.mktemp("tiny-llava-tree"))
-    backend = create_backend(f"hf/{path}", tree_mask=True)
+    backend = create_backend(f"hf/{path}", tree_mask=True, dtype="float32")
     assert isinstance(backend, HFBackend) and backend.is_vlm
     backend.prune = 0.0
     items = load_items(ingested / "items.parquet")[:1]

@@ -49,7 +49,7 @@ def test_each_family_generates_and_reads_exact_distributions(family: str,
     if family not in STOCK_FAMILIES:
         install_shims()
     path = build(family, tmp_path / family)
-    backend = HFBackend(str(path), device="cpu", linear_kernel="default")
+    backend = HFBackend(str(path), dtype="float32", linear_kernel="default")
     assert backend.capabilities.vision and backend.numerics == "float32"
     assert backend.describe()["numerics"] == "float32" and "+" not in backend.snapshot()
     method = get_method("gveval")
@@ -90,7 +90,7 @@ def _full_forward(backend: HFBackend, context: list[int], value: int,
 
     tail = backend._value_ids(value)
     with torch.inference_mode():
-        logits = backend.model(input_ids=torch.tensor([context + tail]),
+        logits = backend.model(input_ids=torch.tensor([context + tail], device=backend.device),
                                **backend._fit_extras(extras, len(context) + len(tail))).logits
     logp = torch.log_softmax(logits[0].float(), dim=-1)
     total = sum(float(logp[len(context) - 1 + k, t]) for k, t in enumerate(tail))
@@ -110,7 +110,7 @@ def test_the_digit_tree_equals_full_forwards_with_the_image(family: str,
     """
     if family not in STOCK_FAMILIES:
         install_shims()
-    backend = HFBackend(str(build(family, tmp_path / family)), device="cpu",
+    backend = HFBackend(str(build(family, tmp_path / family)), dtype="float32",
                         linear_kernel="default", prune=0.0)
     context, extras = _image_context(backend, tmp_path)
     backend._tree_checked = True  # the tree as it is, not rescued by the first-use check
@@ -131,7 +131,7 @@ def test_a_masked_tree_that_misplaces_positions_is_caught_on_first_use(
     exact distribution is returned and used from then on.
     """
     install_shims()
-    backend = HFBackend(str(build("qwen3_vl", tmp_path / "qwen3_vl")), device="cpu",
+    backend = HFBackend(str(build("qwen3_vl", tmp_path / "qwen3_vl")), dtype="float32",
                         linear_kernel="default", prune=0.0)
     monkeypatch.setattr(backend, "_rope_offset", lambda: 0)
     context, extras = _image_context(backend, tmp_path)
@@ -149,7 +149,7 @@ def test_a_masked_tree_that_misplaces_positions_is_caught_on_first_use(
 
 @pytest.mark.slow
 def test_the_first_use_check_keeps_a_correct_masked_tree(tmp_path: Path) -> None:
-    backend = HFBackend(str(build("llava", tmp_path / "llava")), device="cpu",
+    backend = HFBackend(str(build("llava", tmp_path / "llava")), dtype="float32",
                         linear_kernel="default", prune=0.0)
     context, extras = _image_context(backend, tmp_path)
     backend.distribution(context, list(range(101)), extras)
@@ -182,7 +182,7 @@ def test_scores_read_on_generations_cache_equal_re_encoding(family: str,
     requests = _planned_requests(tmp_path)
     answers, fed = {}, {}
     for share in (True, False):
-        backend = HFBackend(str(path), device="cpu", linear_kernel="default",
+        backend = HFBackend(str(path), dtype="float32", linear_kernel="default",
                             share_generated=share)
         backend._tree_checked = True
         answers[share] = backend.generate(requests)
@@ -193,8 +193,8 @@ def test_scores_read_on_generations_cache_equal_re_encoding(family: str,
         assert shared.text == encoded.text
         for a, b in zip(shared.slots, encoded.slots, strict=True):
             assert a.probs is not None and b.probs is not None
-            assert a.probs == pytest.approx(b.probs, abs=1e-6)
-            assert a.mass == pytest.approx(b.mass, rel=1e-5)
+            assert a.probs == pytest.approx(b.probs, abs=1e-5)
+            assert a.mass == pytest.approx(b.mass, rel=1e-4)
     if family == "gemma3":
         assert fed[True] == fed[False]
     else:
@@ -217,7 +217,7 @@ def test_a_wrong_continuation_of_generations_cache_is_caught_on_first_use(
     install_shims()
     path = build("qwen2_vl", tmp_path / "qwen2_vl")
     requests = _planned_requests(tmp_path)
-    reference = HFBackend(str(path), device="cpu", linear_kernel="default",
+    reference = HFBackend(str(path), dtype="float32", linear_kernel="default",
                           share_generated=False).generate(requests)
 
     def shifted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - wraps the real one
@@ -228,7 +228,7 @@ def test_a_wrong_continuation_of_generations_cache_is_caught_on_first_use(
         return rows
 
     monkeypatch.setattr(hf, "row_prefixes", shifted)
-    backend = HFBackend(str(path), device="cpu", linear_kernel="default")
+    backend = HFBackend(str(path), dtype="float32", linear_kernel="default")
     with caplog.at_level("WARNING"):
         answers = backend.generate(requests)
     assert backend.share_generated is False and backend.stats.sharing_check_gap is not None
