@@ -238,3 +238,31 @@ def test_a_wrong_continuation_of_generations_cache_is_caught_on_first_use(
         assert isinstance(got, JudgeResponse) and isinstance(want, JudgeResponse)
         for a, b in zip(got.slots, want.slots, strict=True):
             assert a.probs == pytest.approx(b.probs, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_gemma3_within_its_sliding_window_reads_on_generations_cache(tmp_path: Path) -> None:
+    """Gemma 3's sliding-window layers hold the whole row while it fits their window.
+
+    Real Gemma 3 windows (512-1024 tokens) hold a judge prompt with its image and answer; the
+    tiny model's is widened to 4,096 here: its rows are read on generation's cache (the
+    first-use check passes) and equal re-encoding.
+    """
+    import json
+
+    path = build("gemma3", tmp_path / "gemma3")
+    config = json.loads((path / "config.json").read_text())
+    config["text_config"]["sliding_window"] = 4096
+    (path / "config.json").write_text(json.dumps(config))
+    requests = _planned_requests(tmp_path)
+    answers, fed = {}, {}
+    for share in (True, False):
+        backend = HFBackend(str(path), dtype="float32", linear_kernel="default",
+                            share_generated=share)
+        answers[share] = backend.generate(requests)
+        fed[share] = backend.stats.tokens
+        assert backend.share_generated is share
+    assert fed[True] < fed[False] / 2
+    for shared, encoded in zip(answers[True], answers[False], strict=True):
+        assert isinstance(shared, JudgeResponse) and isinstance(encoded, JudgeResponse)
+        assert shared.slots[0].probs == pytest.approx(encoded.slots[0].probs, abs=1e-5)
