@@ -1,6 +1,6 @@
 """Local-judge benchmarks on the embedded model (issue 20), measured side by side in one run.
 
-    python bench/bench_local.py [--items 12] [--rounds 2] [--numerics] [--tree]
+    python bench/bench_local.py [--items 12] [--rounds 2] [--numerics] [--tree] [--generate]
 
 1. Likelihood judge (npmi, pmi, conditional on the first ``--items`` sample candidates): the
    left-padded path (every pair encoded whole, the vocabulary head applied whole: the path
@@ -13,6 +13,9 @@
 2. ``--numerics``: the shared path in float32 vs bfloat16 vs int8 dynamic quantisation
    (seconds per candidate, max |delta score| against float32).
 3. ``--tree``: the exact 0-100 distribution, level walk (4 passes) vs tree mask (2 passes).
+3b. ``--generate``: G-VEval ref-only through generation (``--max-tokens``), each slot's
+   distribution read on generation's own cache (``share_generated``, the default) vs the
+   context re-encoded: seconds and tokens fed per request, max |delta p|.
 4. ``--flickr8k PATH --limit N``: Kendall tau-c x100 of the npmi judge on the first N
    Flickr8k-Expert candidates (every rating a row) in float32, bfloat16 and int8, and the
    wall time of each (a numerics option is offered only within +-0.3 tau-c of float32).
@@ -201,6 +204,43 @@ def tree_benchmark(rounds: int) -> None:
           f"{tree:.3f} s ({walk / tree:.2f}x); max |delta p| {delta:.1e}")
 
 
+def generate_benchmark(items: list[Item], rounds: int, batch: int, max_tokens: int) -> None:
+    """G-VEval ref-only through generation: scores read on generation's cache vs re-encoded."""
+    from capjudge.methods import MethodOptions
+    from capjudge.protocol import Decoding, JudgeResponse
+
+    method = get_method("gveval")
+    options = MethodOptions(decoding=Decoding(max_tokens=max_tokens))
+    requests = [p.request for item in items for p in method.plan(item, "ref-only", options)
+                if isinstance(p, Planned)]
+    backends = {share: _own_backend(batch, {"share_generated": share}) for share in (True, False)}
+    times: dict[bool, list[float]] = {True: [], False: []}
+    fed: dict[bool, int] = {}
+    answers: dict[bool, list[Any]] = {}
+    for backend in backends.values():  # the one-time checks and warm-up, not timed
+        backend.generate(requests[:2])
+    for _ in range(rounds):
+        for share, backend in backends.items():
+            before = backend.stats.tokens
+            started = time.perf_counter()
+            answers[share] = []
+            for k in range(0, len(requests), batch):
+                answers[share] += backend.generate(requests[k:k + batch])
+            times[share].append(time.perf_counter() - started)
+            fed[share] = backend.stats.tokens - before
+    probs = {share: [p for a in got if isinstance(a, JudgeResponse)
+                     for s in a.slots for p in (s.probs or [])]
+             for share, got in answers.items()}
+    delta = max(abs(a - b) for a, b in zip(probs[True], probs[False], strict=True))
+    shared, encoded = statistics.median(times[True]), statistics.median(times[False])
+    n = len(requests)
+    print(f"[generate] G-VEval ref-only, {n} requests, {max_tokens} generated tokens, batch "
+          f"{batch}, median of {rounds}")
+    print(f"  re-encoding each context {encoded / n:.3f} s/request ({fed[False] // n} tokens "
+          f"fed for the scores); on generation's cache {shared / n:.3f} s/request "
+          f"({fed[True] // n} tokens) ({encoded / shared:.2f}x); max |delta p| {delta:.1e}")
+
+
 def flickr_benchmark(path: str, limit: int) -> None:
     from capjudge.metaeval import judge_scorer, run_meta_eval
 
@@ -317,6 +357,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16, help="requests per backend call")
     parser.add_argument("--numerics", action="store_true", help="float32 vs bf16 vs int8")
     parser.add_argument("--tree", action="store_true", help="4-pass walk vs 2-pass tree")
+    parser.add_argument("--generate", action="store_true",
+                        help="G-VEval through generation: scores on its cache vs re-encoded")
+    parser.add_argument("--max-tokens", type=int, default=24, help="tokens generated")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads (default: the backend's, the cores this process "
                              "may use); 1 keeps ratios fair on a machine shared with others")
@@ -334,13 +377,16 @@ def main() -> None:
         return
     if args.threads:
         os.environ["CAPJUDGE_THREADS"] = str(args.threads)
-    items = sample_items(args.items) if not args.skip_likelihood or args.numerics else []
+    items = sample_items(args.items) if not args.skip_likelihood or args.numerics \
+        or args.generate else []
     if not args.skip_likelihood:
         likelihood_benchmark(items, args.rounds, args.batch)
     if args.numerics:
         numerics_benchmark(items, args.rounds, args.batch)
     if args.tree:
         tree_benchmark(max(3, args.rounds))
+    if args.generate:
+        generate_benchmark(items, args.rounds, args.batch, args.max_tokens)
     if args.flickr8k:
         flickr_benchmark(args.flickr8k, args.limit)
 

@@ -139,20 +139,20 @@ def _stage_chunks(judge_dir: Path, items_path: str | Path, config: Any, chosen: 
     summary_path = judge_dir / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
     counts = summary.get("items") or {}
-    n = int(counts.get("judged") or len(load_items(items_path)))
+    items = load_items(items_path)  # read once; the chunks are slices of it
+    n = int(counts.get("judged") or len(items))
     recorded = summary.get("chunk_size")
     assumed = not isinstance(recorded, int)
     size = recorded if isinstance(recorded, int) else adaptive_chunk_size(
         n, default_concurrency(config.backend, config.backend_options or {}))
     bounds = chunk_bounds(n, size)
-    chunks = [load_items(items_path, lo, hi) for lo, hi in bounds]
-    last = max((k for k, chunk in enumerate(chunks) if any(i.id in chosen for i in chunk)),
-               default=-1)
+    last = max((k for k, (lo, hi) in enumerate(bounds)
+                if any(i.id in chosen for i in items[lo:hi])), default=-1)
     how = (f"chunks 1-{last + 1} of {len(bounds)} ({size} items each) in the stage's order: "
            "this engine's numerics depend on what is batched together")
     if assumed:
         how += " (the stage recorded no chunk size; the flow's default assumed)"
-    return chunks[: last + 1], how
+    return [items[lo:hi] for lo, hi in bounds[: last + 1]], how
 
 
 def _number(value: object) -> float | None:
