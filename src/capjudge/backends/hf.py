@@ -131,9 +131,11 @@ class TreeStats:
     forward_passes: int = 0
     rows: int = 0
     tokens: int = 0  # token positions fed to the model (padding included)
-    # The masked tree's first distribution against the level walk's (total variation).
+    # The masked tree's first distribution against the level walk's (largest relative
+    # difference over the values that carry weight).
     tree_check_gap: float | None = None
-    # The first score read on generation's cache against re-encoding (largest |Δp|).
+    # The first score read on generation's cache against re-encoding (largest difference
+    # of a non-negligible token's log-probability).
     sharing_check_gap: float | None = None
 
 
@@ -1181,23 +1183,31 @@ class HFBackend(Backend):
         self._tree_checked = True
         # The largest relative difference over the values that carry weight (a random or
         # unsure model puts little mass on the scale: an absolute gap would hide the error).
-        # float32 paths agree to ~1e-6 here. Half precision keeps ~3 significant digits of a
-        # logit, so two orders of the same sums differ by several percent on small values;
-        # a misplaced position moves the whole distribution, far beyond that.
-        exact = self.numerics == "float32"
+        # In half precision only the likelier values keep enough digits to compare; a
+        # misplaced position moves the whole distribution, far beyond the tolerance.
         total = sum(level.values())
-        floor = (1e-4 if exact else 1e-2) * total
+        floor = (1e-4 if self.numerics == "float32" else 1e-2) * total
         weighty = [v for v in values if total > 0 and level[v] >= floor]
         gap = max((abs(masked[v] - level[v]) / level[v] for v in weighty), default=0.0)
-        tolerance = 1e-4 if exact else 0.25
         self.stats.tree_check_gap = gap
-        if gap > tolerance:
-            log.warning("%s: the masked digit tree differs from the level-by-level tree by "
-                        "%.3g (relative, over %.3g): using the level-by-level tree",
-                        type(self.model).__name__, gap, tolerance)
+        if self._disagrees(gap, "the masked digit tree differs from the level-by-level tree",
+                           "relative", "using the level-by-level tree"):
             self.tree_mask = False
             return level
         return masked
+
+    def _disagrees(self, gap: float, what: str, measure: str, instead: str) -> bool:
+        """Whether a first-use check's ``gap`` is beyond what the numerics explain (logged).
+
+        float32 paths agree to ~1e-6 here; half precision keeps ~3 significant digits of a
+        logit, so two orders of the same sums differ by several percent.
+        """
+        tolerance = 1e-4 if self.numerics == "float32" else 0.25
+        if gap <= tolerance:
+            return False
+        log.warning("%s: %s by %.3g (%s, over %.3g): %s", type(self.model).__name__, what,
+                    gap, measure, tolerance, instead)
+        return True
 
     def _rope_offset(self) -> int:
         """How far the model's text positions are from token indices after the last prefill.
@@ -1210,21 +1220,25 @@ class HFBackend(Backend):
         deltas = self._rope_deltas()
         return 0 if deltas is None else int(deltas.reshape(-1)[0])
 
-    def _rope_deltas(self) -> Any:
-        """The model's multimodal RoPE offsets after its last prefill (Qwen-VL), or None."""
+    def _rope_holder(self) -> Any:
+        """The module that keeps the multimodal RoPE offsets (Qwen-VL), or None."""
         for module in (self.model, getattr(self.model, "model", None)):
-            deltas = getattr(module, "rope_deltas", None)
-            if deltas is not None and hasattr(deltas, "reshape"):
-                return deltas
+            if hasattr(getattr(module, "rope_deltas", None), "reshape"):
+                return module
         return None
+
+    def _rope_deltas(self) -> Any:
+        """The model's multimodal RoPE offsets after its last prefill, or None."""
+        holder = self._rope_holder()
+        return None if holder is None else holder.rope_deltas
 
     def _set_rope_delta(self, delta: int) -> None:
         """Make the model place the next tokens at index + ``delta`` (one row's offset)."""
         import torch
 
-        for module in (self.model, getattr(self.model, "model", None)):
-            if module is not None and getattr(module, "rope_deltas", None) is not None:
-                module.rope_deltas = torch.tensor([[delta]], device=self.device)
+        holder = self._rope_holder()
+        if holder is not None:
+            holder.rope_deltas = torch.tensor([[delta]], device=self.device)
 
     def _shared_base(self, prefix: RowPrefix, context: list[int]) -> tuple[Any, Any] | None:
         """``_base`` on generation's cache: only the tokens it lacks are fed (None: none held)."""
@@ -1280,18 +1294,14 @@ class HFBackend(Backend):
         alone = {k: v for k, v in extras.items() if k != "_row_prefix"}
         root, cache = self._base(context, alone)
         # Log-probabilities of every token that is not negligible: a small shift there moves
-        # the digit distribution built on it (a probability gap would hide it).
-        # float32 paths agree to ~1e-6 here; half precision keeps ~3 significant digits of a
-        # logit (see _check_masked_tree), so it is compared on the likelier tokens, loosely.
-        exact = self.numerics == "float32"
-        weighty = root > math.log(1e-6 if exact else 1e-3)
+        # the digit distribution built on it (a probability gap would hide it). In half
+        # precision only the likelier tokens keep enough digits to compare.
+        weighty = root > math.log(1e-6 if self.numerics == "float32" else 1e-3)
         gap = float((shared[0][weighty] - root[weighty]).abs().max())
-        tolerance = 1e-4 if exact else 0.25
         self.stats.sharing_check_gap = gap
-        if gap > tolerance:
-            log.warning("%s: reading a score on generation's cache differs from re-encoding "
-                        "the context by %.3g (largest log-probability difference, over %.3g): "
-                        "contexts are re-encoded", type(self.model).__name__, gap, tolerance)
+        if self._disagrees(gap, "reading a score on generation's cache differs from "
+                           "re-encoding the context", "largest log-probability difference",
+                           "contexts are re-encoded"):
             self.share_generated = False
             return root, cache
         return shared
@@ -1327,14 +1337,17 @@ class HFBackend(Backend):
         import torch
 
         rows = logp if logp.dim() == 2 else logp[None]
-        digits = rows[:, self._digit_index]
-        ends = (1.0 - rows.exp()[:, self._digit_start].sum(dim=-1)).clamp(min=0.0)
-        merged = torch.cat([digits, ends[:, None]], dim=1).tolist()
+        merged = torch.cat([rows[:, self._digit_index], self._end_probs(rows)[:, None]],
+                           dim=1).tolist()
         return [(row[:10], row[10]) for row in merged]
 
+    def _end_probs(self, rows: Any) -> Any:
+        """Per row of log-probs: P(the number ends) = 1 - P(next token starts with a digit)."""
+        return (1.0 - rows.exp()[:, self._digit_start].sum(dim=-1)).clamp(min=0.0)
+
     def _end_prob(self, logp: Any) -> float:
-        """P(the number ends here) = 1 - P(next token starts with a digit)."""
-        return max(0.0, 1.0 - float(logp.exp()[self._digit_start].sum()))
+        """P(the number ends here), for one row of next-token log-probs."""
+        return float(self._end_probs(logp[None])[0])
 
     def _digit_tree(self, context: list[int], values: Sequence[int], extras: dict[str, object]
                     ) -> dict[int, float]:
