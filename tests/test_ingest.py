@@ -225,3 +225,48 @@ def test_console_script_is_installed() -> None:
     proc = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True)
     for command in ("sample", "ingest"):
         assert command in proc.stdout
+
+
+def test_video_frames_are_kept_on_their_own_and_reused(
+        messy: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
+    """Each sampled frame is kept beside the tile as decoded, named and hashed in the item.
+
+    A judge shown the frames (not the tile) reads them from there; a tile made before frames
+    were kept (its sidecar lists none) is made again rather than reused without them.
+    """
+    import hashlib
+
+    manifest, root, _ = messy
+    out = tmp_path / "out"
+    assert cli_main(["ingest", str(manifest), "--media-root", str(root), "--out", str(out)]) == 0
+    rows = {r["id"]: r for r in pq.read_table(out / "items.parquet").to_pylist()}
+    a = rows["ok-video-a"]
+    assert len(a["frame_paths"]) == len(a["frame_sha256"]) == 3
+    levels = []
+    for path, sha in zip(a["frame_paths"], a["frame_sha256"], strict=True):
+        assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == sha
+        frame = Image.open(path)
+        assert frame.size == (160, 90)  # as decoded, not letterboxed into a panel
+        levels.append(frame.convert("L").getpixel((80, 45)))
+    # Frames 0, 4, 8 of a clip whose frame i is grey 20 + 8i (lossy coding: within a few).
+    assert all(abs(got - (20 + 8 * i)) <= 3 for got, i in zip(levels, (0, 4, 8), strict=True))
+    assert rows["ok-image"]["frame_paths"] is None
+
+    # A second run reuses the tile and frames (same files, same hashes).
+    mtimes = [os.stat(p).st_mtime_ns for p in a["frame_paths"]]
+    assert cli_main(["ingest", str(manifest), "--media-root", str(root), "--out", str(out)]) == 0
+    again = {r["id"]: r for r in pq.read_table(out / "items.parquet").to_pylist()}["ok-video-a"]
+    assert again["frame_sha256"] == a["frame_sha256"]
+    assert [os.stat(p).st_mtime_ns for p in a["frame_paths"]] == mtimes
+
+    # A sidecar written before frames were kept: the tile is made again, with its frames.
+    sidecar = Path(a["tile_path"]).with_suffix(".json")
+    old = json.loads(sidecar.read_text())
+    del old["frame_paths"], old["frame_sha256"]
+    sidecar.write_text(json.dumps(old))
+    for p in a["frame_paths"]:
+        Path(p).unlink()
+    assert cli_main(["ingest", str(manifest), "--media-root", str(root), "--out", str(out)]) == 0
+    remade = {r["id"]: r for r in pq.read_table(out / "items.parquet").to_pylist()}["ok-video-a"]
+    assert remade["frame_sha256"] == a["frame_sha256"]
+    assert all(Path(p).is_file() for p in remade["frame_paths"])

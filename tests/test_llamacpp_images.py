@@ -175,6 +175,41 @@ def test_the_picture_changes_the_answer_and_the_same_picture_gives_the_same(
           f"stripes {sorted(top_stripes.items(), key=lambda kv: -kv[1])[:3]}")
 
 
+def _frames_request(pictures: list[Path]) -> JudgeRequest:
+    """G-VEval's ref-free request on a video whose sampled frames are ``pictures``, attached
+    one by one (``visual_input: frames``)."""
+    shas = tuple(sha256_file(p) for p in pictures)
+    item = Item(id="clip", candidate=CANDIDATE, media_kind="video",
+                media_root=str(pictures[0].parent), media_path="clip.mp4",
+                media_sha256="c" * 64, tile_path=str(pictures[0]), tile_sha256=shas[0],
+                frame_policy="first_middle_last", frame_indices=(0, 4, 8),
+                frame_paths=tuple(str(p) for p in pictures), frame_sha256=shas)
+    [planned] = get_method("gveval").plan(
+        item, "ref-free", MethodOptions(decoding=Decoding(max_tokens=4), vision=True,
+                                        extra={"visual_input": "frames"}))
+    assert isinstance(planned, Planned), planned
+    return planned.request
+
+
+def test_a_videos_frames_attached_one_by_one_each_reach_the_model(
+        vision_backend: LlamaCppBackend, pictures: dict[str, Path]) -> None:
+    red, stripes = pictures["red"], pictures["stripes"]
+    three = _frames_request([red, red, red])
+    assert [p.sha256 for p in three.messages[-1].images] == [sha256_file(red)] * 3
+    client = JudgeClient(vision_backend, None)
+    [same] = client.run([three])
+    [middle] = client.run([_frames_request([red, stripes, red])])
+    [again] = client.run([three])
+    for answer in (same, middle, again):
+        assert answer.status in ("ok", "low_mass"), answer.reason
+        assert answer.slots[0].probs is not None
+    # Only the middle frame differs, and the answer moves: the second picture was seen.
+    delta = _max_delta(_first_top(same), _first_top(middle))
+    assert delta > 0.05, delta
+    assert again.raw == same.raw
+    print(f"\nthree frames: max |delta logprob| when only the middle frame changes: {delta:.4f}")
+
+
 def test_without_an_mmproj_a_picture_is_refused_cleanly(text_gguf: Path,
                                                          pictures: dict[str, Path]) -> None:
     backend = create_backend(f"llamacpp/{text_gguf}", threads=1)

@@ -115,6 +115,42 @@ def test_context_stage_runs_once_per_picture(server: MockOpenAIServer, ingested:
     assert summary["model_calls"] == 3 * (len(subset) + 1)
 
 
+def test_video_frames_attached_one_by_one_through_the_judge_stage(ingested: Path,
+                                                                   tmp_path: Path) -> None:
+    """``visual_input: frames`` on ingested videos: each sampled frame (verified against its
+    hash) is sent as its own picture, and every row records the option."""
+    import base64
+    import hashlib
+
+    items = [i for i in load_items(ingested / "items.parquet") if i.media_kind == "video"][:4]
+    assert items and all(len(i.frame_paths) == len(i.frame_indices) == 3 for i in items)
+    bodies: list[dict[str, object]] = []
+
+    def spy(body: dict[str, object]) -> object:
+        from capjudge.testing.openai_server import default_script
+
+        bodies.append(body)
+        return default_script(body)  # type: ignore[arg-type]
+
+    with MockOpenAIServer(spy) as s:  # type: ignore[arg-type]
+        config = JudgeConfig(method="gveval", backend="openai/gpt-4o-2024-08-06",
+                             modes=["ref-free"], backend_options={"base_url": s.url},
+                             cache_dir=str(tmp_path / "cache"),
+                             method_options={"visual_input": "frames"})
+        summary = run_judge(ingested / "items.parquet", tmp_path / "judge", config)
+    assert summary["by_status"].get("ok", 0) >= len(items)
+    sent = {hashlib.sha256(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
+            .hexdigest() for body in bodies for m in body["messages"]  # type: ignore[union-attr]
+            if isinstance(m["content"], list) for part in m["content"]
+            if part["type"] == "image_url"}
+    for item in items:
+        assert set(item.frame_sha256) <= sent and item.tile_sha256 not in sent
+    rows = pq.read_table(tmp_path / "judge" / "judgements.parquet").to_pylist()
+    videos = [r for r in rows if r["item_id"] in {i.id for i in items}]
+    assert videos and all("visual_input=frames" in r["settings"].split("; ") for r in videos)
+    assert all(r["template"] == "gveval/video-separate/ref-free@1" for r in videos)
+
+
 def test_adversarial_captions_are_judged_as_data(ingested: Path, tmp_path: Path) -> None:
     items = load_items(ingested / "items.parquet")
     attacks = [i for i in items if "Ignore the instructions" in i.candidate

@@ -83,6 +83,40 @@ def test_request_carries_logprobs_settings_and_images_as_data_urls(tmp_path: Pat
     assert parts[1]["image_url"]["detail"] == "low"
 
 
+def test_a_videos_frames_go_as_image_parts_in_order_after_their_labels(tmp_path: Path
+                                                                       ) -> None:
+    """``visual_input: frames``: one ``image_url`` part per frame, each after its label."""
+    import base64
+
+    from PIL import Image
+
+    from capjudge.item import Item
+    from capjudge.media import sha256_file
+    from capjudge.methods import MethodOptions, Planned, get_method
+
+    paths = []
+    for k in range(3):
+        paths.append(tmp_path / f"f{k}.png")
+        Image.new("RGB", (8, 8), (40 * k, 0, 0)).save(paths[-1])
+    shas = tuple(sha256_file(p) for p in paths)
+    item = Item(id="v", candidate="A ball rolls.", media_kind="video", media_root=str(tmp_path),
+                media_path="v.mp4", media_sha256="c" * 64, tile_path=str(paths[0]),
+                tile_sha256=shas[0], frame_paths=tuple(map(str, paths)), frame_sha256=shas)
+    [planned] = get_method("gveval").plan(item, "ref-free", MethodOptions(
+        vision=True, extra={"visual_input": "frames", "video_detail": "high"}))
+    assert isinstance(planned, Planned)
+    with MockOpenAIServer() as server:
+        client_for(server).run([planned.request])
+        content = server.requests[0]["messages"][-1]["content"]
+    images = [k for k, part in enumerate(content) if part["type"] == "image_url"]
+    assert len(images) == 3
+    for frame, k in enumerate(images):
+        assert content[k - 1]["text"].rstrip().endswith(f"Frame {frame + 1}:")
+        url = content[k]["image_url"]["url"]
+        assert base64.b64decode(url.split(",", 1)[1]) == paths[frame].read_bytes()
+        assert content[k]["image_url"]["detail"] == "high"
+
+
 def test_retries_through_429_and_5xx_and_malformed_bodies() -> None:
     with MockOpenAIServer() as server:
         server.inject("429", "500", "503", "malformed", retry_after=0.05)

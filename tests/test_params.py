@@ -175,3 +175,17 @@ def test_sample_and_ingest_flows_exit_2_before_running(
     assert not (tmp_path / "never").exists()
     assert ingest_main(["--params", str(path)]) == 2
     assert "sample.seeds" in capsys.readouterr().err
+
+
+def test_a_named_option_of_another_method_is_refused_naming_who_has_it() -> None:
+    """``visual_input`` is G-VEval's: on VisCE² it would be ignored, so it is refused."""
+    from capjudge.params import _check_choices
+
+    _check_choices("judges.j.method_options", "gveval", {"visual_input": "frames"})
+    _check_choices("judges.j.method_options", "gveval-accr", {"visual_input": "frames"})
+    with pytest.raises(ParamsError, match=r"visce2 has no option 'visual_input'.*gveval"):
+        _check_choices("judges.j.method_options", "visce2", {"visual_input": "frames"})
+    with pytest.raises(ParamsError, match="unknown visual_input"):
+        _check_choices("judges.j.method_options", "gveval", {"visual_input": "video"})
+    # Free-form keys no method names stay free-form (backends and profiles read them).
+    _check_choices("judges.j.method_options", "visce2", {"media": ["video"]})

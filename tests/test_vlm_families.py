@@ -266,3 +266,60 @@ def test_gemma3_within_its_sliding_window_reads_on_generations_cache(tmp_path: P
     for shared, encoded in zip(answers[True], answers[False], strict=True):
         assert isinstance(shared, JudgeResponse) and isinstance(encoded, JudgeResponse)
         assert shared.slots[0].probs == pytest.approx(encoded.slots[0].probs, abs=1e-5)
+
+
+def _video_item(tmp_path: Path, name: str, levels: tuple[int, ...]) -> Item:
+    """A video item whose sampled frames (flat colours ``levels``) are kept on their own."""
+    from capjudge.media import sha256_file
+
+    paths, shas = [], []
+    for k, level in enumerate(levels):
+        path = tmp_path / f"{name}-frame{k + 1}.png"
+        Image.new("RGB", (48, 36), (level, 255 - level, 90)).save(path)
+        paths.append(str(path))
+        shas.append(sha256_file(path))
+    return Item(id=name, candidate="A ball rolls.", media_kind="video",
+                media_root=str(tmp_path), media_path=f"{name}.mp4", media_sha256="c" * 64,
+                tile_path=paths[0], tile_sha256=shas[0], frame_policy="first_middle_last",
+                frame_indices=(0, 4, 8), frame_paths=tuple(paths), frame_sha256=tuple(shas))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_each_family_judges_a_videos_frames_as_separate_images(family: str,
+                                                                tmp_path: Path) -> None:
+    """``visual_input: frames``: three pictures in one request, each of them seen.
+
+    A batch of a three-frame request and a one-image request gives each the distribution it
+    gets alone, and changing the middle frame alone changes the score distribution (the
+    model saw it: a family that kept only the first picture would not move).
+    """
+    if family not in STOCK_FAMILIES:
+        install_shims()
+    path = build(family, tmp_path / family)
+    backend = HFBackend(str(path), dtype="float32", linear_kernel="default")
+    method = get_method("gveval")
+    options = MethodOptions(decoding=Decoding(max_tokens=4), vision=True,
+                            extra={"visual_input": "frames"})
+
+    def request(item: Item):
+        planned = method.plan(item, "ref-free", options)[0]
+        assert isinstance(planned, Planned), planned
+        return planned.request
+
+    video = request(_video_item(tmp_path, "v", (10, 120, 240)))
+    assert len(video.messages[-1].images) == 3
+    image = request(_items(tmp_path)[0])
+    both = backend.generate([video, image])
+    alone = backend.generate([video])[0]
+    for answer in (*both, alone):
+        assert isinstance(answer, JudgeResponse), answer
+        assert answer.slots[0].probs is not None and answer.slots[0].mass, answer.slots[0]
+    assert isinstance(both[0], JudgeResponse) and isinstance(alone, JudgeResponse)
+    assert alone.slots[0].probs == pytest.approx(both[0].slots[0].probs, abs=1e-4)
+    # Only the middle frame differs.
+    other = backend.generate([request(_video_item(tmp_path, "w", (10, 200, 240)))])[0]
+    assert isinstance(other, JudgeResponse) and other.slots[0].probs is not None
+    gap = max(abs(a - b) for a, b in zip(other.slots[0].probs, alone.slots[0].probs,
+                                         strict=True))
+    assert gap > 1e-6, f"{family}: the middle frame did not reach the model"

@@ -116,8 +116,27 @@ def _ids(tokenizer, *tokens: str) -> list[int]:
     return ids
 
 
+def _live_weights(model) -> list[str]:
+    """Give random values to weight matrices a family initialises to zero; their names.
+
+    Gemma 3 starts its image projection (``mm_input_projection_weight``) at zero: every image
+    then reaches the language model as the same zero vectors, and a test could not tell an
+    image the model saw from one it never got.
+    """
+    import torch
+
+    named = []
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if param.dim() >= 2 and not param.any():
+                param.normal_(0.0, param.shape[-1] ** -0.5)
+                named.append(name)
+    return named
+
+
 def _save(path: Path, model, processor) -> Path:
     path.mkdir(parents=True, exist_ok=True)
+    _live_weights(model)
     model.eval()
     model.save_pretrained(path)
     processor.save_pretrained(path)

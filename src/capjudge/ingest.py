@@ -44,6 +44,7 @@ from capjudge.media import (
     MediaError,
     SampledTile,
     check_image,
+    frame_file,
     frame_indices,
     prepare_judge_image,
     sample_video_tile_isolated,
@@ -225,6 +226,9 @@ class VideoTile(TypedDict):
     fps: float
     duration_s: float
     codec: str
+    frame_paths: list[str]
+    """Each sampled frame on its own, beside the tile (:func:`capjudge.media.frame_file`)."""
+    frame_sha256: list[str]
 
 
 class TileCache:
@@ -298,6 +302,7 @@ class TileCache:
             "indices": result.indices, "timestamps_s": result.timestamps_s,
             "width": info.width, "height": info.height, "n_frames": info.n_frames,
             "fps": info.fps, "duration_s": info.duration_s, "codec": info.codec,
+            "frame_paths": result.frame_paths, "frame_sha256": result.frame_sha256,
         }
         write_text(sidecar, json.dumps(meta, indent=1))
         self.videos[key] = meta
@@ -317,11 +322,20 @@ class TileCache:
             # working directory).
             # The sidecar is what video() wrote (checked against the tile below).
             meta = cast(VideoTile, {**data, "tile_path": str(tile)})
+            # The frames as seen now too; a sidecar from before frames were kept has none
+            # (its tile is made again, with them).
+            shas = meta.get("frame_sha256")
+            if not isinstance(shas, list) or len(shas) != len(meta.get("indices", [])):
+                log.info("tile %s was made before its frames were kept; making it again", tile)
+                return None
+            meta["frame_paths"] = [str(frame_file(tile, k)) for k in range(len(shas))]
+            same_shown = all(Path(f).is_file() and sha256_file(f) == h
+                             for f, h in zip(meta["frame_paths"], shas, strict=True))
             # A tile made under an earlier index rule (gveval_code was [0, n//3, 2n//3]
             # before it followed the repository's linspace) is made again, not reused.
             same_frames = bool(meta.get("n_frames")) and meta.get("indices") == frame_indices(
                 int(meta["n_frames"]), self.config.frame_policy, self.config.uniform_frames)
-            if meta.get("tile_sha256") == sha256_file(tile) and same_frames:
+            if meta.get("tile_sha256") == sha256_file(tile) and same_frames and same_shown:
                 return meta
         except (ValueError, TypeError, KeyError, OSError) as exc:
             log.warning("tile sidecar %s is unreadable (%s); making the tile again", sidecar,
@@ -374,6 +388,7 @@ def _with_media(item: ItemRow, row: ValidRow, media_root: Path, tiles: TileCache
             frame_policy=meta["policy"], frame_indices=tuple(meta["indices"]),
             frame_timestamps_s=tuple(meta["timestamps_s"]),
             judge_path=meta["tile_path"], judge_sha256=meta["tile_sha256"],
+            frame_paths=tuple(meta["frame_paths"]), frame_sha256=tuple(meta["frame_sha256"]),
         )
     if len(paths) < 1:
         raise MediaError("'views' is empty")
@@ -398,6 +413,14 @@ def stored_path(value: str | None, out: Path, relative: bool) -> str | None:
         return None
     full = os.path.abspath(value)
     return os.path.relpath(full, os.path.abspath(out)) if relative else full
+
+
+def _stored_paths(item: ItemRow, out: Path, relative: bool) -> ItemRow:
+    """``item`` with the files ingest made (tile, judge copy, frames) as :func:`stored_path`."""
+    frames = tuple(str(stored_path(f, out, relative)) for f in item.frame_paths or ())
+    return replace(item, tile_path=stored_path(item.tile_path, out, relative),
+                   judge_path=stored_path(item.judge_path, out, relative),
+                   frame_paths=frames or None)
 
 
 def _reason_kind(reason: str) -> str:
@@ -478,8 +501,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
                                             reason=safe_text(str(exc)), raw=safe_text(raw.raw)))
             continue
         first_key[look_alike_key(row.id)] = (row.id, raw.line)
-        items.append(replace(item, tile_path=stored_path(item.tile_path, out, relative_paths),
-                             judge_path=stored_path(item.judge_path, out, relative_paths)))
+        items.append(_stored_paths(item, out, relative_paths))
         if n_rows % 50 == 0:
             log.info("ingest: %d rows read, %d items, %d quarantined", n_rows, len(items),
                      len(quarantine))

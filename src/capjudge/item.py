@@ -26,10 +26,14 @@ class Item:
     ``judge_path``/``judge_sha256`` a normalised copy of an image in a format judge APIs accept,
     when ingest had to make one. ``labels`` and ``extra`` are JSON text, as stored.
 
+    ``frame_paths``/``frame_sha256``: a video's sampled frames on their own (what a judge
+    shown the frames rather than the tile sees).
+
     Paths: ``media_path`` and ``view_paths`` are relative to ``media_root``; a relative
-    ``media_root``, ``tile_path`` or ``judge_path`` is relative to the items file's folder
-    (``base_dir``, set by :func:`load_items`), so an ingest folder can be moved or read from any
-    working directory. Use :meth:`resolve` / :meth:`root` rather than opening them directly.
+    ``media_root``, ``tile_path``, ``judge_path`` or frame path is relative to the items
+    file's folder (``base_dir``, set by :func:`load_items`), so an ingest folder can be moved
+    or read from any working directory. Use :meth:`resolve` / :meth:`root` rather than
+    opening them directly.
     """
 
     id: str
@@ -53,6 +57,8 @@ class Item:
     frame_policy: str | None = None
     frame_indices: tuple[int, ...] = ()
     frame_timestamps_s: tuple[float, ...] = ()
+    frame_paths: tuple[str, ...] = ()
+    frame_sha256: tuple[str, ...] = ()
     other: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
     # Where the item was loaded from (not a column): what relative paths resolve against.
     base_dir: str | None = field(default=None, compare=False, hash=False)
@@ -73,7 +79,8 @@ class Item:
         for key, value in row.items():
             if key not in known:
                 other[key] = value
-            elif key in ("references", "view_paths", "frame_indices", "frame_timestamps_s"):
+            elif key in ("references", "view_paths", "frame_indices", "frame_timestamps_s",
+                         "frame_paths", "frame_sha256"):
                 values[key] = tuple(cast("Iterable[object]", value or ()))
             elif value is not None:
                 values[key] = value

@@ -579,11 +579,28 @@ class SampledTile:
     indices: list[int]
     timestamps_s: list[float]
     info: VideoInfo
+    frame_paths: list[str] = field(default_factory=list)
+    """Each sampled frame on its own (:func:`frame_file`), in temporal order."""
+    frame_sha256: list[str] = field(default_factory=list)
+
+
+def frame_file(tile_path: str | Path, k: int) -> Path:
+    """Where the ``k``-th (0-based) sampled frame of a video tile is kept, beside the tile.
+
+    A judge shown the frames as separate pictures (G-VEval's ``visual_input: frames``) or as
+    a video (families whose processor takes one) gets these, not the tile's letterboxed,
+    labelled panels.
+    """
+    tile = Path(tile_path)
+    return tile.with_name(f"{tile.stem}-frame{k + 1}.png")
 
 
 def sample_video_tile(path: str, tile_path: str, policy: str = "first_middle_last",
                       n: int = 3) -> SampledTile:
     """Probe a video, decode the policy's frames by seeking and write the labelled tile.
+
+    Each frame is also written on its own, as decoded (:func:`frame_file`), so a judge can be
+    shown the frames rather than the tile without decoding the video again.
 
     Seeking can land off-target on streams with broken indexes; the decoded frame count is
     checked and, when seeking fails, the whole stream is decoded instead (slower, same frames).
@@ -595,10 +612,15 @@ def sample_video_tile(path: str, tile_path: str, policy: str = "first_middle_las
     except MediaError:
         images = decode_frames_all(path, indices)
     tile = tile_panels(images, "Frame")
+    # The frames first: a tile on disk promises its frames are there too (TileCache reuse).
+    frame_paths = [str(frame_file(tile_path, k)) for k in range(len(images))]
+    frame_shas = [save_png(_to_8bit(img).convert("RGB"), Path(f))
+                  for img, f in zip(images, frame_paths, strict=True)]
     digest = save_png(tile, Path(tile_path))
     stamps = [round((info.pts[i] - info.pts[0]) * info.time_base, 6) for i in indices]
     return SampledTile(tile_path=tile_path, tile_sha256=digest, policy=policy,
-                       indices=indices, timestamps_s=stamps, info=info)
+                       indices=indices, timestamps_s=stamps, info=info,
+                       frame_paths=frame_paths, frame_sha256=frame_shas)
 
 
 def tile_views(paths: Sequence[str], tile_path: str) -> tuple[str, str]:
@@ -650,7 +672,8 @@ def sample_video_tile_isolated(path: str, tile_path: str, policy: str = "first_m
     info["pts"] = tuple(info["pts"])
     return SampledTile(tile_path=reply["tile_path"], tile_sha256=reply["tile_sha256"],
                        policy=reply["policy"], indices=reply["indices"],
-                       timestamps_s=reply["timestamps_s"], info=VideoInfo(**info))
+                       timestamps_s=reply["timestamps_s"], info=VideoInfo(**info),
+                       frame_paths=reply["frame_paths"], frame_sha256=reply["frame_sha256"])
 
 
 def _worker_main() -> int:

@@ -253,6 +253,10 @@ class ItemRow(Record):
     frame_policy: str | None = None
     frame_indices: tuple[int, ...] | None = None
     frame_timestamps_s: tuple[float, ...] | None = None
+    frame_paths: tuple[str, ...] | None = None
+    """Video items: each sampled frame on its own, as decoded (the tile shows them letterboxed
+    and labelled), in temporal order; paths stored as ``tile_path`` is."""
+    frame_sha256: tuple[str, ...] | None = None
     candidate: str
     references: tuple[str, ...] | None = None
     question: str | None = None

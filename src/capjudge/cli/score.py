@@ -40,6 +40,8 @@ class _ItemFields(TypedDict, total=False):
     tile_sha256: str
     frame_policy: str
     frame_indices: tuple[int, ...]
+    frame_paths: tuple[str, ...]
+    frame_sha256: tuple[str, ...]
 
 
 def adhoc_item(args: argparse.Namespace, frame_policy: str | None = None) -> Any:
@@ -76,7 +78,9 @@ def adhoc_item(args: argparse.Namespace, frame_policy: str | None = None) -> Any
                                "tile_path": meta["tile_path"],
                                "tile_sha256": meta["tile_sha256"],
                                "frame_policy": meta["policy"],
-                               "frame_indices": tuple(meta["indices"])})
+                               "frame_indices": tuple(meta["indices"]),
+                               "frame_paths": tuple(meta["frame_paths"]),
+                               "frame_sha256": tuple(meta["frame_sha256"])})
             else:
                 paths = [Path(v) for v in args.views]
                 sha = sha256_text(*[sha256_file(v) for v in paths])

@@ -330,6 +330,23 @@ def item_image(item: Item, detail: str) -> ImagePart:
     return ImagePart(str(item.resolve(item.tile_path)), item.tile_sha256, detail)
 
 
+def item_frames(item: Item, detail: str) -> list[ImagePart]:
+    """A video item's sampled frames, each on its own, in temporal order (absolute paths).
+
+    What a judge sees under ``visual_input: frames`` instead of the tile.
+
+    Raises:
+        ValueError: not a video item, or one ingested before frames were kept.
+    """
+    if item.media_kind != "video":
+        raise ValueError(f"item {item.id!r} ({item.media_kind}) has no video frames")
+    if not item.frame_paths or len(item.frame_paths) != len(item.frame_sha256):
+        raise ValueError(f"item {item.id!r} has no sampled frames kept on their own (ingested "
+                         "before frames were kept: run ingest again)")
+    return [ImagePart(str(item.resolve(p)), h, detail)
+            for p, h in zip(item.frame_paths, item.frame_sha256, strict=True)]
+
+
 class Method(ABC):
     """A judging method. Subclasses set the class attributes and implement :meth:`plan`.
 

@@ -12,6 +12,11 @@ middle and the last frame" (the ``first_middle_last`` policy); tiles sampled oth
 (``gveval_code``, ``uniformN``) get the ``gveval/video-frames/*`` (``gveval/accr-frames/*``)
 prompts, which describe their frames.
 
+Named option ``visual_input``: ``tile`` (the paper's, the default) or ``frames``, which attaches
+the sampled frames one by one, each after its label (``gveval/video-separate/*``,
+``gveval/accr-separate/*`` prompts), for judges that read several images or a video better
+than one wide tile; recorded on every row like every named option.
+
 Method options: ``media`` (media kinds to judge), ``templates`` (a user's template folder, see
 :mod:`capjudge.prompts`), ``video_detail`` (the image detail sent for video tiles) and
 ``frame_policy`` (video items must have been sampled with it, else they are skipped with the
@@ -38,10 +43,11 @@ from capjudge.methods.base import (
     Profile,
     Scale,
     Skip,
+    item_frames,
     item_image,
 )
 from capjudge.prompts import Template, get_template, method_spec, user_spec
-from capjudge.protocol import JudgeRequest, ScoreSlot
+from capjudge.protocol import ImagePart, JudgeRequest, ScoreSlot
 
 MODES = ("ref-free", "ref-only", "combined")
 ACCR = ("accuracy", "completeness", "conciseness", "relevance")
@@ -81,21 +87,31 @@ def user_slots(folder: str | Path, default: tuple[ScoreSlot, ...]) -> tuple[Scor
     return default
 
 
-def frames_description(item: Item) -> dict[str, str] | None:
-    """What a video tile shows, for the prompt: ``count``, ``which`` and ``labels``.
+def frames_description(item: Item, separate: bool = False) -> dict[str, object] | None:
+    """What a video's frames are, for the prompt.
 
-    None for ``first_middle_last`` (and tiles whose policy is unknown), which the v1 prompts
-    describe.
+    The keys: ``count`` (in words), ``which``, ``labels`` (joined) and ``label_list``.
+
+    Args:
+        item: a video item.
+        separate: the frames are attached one by one (``visual_input: frames``), whose prompts
+            always describe them.
+
+    Returns:
+        None for a ``first_middle_last`` tile (and tiles whose policy is unknown), which the
+        v1 prompts describe.
     """
     policy = item.frame_policy or "first_middle_last"
-    if policy == "first_middle_last":
+    if policy == "first_middle_last" and not separate:
         return None
-    n = len(item.frame_indices) or 3
+    n = (len(item.frame_paths) if separate else 0) or len(item.frame_indices) or 3
     labels = [f"Frame {k + 1}" for k in range(n)]
     joined = labels[0] if n == 1 else ", ".join(labels[:-1]) + f" and {labels[-1]}"
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven",
              8: "eight", 9: "nine", 10: "ten"}
-    if policy == "gveval_code":
+    if policy == "first_middle_last":
+        which = "the first, the middle and the last frame"
+    elif policy == "gveval_code":
         which = ("the first frame and the frames one third and two thirds of the way through "
                  "the clip; the last frame is not shown")
     elif policy.startswith("uniform"):
@@ -103,7 +119,8 @@ def frames_description(item: Item) -> dict[str, str] | None:
                  "evenly spaced from the first to the last frame")
     else:
         which = f"sampled by the {policy!r} policy"
-    return {"count": words.get(n, str(n)), "which": which, "labels": joined}
+    return {"count": words.get(n, str(n)), "which": which, "labels": joined,
+            "label_list": labels}
 
 
 SCALE = Scale(0, 100, pass_mark=50)
@@ -118,12 +135,13 @@ PROFILES: dict[str, Profile] = {
 
 def _plan_with(template: Template, item: Item, mode: str, options: MethodOptions,
                slots: tuple[ScoreSlot, ...], medium: str,
-               frames: dict[str, str] | None = None,
+               frames: dict[str, object] | None = None,
                settings: tuple[tuple[str, str], ...] = ()) -> list[Planned | Skip]:
     if "references" in template.needs and not item.references:
         return [Skip(item.id, mode, "no reference captions (mode needs references)",
                      template.ref)]
-    image = None
+    image: ImagePart | None = None
+    shown: list[ImagePart] | None = None  # the frames, one by one (visual_input: frames)
     if "image" in template.needs:
         if not options.vision:
             return [Skip(item.id, mode, "backend has no vision input (mode needs the "
@@ -134,8 +152,14 @@ def _plan_with(template: Template, item: Item, mode: str, options: MethodOptions
                          f"policy (this tile: {item.frame_policy or 'unknown'}); ingest with "
                          f"--frame-policy {wanted}", template.ref)]
         detail = options.extra.get("video_detail") if medium == "video" else None
-        image = item_image(item, detail or options.detail)
-    messages = template.render(image=image, candidate=item.candidate,
+        if medium == "video" and dict(settings).get("visual_input") == "frames":
+            try:
+                shown = item_frames(item, detail or options.detail)
+            except ValueError as exc:
+                return [Skip(item.id, mode, f"visual_input: frames: {exc}", template.ref)]
+        else:
+            image = item_image(item, detail or options.detail)
+    messages = template.render(image=image, images=shown, candidate=item.candidate,
                                references=list(item.references), medium=medium, frames=frames,
                                question=item.question)
     # What the judge may quote: masked before its verdict is located.
@@ -162,15 +186,24 @@ class GVEval(Method):
     overall_scale = SCALE
     combination = "the expected score of the 0-100 distribution (eq. 1)"
     profiles = PROFILES
+    # visual_input: how a video is shown. "tile" is the paper's (§3.5: the sampled frames
+    # combined into one labelled image); "frames" attaches each frame on its own, for judges
+    # that take several images (or a video) better than one wide picture.
+    choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "prompt_variant": ("paper", "guarded"), "visual_input": ("tile", "frames")}
     cut_reasoning = ("a score without its full reasoning is G-VEval's 'w/o reason in response' "
                      "ablation (Table 6), not G-VEval: raise max_tokens")
 
-    def template_id(self, medium: str, mode: str, frames: bool = False) -> str:
+    def template_id(self, medium: str, mode: str, frames: bool = False,
+                    separate: bool = False) -> str:
         """The template for a medium (image / video) and mode.
 
         ``frames``: a video tile sampled by another policy than first_middle_last (its prompt
-        names its frames).
+        names its frames). ``separate``: a video's frames attached one by one
+        (``visual_input: frames``).
         """
+        if separate:
+            return f"gveval/video-separate/{mode}"
         return f"gveval/video-frames/{mode}" if frames else f"gveval/{medium}/{mode}"
 
     def slots(self, options: MethodOptions | None = None) -> tuple[ScoreSlot, ...]:
@@ -182,13 +215,14 @@ class GVEval(Method):
         """One request per item and mode (skipped without references or vision as needed)."""
         self.check_mode(mode)
         medium = "video" if item.media_kind == "video" else "image"
-        frames = frames_description(item) if medium == "video" and mode != "ref-only" \
-            else None
-        folder = options.extra.get("templates")
         settings = self.settings(options)
-        # A user's folder holds the templates it names; the frames variant is ours.
+        shows_video = medium == "video" and mode != "ref-only"
+        separate = shows_video and dict(settings)["visual_input"] == "frames"
+        frames = frames_description(item, separate) if shows_video else None
+        folder = options.extra.get("templates")
+        # A user's folder holds the templates it names; the frames variants are ours.
         template = get_template("gveval", self.template_id(
-            medium, mode, frames is not None and not folder), folder,
+            medium, mode, frames is not None and not folder, separate and not folder), folder,
             variant="paper" if folder else dict(settings)["prompt_variant"])
         kinds = options.extra.get("media")
         if kinds and item.media_kind not in kinds:
@@ -205,11 +239,14 @@ class GVEvalACCR(GVEval):
     criteria = tuple(CriterionSpec(c, SCALE, description=f"ACCR {c}, 0-100") for c in ACCR)
     combination = "the mean of accuracy, completeness, conciseness and relevance"
 
-    def template_id(self, medium: str, mode: str, frames: bool = False) -> str:
+    def template_id(self, medium: str, mode: str, frames: bool = False,
+                    separate: bool = False) -> str:
         """The ACCR template for a mode: one for both media (it names the medium).
 
-        ``frames``: as in :meth:`GVEval.template_id`.
+        ``frames``, ``separate``: as in :meth:`GVEval.template_id`.
         """
+        if separate:
+            return f"gveval/accr-separate/{mode}"
         return f"gveval/accr-frames/{mode}" if frames else f"gveval/accr/{mode}"
 
     def slots(self, options: MethodOptions | None = None) -> tuple[ScoreSlot, ...]:

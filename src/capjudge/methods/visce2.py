@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from capjudge.item import Item
 from capjudge.methods.base import (
@@ -112,7 +112,7 @@ class VisCE2(Method):
             return [Skip(item.id, mode, "backend has no vision input (VisCE² always shows "
                          "the image)", template.ref)]
         image = item_image(item, options.detail)
-        variables: dict[str, object] = {"candidate": item.candidate}
+        variables: dict[str, Any] = {"candidate": item.candidate}
         if mode == "references":
             refs = list(item.references)
             if not refs:

@@ -33,12 +33,12 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 import yaml
@@ -175,19 +175,41 @@ class Template:
             f"{self.source()}\n---\nvariant: {self.variant}"
         return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
-    def render(self, image: ImagePart | None = None, **variables: Any) -> tuple[Message, ...]:
-        """Render to chat messages; raises ``jinja2.UndefinedError`` on a missing variable."""
+    def render(self, image: ImagePart | None = None, *,
+               images: Sequence[ImagePart] | None = None, **variables: Any
+               ) -> tuple[Message, ...]:
+        """Render to chat messages.
+
+        Args:
+            image: the picture every ``{{ IMAGE }}`` of the template shows.
+            images: instead of ``image``, one picture per ``{{ IMAGE }}`` in the order they
+                render (a video's frames attached one by one).
+            **variables: the template's variables.
+
+        Raises:
+            jinja2.UndefinedError: a missing variable.
+            ValueError: a template that shows a picture without one, or ``images`` whose
+                number is not the number of places the template shows one.
+        """
+        if image is not None and images is not None:
+            raise ValueError("give image or images, not both")
         if self.engine == "replace":
-            return self._render_replace(image, variables)
+            return self._render_replace([image] if image is not None else list(images or ()),
+                                        variables)
         env = _environment(str(self.folder))
         variables = {"guarded": self.variant == "guarded", **variables}
         user = env.get_template(self.file).render(IMAGE=IMAGE_MARK, **variables).strip()
-        if IMAGE_MARK in user and image is None:
+        chunks = user.split(IMAGE_MARK)
+        if len(chunks) > 1 and image is None and not images:
             raise ValueError(f"{self.ref} needs an image")
+        if images is not None and len(images) != len(chunks) - 1:
+            raise ValueError(f"{self.ref} shows {len(chunks) - 1} picture(s); "
+                             f"{len(images)} given")
+        shown = list(images) if images is not None else [image] * (len(chunks) - 1)
         parts: list[str | ImagePart] = []
-        for k, chunk in enumerate(user.split(IMAGE_MARK)):
-            if k > 0 and image is not None:
-                parts.append(image)
+        for k, chunk in enumerate(chunks):
+            if k > 0 and shown[k - 1] is not None:
+                parts.append(cast(ImagePart, shown[k - 1]))
             if chunk:
                 parts.append(chunk)
         messages = []
@@ -198,7 +220,7 @@ class Template:
         return tuple(messages)
 
 
-    def _render_replace(self, image: ImagePart | None, variables: Mapping[str, object]
+    def _render_replace(self, images: Sequence[ImagePart], variables: Mapping[str, object]
                         ) -> tuple[Message, ...]:
         """The file as it is, placeholders replaced the way the G-VEval scorer does."""
         text = (self.folder / self.file).read_text(encoding="utf-8")
@@ -208,9 +230,9 @@ class Template:
         text = text.replace("{{Caption}}", str(variables.get("candidate", "")))
         if variables.get("question"):
             text = text.replace("{{Question}}", str(variables["question"]))
-        if image is None:
+        if not images:
             return (Message("system" if self.role == "system" else "user", (text,)),)
-        return (Message("user", (text, image)),)  # the picture after the text
+        return (Message("user", (text, *images)),)  # the pictures after the text
 
 
 @cache
