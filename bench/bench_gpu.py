@@ -14,6 +14,10 @@ figures are then only a smoke test of the script).
 
     python bench/bench_gpu.py                      # GPU if visible
     python bench/bench_gpu.py --candidates 300 --evals 64 --gen-tokens 128
+
+On the lent device machine (no network, transformers 5.17): ``bash bench/gpu_carry.sh`` here
+fetches what travels (transformers 5.23, the tokenizer); ``bench/gpu_device.sh`` is the one
+command to run there (the local-backend tests on cuda, then this script).
 """
 
 from __future__ import annotations
@@ -46,14 +50,17 @@ def gemma_model(small: bool, dtype: Any, device: str) -> Any:
 
 
 def pairs(n: int) -> list[tuple[str, str]]:
-    """(context, candidate) pairs from the bundled sample (generated here, no download)."""
-    from capjudge.sample import generate_sample
+    """(context, candidate) pairs from the bundled sample's image captions (made here).
 
-    out = Path(tempfile.mkdtemp()) / "sample"
-    generate_sample(out, seed=0)
-    import json
+    Only the image rows are drawn (``_image_rows``, the suite's first draws for seed 0): the
+    device machine has no ffmpeg packages to encode the sample's videos, and the captions are
+    all this needs.
+    """
+    import random
 
-    rows = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    from capjudge.sample import _image_rows
+
+    rows = _image_rows(Path(tempfile.mkdtemp()), random.Random(0), 20, 5)
     made = [(f"A caption of the picture: {r['references'][0]}\nAnother: ", r["candidate"])
             for r in rows if r.get("references")]
     return (made * (n // max(1, len(made)) + 1))[:n]
@@ -74,7 +81,9 @@ def likelihood_section(args: argparse.Namespace, device: str, small: bool) -> No
     from capjudge.backends.embedded import prepare_embedded
     from capjudge.backends.hf import HFBackend
 
-    tokenizer = AutoTokenizer.from_pretrained(prepare_embedded("gemma-3-270m"))
+    # The device machine has no embedded model package: bench/gpu_carry.sh carries its
+    # tokenizer (--tokenizer); here it is the embedded model's own.
+    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer or prepare_embedded("gemma-3-270m"))
     work = pairs(args.candidates)
     results: dict[str, tuple[float, list[float]]] = {}
     dtypes = [("float32", torch.float32)]
@@ -186,6 +195,10 @@ def main() -> None:
     parser.add_argument("--evals", type=int, default=64)
     parser.add_argument("--gen-tokens", type=int, default=128)
     parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--tokenizer", help="a folder holding the Gemma 3 tokenizer (default: "
+                        "the embedded model's, converted from its GGUF)")
+    parser.add_argument("--skip", choices=("likelihood", "vlm"), action="append", default=[],
+                        help="leave a section out (repeatable)")
     args = parser.parse_args()
     import torch
 
@@ -196,8 +209,10 @@ def main() -> None:
             min(args.evals, 8), min(args.gen_tokens, 16)
     name = torch.cuda.get_device_name() if device == "cuda" else "no GPU: CPU, small shapes"
     print(f"device: {name}; torch {torch.__version__}; {time.strftime('%Y-%m-%d')}")
-    likelihood_section(args, device, small)
-    vlm_section(args, device, small)
+    if "likelihood" not in args.skip:
+        likelihood_section(args, device, small)
+    if "vlm" not in args.skip:
+        vlm_section(args, device, small)
     peak = torch.cuda.max_memory_allocated() / 1e9 if device == "cuda" else \
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     print(f"peak memory: {peak:.2f} GB ({'GPU' if device == 'cuda' else 'CPU RSS'})")
