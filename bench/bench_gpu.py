@@ -112,9 +112,7 @@ def likelihood_section(args: argparse.Namespace, device: str, small: bool) -> No
 
 
 def vlm_section(args: argparse.Namespace, device: str, small: bool) -> None:
-    import torch
 
-    from capjudge.backends.hf import HFBackend
     from capjudge.item import Item
     from capjudge.media import sha256_file
     from capjudge.methods import MethodOptions, get_method
@@ -142,31 +140,44 @@ def vlm_section(args: argparse.Namespace, device: str, small: bool) -> None:
     requests = [p.request for i in items for p in method.plan(i, "combined", options)
                 if isinstance(p, Planned)]
     label = "tiny LLaVA on the CPU (a smoke test)" if small else "LLaVA 7B shape"
+    kernels = [k or None for k in (args.attention or "").split(",")]
     for name, dtype in (("float32", "float32"), ("bfloat16", "bfloat16")):
         if name == "bfloat16" and not device.startswith("cuda"):
             continue
-        # Side by side: the digit distributions read on generation's own cache (the default)
-        # and with each context re-encoded (image included), as before.
-        rates, probs = {}, {}
-        for share in (True, False):
-            backend = HFBackend(str(path), device=device, dtype=dtype, batch_size=args.batch,
-                                linear_kernel="default", share_generated=share)
-            start = time.perf_counter()
-            answers = []
-            for k in range(0, len(requests), args.batch):
-                answers += backend.generate(requests[k:k + args.batch])
-            rates[share] = len(requests) / (time.perf_counter() - start)
-            probs[share] = [p for a in answers for s in getattr(a, "slots", [])
-                            for p in (s.probs or [])]
-            del backend
-            if device.startswith("cuda"):
-                torch.cuda.empty_cache()
-        gap = max((abs(a - b) for a, b in zip(probs[True], probs[False], strict=True)),
-                  default=float("nan"))
-        print(f"G-VEval combined, {label}, {name}, {args.gen_tokens} generated tokens, batch "
-              f"{args.batch}: {rates[True]:.2f} evaluations/s on generation's cache, "
-              f"{rates[False]:.2f} re-encoding each context ({rates[True] / rates[False]:.2f}x; "
-              f"largest probability difference {gap:.1e})")
+        for kernel in kernels:
+            vlm_rates(args, path, requests, device, name, dtype, kernel, label)
+
+
+def vlm_rates(args: argparse.Namespace, path: Path, requests: list[Any], device: str,
+              name: str, dtype: str, kernel: str | None, label: str) -> None:
+    """G-VEval evaluations/s of one dtype and attention kernel, scores read both ways."""
+    import torch
+
+    from capjudge.backends.hf import HFBackend
+
+    # Side by side: the digit distributions read on generation's own cache (the default)
+    # and with each context re-encoded (image included), as before.
+    rates, probs = {}, {}
+    for share in (True, False):
+        backend = HFBackend(str(path), device=device, dtype=dtype, batch_size=args.batch,
+                            linear_kernel="default", share_generated=share, attention=kernel)
+        start = time.perf_counter()
+        answers = []
+        for k in range(0, len(requests), args.batch):
+            answers += backend.generate(requests[k:k + args.batch])
+        rates[share] = len(requests) / (time.perf_counter() - start)
+        probs[share] = [p for a in answers for s in getattr(a, "slots", [])
+                        for p in (s.probs or [])]
+        attention = backend.attention
+        del backend
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    gap = max((abs(a - b) for a, b in zip(probs[True], probs[False], strict=True)),
+              default=float("nan"))
+    print(f"G-VEval combined, {label}, {name}, attention {attention}, {args.gen_tokens} "
+          f"generated tokens, batch {args.batch}: {rates[True]:.2f} evaluations/s on "
+          f"generation's cache, {rates[False]:.2f} re-encoding each context "
+          f"({rates[True] / rates[False]:.2f}x; largest probability difference {gap:.1e})")
 
 
 def build_llava_7b(path: Path) -> Path:
@@ -197,6 +208,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--tokenizer", help="a folder holding the Gemma 3 tokenizer (default: "
                         "the embedded model's, converted from its GGUF)")
+    parser.add_argument("--attention", help="the VLM's attention implementations, comma-"
+                        "separated, each measured side by side (sdpa, eager, flash_attention_2, "
+                        "...; default: transformers' choice)")
     parser.add_argument("--skip", choices=("likelihood", "vlm"), action="append", default=[],
                         help="leave a section out (repeatable)")
     args = parser.parse_args()

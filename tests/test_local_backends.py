@@ -55,6 +55,25 @@ def test_digit_tree_equals_naive_scoring_on_the_vlm(tiny_vlm: HFBackend) -> None
         assert tree[v] == pytest.approx(naive[v], rel=1e-4, abs=1e-9)
 
 
+def test_the_attention_implementation_is_an_option_named_in_the_facts(
+        tiny_vlm: HFBackend) -> None:
+    """``attention: eager`` loads the model with that kernel and says so; its answers equal
+    the default (SDPA) kernel's to float32 rounding; the snapshot stays the same judge."""
+    from capjudge.protocol import BackendError
+
+    eager = create_backend(tiny_vlm.backend_id, dtype="float32", attention="eager")
+    assert isinstance(eager, HFBackend)
+    assert eager.describe()["attention"] == "eager"
+    assert tiny_vlm.describe()["attention"] == "sdpa"  # transformers' choice when unset
+    assert eager.snapshot() == tiny_vlm.snapshot()
+    context = tiny_vlm.tokenizer.encode("The final score is $")
+    values = list(range(0, 101))
+    mine, theirs = eager.distribution(context, values), tiny_vlm.distribution(context, values)
+    assert max(abs(mine[v] - theirs[v]) for v in values) < 1e-5
+    with pytest.raises(BackendError, match="attention must be one of"):
+        create_backend(tiny_vlm.backend_id, attention="fastest")
+
+
 def test_text_only_backend_refuses_images_with_a_reason(ingested: Path) -> None:
     from capjudge.backends.fake import FakeBackend
 

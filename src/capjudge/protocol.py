@@ -235,6 +235,7 @@ class BackendFacts(TypedDict, total=False):
     threads: int | None
     linear_kernel: str
     share_generated: bool
+    attention: str
     gguf: str
     mmproj: str | None
     parallel: int

@@ -197,13 +197,18 @@ def _torch_dtype(dtype: str, device: str, quantize: str | None) -> Any:
     return torch_dtype
 
 
+# What the ``attention`` option may ask transformers for (``attn_implementation``); unset
+# keeps transformers' own choice (SDPA where the model supports it).
+ATTENTION = ("sdpa", "eager", "flash_attention_2", "flash_attention_3", "flex_attention")
+
+
 class HFBackend(Backend):
     """A local transformers model (causal LM or image-text-to-text VLM)."""
 
     options = frozenset({"device", "dtype", "batch_size", "min_mass", "max_tree_rows",
                          "prune", "prefix_sharing", "prefix_cache_size",
                          "max_scored_positions", "threads", "tree_mask", "linear_kernel",
-                         "device_map", "share_generated"})
+                         "device_map", "share_generated", "attention"})
     shared = True  # loading costs seconds and memory: once per process
 
     @classmethod
@@ -235,9 +240,14 @@ class HFBackend(Backend):
                  max_scored_positions: int = 256, quantize: str | None = None,
                  threads: int | None = None, tree_mask: bool = True,
                  linear_kernel: str = "auto", device_map: str | None = None,
-                 share_generated: bool = True) -> None:
+                 share_generated: bool = True, attention: str | None = None) -> None:
         import torch
         from transformers import AutoConfig
+
+        if attention is not None and attention not in ATTENTION:
+            raise BackendError(f"attention must be one of {', '.join(ATTENTION)} (or unset: "
+                               f"transformers' default), got {attention!r}", transient=False)
+        self._attention_asked = attention
 
         self.path = str(path)
         if not Path(self.path).is_dir():
@@ -289,6 +299,10 @@ class HFBackend(Backend):
         placement: dict[str, Any] = {}
         if self.device_map or not self.device.startswith("cpu"):
             placement["device_map"] = self.device_map or self.device
+        if self._attention_asked:
+            # transformers refuses an implementation the model or machine lacks (e.g.
+            # flash_attention_2 without its package): that error is the user's answer.
+            placement["attn_implementation"] = self._attention_asked
         if self.is_vlm:
             from transformers import AutoModelForImageTextToText, AutoProcessor
 
@@ -303,7 +317,7 @@ class HFBackend(Backend):
             self.tokenizer = AutoTokenizer.from_pretrained(self.path)
             self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch_dtype,
                                                               **placement)
-        if not placement:
+        if "device_map" not in placement:
             self.model.to(self.device)
         self.model.eval()
         self._prepare_tokenizer()
@@ -464,7 +478,17 @@ class HFBackend(Backend):
                 "device": self.device, "numerics": self.numerics,
                 "dtype_option": self.dtype_option, "device_map": self.device_map,
                 "threads": self.threads, "linear_kernel": self.linear_kernel,
-                "share_generated": self.share_generated}
+                "share_generated": self.share_generated, "attention": self.attention}
+
+    @property
+    def attention(self) -> str:
+        """The attention implementation the loaded model runs (``sdpa``, ``eager``, ...).
+
+        Not part of the snapshot: kernels change the last bits of a score as the batch's
+        shape does (see :meth:`rerun_identity`), not what the judge is.
+        """
+        config = getattr(self.model, "config", None)
+        return str(getattr(config, "_attn_implementation", None) or "default")
 
     # -- tokenizer facts -------------------------------------------------------------------
 
