@@ -8,9 +8,7 @@
 # Then: run(command="bash bench/gpu_device.sh", carry=[".whl", ".carry"], timeout_s=600).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for d in /.whl/ /.carry/; do
-  grep -qxF "$d" .git/info/exclude 2>/dev/null || echo "$d" >> .git/info/exclude
-done
+# Both folders are in .gitignore: they travel only because the run names them in `carry`.
 PY=${PYTHON:-.venv/bin/python}
 VERSION=$("$PY" -c "import transformers; print(transformers.__version__)")
 rm -rf .whl && mkdir -p .whl .carry
@@ -26,4 +24,4 @@ AutoTokenizer.from_pretrained(prepare_embedded("gemma-3-270m")).save_pretrained(
 PYEOF
 du -sh .whl .carry
 echo "the tree and the carried folders must stay under 64 MiB together:"
-du -shc .whl .carry $(git ls-files) 2>/dev/null | tail -1
+{ git ls-files -z; printf '.whl\0.carry\0'; } | du -shc --files0-from=- | tail -1

@@ -270,3 +270,28 @@ def test_video_frames_are_kept_on_their_own_and_reused(
     remade = {r["id"]: r for r in pq.read_table(out / "items.parquet").to_pylist()}["ok-video-a"]
     assert remade["frame_sha256"] == a["frame_sha256"]
     assert all(Path(p).is_file() for p in remade["frame_paths"])
+
+
+def test_relative_frame_paths_resolve_from_another_directory(
+        messy: tuple[Path, Path, dict[str, str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the DVC pipeline stores them (relative to the items file), frames resolve anywhere."""
+    import hashlib
+
+    from capjudge.item import load_items
+    from capjudge.methods.base import item_frames
+
+    manifest, root, _ = messy
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["ingest", os.path.relpath(manifest), "--media-root",
+                     os.path.relpath(root), "--out", "out"]) == 0
+    stored = {r["id"]: r for r in pq.read_table("out/items.parquet").to_pylist()}
+    assert all(not os.path.isabs(p) for p in stored["ok-video-a"]["frame_paths"])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    items = {i.id: i for i in load_items(tmp_path / "out" / "items.parquet")}
+    frames = item_frames(items["ok-video-a"], "auto")
+    assert len(frames) == 3
+    for part in frames:
+        assert hashlib.sha256(Path(part.path).read_bytes()).hexdigest() == part.sha256

@@ -135,3 +135,17 @@ def test_judge_copy_is_content_addressed_and_reused(tmp_path: Path) -> None:
     assert first == again and Path(first.path).name == f"{first.sha256}.jpg"
     assert first.note == "CMYK JPEG -> 8-bit RGB JPEG"
     assert len(list((tmp_path / "copies").iterdir())) == 1
+
+
+def test_a_frame_kept_on_its_own_is_capped_on_its_long_side() -> None:
+    """Frames are shown as decoded up to FRAME_MAX_SIDE; larger ones keep their aspect ratio."""
+    from PIL import Image
+
+    from capjudge.media import FRAME_MAX_SIDE, shown_frame
+
+    small = Image.new("RGB", (160, 90), (1, 2, 3))
+    assert shown_frame(small).size == (160, 90)
+    big = shown_frame(Image.new("RGB", (3840, 2160), (9, 9, 9)))
+    assert big.size == (FRAME_MAX_SIDE, 576) and big.mode == "RGB"
+    tall = shown_frame(Image.new("L", (1080, 1920), 7))
+    assert tall.size == (576, FRAME_MAX_SIDE) and tall.mode == "RGB"

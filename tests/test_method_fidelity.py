@@ -201,6 +201,32 @@ def test_user_templates_run_exactly_those_files(tmp_path: Path) -> None:
     assert skips and "has no template 'gveval/video/combined'" in skips[0].reason
 
 
+def test_a_user_folder_with_frames_needs_a_prompt_written_for_them(tmp_path: Path) -> None:
+    """``visual_input: frames`` never shows several pictures to a one-tile prompt.
+
+    A folder without ``gveval/video-separate/<mode>``: the item is a recorded skip naming the
+    template; one that has it (here the replace engine) gets every frame after its text.
+    """
+    from capjudge.judge import plan
+
+    folder = user_folder(tmp_path)
+    shots = tuple(f"/f{k}.png" for k in range(3))
+    clip = replace(video("first_middle_last"), frame_paths=shots,
+                   frame_sha256=tuple(str(k) * 64 for k in range(3)))
+    config = JudgeConfig.from_params({"method": "gveval", "backend": "fake/hash+vision",
+                                      "templates": str(folder), "modes": ["ref-free"],
+                                      "method_options": {"visual_input": "frames"}})
+    _, skips = plan([clip], config, vision=True)
+    assert skips and "has no template 'gveval/video-separate/ref-free'" in skips[0].reason
+    spec = json.loads((folder / "templates.yaml").read_text())
+    spec["templates"].append({"id": "gveval/video-separate/ref-free", "file": "vid-ref-free.txt",
+                              "needs": ["image"], "engine": "replace"})
+    (folder / "templates.yaml").write_text(json.dumps(spec))
+    planned_, skips = plan([clip], config, vision=True)
+    assert not skips and [p.path for p in planned_[0].request.messages[-1].images] == list(shots)
+    assert planned_[0].request.template.startswith("gveval/video-separate/ref-free@sha256-")
+
+
 def test_user_slots_read_the_official_accr_format(tmp_path: Path) -> None:
     folder = user_folder(tmp_path)
     options = MethodOptions(extra={"templates": str(folder)})

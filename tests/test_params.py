@@ -187,5 +187,8 @@ def test_a_named_option_of_another_method_is_refused_naming_who_has_it() -> None
         _check_choices("judges.j.method_options", "visce2", {"visual_input": "frames"})
     with pytest.raises(ParamsError, match="unknown visual_input"):
         _check_choices("judges.j.method_options", "gveval", {"visual_input": "video"})
+    # verdict_format is every reading method's: the likelihood judge reads no verdict.
+    with pytest.raises(ParamsError, match="likelihood has no option 'verdict_format'"):
+        _check_choices("judges.j.method_options", "likelihood", {"verdict_format": "paper"})
     # Free-form keys no method names stay free-form (backends and profiles read them).
     _check_choices("judges.j.method_options", "visce2", {"media": ["video"]})

@@ -254,3 +254,30 @@ def test_a_constant_metric_says_why_it_has_no_correlation() -> None:
     out = correlate([0.5, 0.5, 0.5, 0.5], rows, Protocol(name="t", dataset="t", rows="ratings"),
                     0)
     assert out.get("note") and "same score" in str(out["note"])
+
+
+def test_an_option_added_later_at_its_default_is_the_same_judge(
+        ingested: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rows written before ``visual_input`` existed lack it; a run at its default adds a mode
+    to their folder, and one that sets another value is refused as another judge."""
+    import pyarrow as pa
+
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    base = ["judge", "--items", str(ingested / "items.parquet"), "--out", str(out),
+            "--method", "gveval", "--cache-dir", str(cache), "--limit", "6",
+            "--backend", "fake/hash+vision"]
+    assert cli_main([*base, "--modes", "ref-only"]) == 0
+    path = out / "judgements.parquet"
+    table = pq.read_table(path)
+    older = [s.replace("; visual_input=tile", "") if s else s
+             for s in table.column("settings").to_pylist()]
+    assert any(s and "visual_input" not in s for s in older)
+    index = table.column_names.index("settings")
+    pq.write_table(table.set_column(index, "settings", pa.array(older, pa.string())), path)
+    assert cli_main([*base, "--modes", "combined"]) == 0
+    modes = {r["mode"] for r in pq.read_table(path).to_pylist()}
+    assert modes == {"ref-only", "combined"}
+    capsys.readouterr()
+    assert cli_main([*base, "--modes", "ref-free", "--method-option",
+                     "visual_input=frames"]) == 2
+    assert "another judge" in capsys.readouterr().err

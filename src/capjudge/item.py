@@ -90,7 +90,7 @@ class Item:
         return cls(**values, other=other, base_dir=base)
 
     def resolve(self, value: str) -> Path:
-        """A stored path (``media_root``, ``tile_path``, ``judge_path``) as an absolute path.
+        """A stored path (media root, tile, judge copy or frame) as an absolute path.
 
         A relative path is relative to the items file's folder (what ingest writes). Files
         written before that were relative to ingest's working directory, normally the project

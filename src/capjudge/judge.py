@@ -874,7 +874,8 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
         raise_if_stopped(result.stats)
         table = rows_table(result.rows)
         if not result.stats.interrupted:
-            table = merged_with_existing(out_dir, table)
+            table = merged_with_existing(out_dir, table, dict(
+                get_method(config.method).settings(MethodOptions())))
         summary = summarise(table, result.stats, config, backend.describe(),
                             time.perf_counter() - started)
         summary["items"] = {"judged": len(items), "total": total}

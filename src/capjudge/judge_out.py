@@ -17,7 +17,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -90,13 +90,29 @@ def output_lock(out_dir: str | Path) -> Iterator[Path]:
 _IDENTITY = ("method", "backend", "snapshot", "settings")
 
 
-def _identity(table: pa.Table) -> dict[str, list[str]]:
+def _identity(table: pa.Table, defaults: Mapping[str, str] | None = None
+              ) -> dict[str, list[str]]:
+    """The judge a table's rows name; ``settings`` without the options at their default.
+
+    A named option added in a later version is absent from older rows and at its default in
+    newer ones: the two are the same judge (``defaults``: each option's default, from the
+    method).
+    """
     out = {}
     for name in _IDENTITY:
         if name in table.column_names:
-            out[name] = sorted({str(v) for v in table.column(name).to_pylist()
-                                if v is not None})
+            values = {str(v) for v in table.column(name).to_pylist() if v is not None}
+            if name == "settings" and defaults:
+                values = {_without_defaults(v, defaults) for v in values}
+            out[name] = sorted(values)
     return out
+
+
+def _without_defaults(settings: str, defaults: Mapping[str, str]) -> str:
+    """``settings`` ("k=v; k2=v2") without the options at their default value."""
+    kept = [pair for pair in settings.split("; ")
+            if defaults.get(pair.partition("=")[0]) != pair.partition("=")[2]]
+    return "; ".join(kept)
 
 
 def _describe(table: pa.Table) -> str:
@@ -130,8 +146,8 @@ def check_existing(out_dir: str | Path, identity: dict[str, list[str]],
 
 
 def _refuse_other(out_dir: str | Path, old: pa.Table, mine: dict[str, list[str]],
-                  item_ids: set[str]) -> None:
-    theirs = _identity(old.filter(pc.not_equal(old.column("status"), "skipped")))
+                  item_ids: set[str], defaults: Mapping[str, str] | None = None) -> None:
+    theirs = _identity(old.filter(pc.not_equal(old.column("status"), "skipped")), defaults)
     same_items = set(old.column("item_id").to_pylist()) == item_ids
     same_judge = all(set(mine.get(k, [])) <= set(theirs.get(k, [])) or not mine.get(k)
                      or not theirs.get(k) for k in _IDENTITY)
@@ -143,8 +159,12 @@ def _refuse_other(out_dir: str | Path, old: pa.Table, mine: dict[str, list[str]]
             f"them: use another --out, or remove {path} first")
 
 
-def merged_with_existing(out_dir: str | Path, table: pa.Table) -> pa.Table:
+def merged_with_existing(out_dir: str | Path, table: pa.Table,
+                         defaults: Mapping[str, str] | None = None) -> pa.Table:
     """``table`` with the rows already in ``out_dir`` that this run keeps (see module doc).
+
+    ``defaults``: the method's named options at their defaults (older rows may lack an
+    option added since; at its default it is the same judge).
 
     Raises:
         OutputTakenError: the folder holds another judge's judgements, or other items.
@@ -153,8 +173,8 @@ def merged_with_existing(out_dir: str | Path, table: pa.Table) -> pa.Table:
     if old is None:
         return table
     scored = pc.not_equal(table.column("status"), "skipped")
-    mine = _identity(table.filter(scored)) if table.num_rows else {}
-    _refuse_other(out_dir, old, mine, set(table.column("item_id").to_pylist()))
+    mine = _identity(table.filter(scored), defaults) if table.num_rows else {}
+    _refuse_other(out_dir, old, mine, set(table.column("item_id").to_pylist()), defaults)
     modes = set(table.column("mode").to_pylist())
     keep = old.filter(pc.invert(pc.is_in(old.column("mode"),
                                          value_set=pa.array(sorted(modes)))))

@@ -33,6 +33,10 @@ from capjudge.records import JSONValue
 
 PANEL = 512
 """Side of one square panel in a tile (G-VEval: three 512x512 frames make a 1536x512 image)."""
+# A video frame kept on its own (G-VEval's visual_input: frames) is at most this many pixels
+# on its long side: a 4K frame as a lossless PNG can pass vision APIs' per-image size limits,
+# and local processors resize to far less anyway.
+FRAME_MAX_SIDE = 1024
 
 FramePolicy = Literal["first_middle_last", "gveval_code", "uniform"]
 FRAME_POLICIES: tuple[str, ...] = ("first_middle_last", "gveval_code", "uniform")
@@ -595,12 +599,27 @@ def frame_file(tile_path: str | Path, k: int) -> Path:
     return tile.with_name(f"{tile.stem}-frame{k + 1}.png")
 
 
+def shown_frame(img: Image.Image, max_side: int = FRAME_MAX_SIDE) -> Image.Image:
+    """A decoded frame as a judge is shown it on its own.
+
+    8-bit RGB, aspect ratio kept, its long side at most ``max_side`` pixels (smaller frames
+    are left as they are).
+    """
+    img = _to_8bit(img).convert("RGB")
+    scale = max_side / max(img.width, img.height)
+    if scale >= 1:
+        return img
+    size = (max(1, round(img.width * scale)), max(1, round(img.height * scale)))
+    return img.resize(size, Image.Resampling.LANCZOS)
+
+
 def sample_video_tile(path: str, tile_path: str, policy: str = "first_middle_last",
                       n: int = 3) -> SampledTile:
     """Probe a video, decode the policy's frames by seeking and write the labelled tile.
 
-    Each frame is also written on its own, as decoded (:func:`frame_file`), so a judge can be
-    shown the frames rather than the tile without decoding the video again.
+    Each frame is also written on its own (:func:`frame_file`, :func:`shown_frame`: as decoded,
+    at most :data:`FRAME_MAX_SIDE` pixels on its long side), so a judge can be shown the frames
+    rather than the tile without decoding the video again.
 
     Seeking can land off-target on streams with broken indexes; the decoded frame count is
     checked and, when seeking fails, the whole stream is decoded instead (slower, same frames).
@@ -612,9 +631,10 @@ def sample_video_tile(path: str, tile_path: str, policy: str = "first_middle_las
     except MediaError:
         images = decode_frames_all(path, indices)
     tile = tile_panels(images, "Frame")
-    # The frames first: a tile on disk promises its frames are there too (TileCache reuse).
+    # The frames first, then the tile: a run killed between them leaves no tile, so the
+    # next one samples again (TileCache reuse also checks each frame's hash in the sidecar).
     frame_paths = [str(frame_file(tile_path, k)) for k in range(len(images))]
-    frame_shas = [save_png(_to_8bit(img).convert("RGB"), Path(f))
+    frame_shas = [save_png(shown_frame(img), Path(f))
                   for img, f in zip(images, frame_paths, strict=True)]
     digest = save_png(tile, Path(tile_path))
     stamps = [round((info.pts[i] - info.pts[0]) * info.time_base, 6) for i in indices]

@@ -236,21 +236,12 @@ def _check_ids(data: Mapping[str, object]) -> None:
 
 def _check_choices(where: str, method: str, options: Mapping[str, object]) -> None:
     """A method's named options (``prompt_variant``, ``verdict_format`` ...) take its values."""
-    from capjudge.methods import MethodOptions, get_method, method_names
+    from capjudge.methods import check_method_options
 
-    chosen = get_method(method)
     try:
-        chosen.settings(MethodOptions(extra=dict(options)))
+        check_method_options(method, options)
     except ValueError as exc:
         raise ParamsError(f"{where}: {exc}") from None
-    # A named option of other methods that this one does not have would be ignored silently
-    # (e.g. visual_input on a method that shows one picture): refuse it, naming who has it.
-    own = set(chosen.choices) | ({"verdict_format"} if chosen.reads_verdict else set())
-    for key in sorted(set(options) - own):
-        owners = [name for name in method_names() if key in get_method(name).choices]
-        if owners:
-            raise ParamsError(f"{where}.{key}: {method} has no option {key!r} (it is an "
-                              f"option of {', '.join(owners)})")
 
 
 def _check_contexts(data: Mapping[str, object]) -> None:

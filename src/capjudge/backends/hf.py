@@ -198,8 +198,11 @@ def _torch_dtype(dtype: str, device: str, quantize: str | None) -> Any:
 
 
 # What the ``attention`` option may ask transformers for (``attn_implementation``); unset
-# keeps transformers' own choice (SDPA where the model supports it).
-ATTENTION = ("sdpa", "eager", "flash_attention_2", "flash_attention_3", "flex_attention")
+# keeps transformers' own choice (SDPA where the model supports it). Only kernels that take
+# an arbitrary 4D mask: the digit tree and the packed likelihood candidates pass one, and the
+# flash-attention kernels expect a 2D padding mask (flex attention builds its own block mask);
+# a kernel that misread them would give wrong scores that look valid.
+ATTENTION = ("sdpa", "eager")
 
 
 class HFBackend(Backend):
@@ -246,7 +249,9 @@ class HFBackend(Backend):
 
         if attention is not None and attention not in ATTENTION:
             raise BackendError(f"attention must be one of {', '.join(ATTENTION)} (or unset: "
-                               f"transformers' default), got {attention!r}", transient=False)
+                               f"transformers' default), got {attention!r}: the digit tree "
+                               "and packed likelihoods pass 4D masks that flash and flex "
+                               "attention kernels do not take", transient=False)
         self._attention_asked = attention
 
         self.path = str(path)
@@ -300,8 +305,6 @@ class HFBackend(Backend):
         if self.device_map or not self.device.startswith("cpu"):
             placement["device_map"] = self.device_map or self.device
         if self._attention_asked:
-            # transformers refuses an implementation the model or machine lacks (e.g.
-            # flash_attention_2 without its package): that error is the user's answer.
             placement["attn_implementation"] = self._attention_asked
         if self.is_vlm:
             from transformers import AutoModelForImageTextToText, AutoProcessor

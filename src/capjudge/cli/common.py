@@ -126,11 +126,11 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> JudgeConf
         # Any: the keys become JudgeConfig's keyword arguments, of several types.
         settings: dict[str, Any] = apply_profile(given, getattr(args, "profile", None),
                                                  {"method"})
-        from capjudge.methods import MethodOptions, get_method
+        from capjudge.methods import check_method_options
 
-        # A named option's value is checked here: a typo is a usage error, not a traceback.
-        get_method(args.method).settings(MethodOptions(extra=dict(
-            settings.get("method_options") or {})))
+        # Named options are checked here, as in params.yaml: a typo, or another method's
+        # option, is a usage error, not a traceback or an option silently ignored.
+        check_method_options(args.method, settings.get("method_options") or {})
         return JudgeConfig(backend=args.backend, modes=modes,
                            max_tokens=args.max_tokens, min_mass=args.min_mass,
                            backend_options=options, prices=prices,

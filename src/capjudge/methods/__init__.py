@@ -22,6 +22,7 @@ below. An installed package adds one through the ``capjudge.methods`` entry-poin
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from capjudge.methods.base import (
     AggregateOptions,
@@ -77,6 +78,40 @@ def method_names() -> list[str]:
     return METHOD_REGISTRY.names()
 
 
+def check_method_options(name: str, options: Mapping[str, object]
+                         ) -> tuple[tuple[str, str], ...]:
+    """The named options in force for method ``name`` under ``options``, checked.
+
+    ``method_options`` are free-form (backends, profiles and methods read their own keys),
+    but a key that is a named option of other methods and not of this one would be ignored
+    without a word (``visual_input`` on a method that shows one picture): it is refused,
+    naming the methods that have it. A method that cannot be loaded (a broken plugin) is
+    left out of that search with a warning.
+
+    Raises:
+        ValueError: a value that is not one of the option's choices, or another method's
+            named option.
+        RegistryError: no method ``name``.
+    """
+    method = get_method(name)
+    settings = method.settings(MethodOptions(extra=dict(options)))
+    own = {key for key, _ in settings}
+    for key in sorted(set(options) - own):
+        owners = []
+        for other in method_names():
+            try:
+                found = get_method(other)
+            except RegistryError as exc:
+                log.warning("method %s left out of the option check: %s", other, exc)
+                continue
+            if key in found.choices or (key == "verdict_format" and found.reads_verdict):
+                owners.append(other)
+        if owners:
+            raise ValueError(f"{name} has no option {key!r} (it is an option of "
+                             f"{', '.join(owners)})")
+    return settings
+
+
 def context_method_names() -> list[str]:
     """The registered methods that have a context stage (each method is loaded to ask it).
 
@@ -106,6 +141,6 @@ def default_context_method() -> str | None:
 
 __all__ = ["DEFAULT_METHOD", "METHOD_REGISTRY", "AggregateOptions", "BaseMethod", "Criterion",
            "CriterionSpec", "Method", "MethodOptions", "Planned", "Scale", "Skip", "Verdict",
-           "context_method_names", "default_context_method", "get_method", "item_image",
-           "method_names", "register_method", "slot_criteria",
+           "check_method_options", "context_method_names", "default_context_method",
+           "get_method", "item_image", "method_names", "register_method", "slot_criteria",
            "verdict"]

@@ -18,11 +18,13 @@ the sampled frames one by one, each after its label (``gveval/video-separate/*``
 than one wide tile; recorded on every row like every named option.
 
 Method options: ``media`` (media kinds to judge), ``templates`` (a user's template folder, see
-:mod:`capjudge.prompts`), ``video_detail`` (the image detail sent for video tiles) and
-``frame_policy`` (video items must have been sampled with it, else they are skipped with the
-reason). The ``gveval_code`` profile (``judges.<name>.profile``) sets what the G-VEval
-repository's scorer does: ``temperature: 1`` with ``top_logprobs: 5``, video tiles at detail
-``high``, frames at ``linspace(0, N-1, 4)[:3]`` (ingest with ``--frame-policy gveval_code``).
+:mod:`capjudge.prompts`; with ``visual_input: frames`` it must hold
+``gveval/video-separate/<mode>``), ``video_detail`` (the image detail sent for video tiles, or
+for each frame) and ``frame_policy`` (video items must have been sampled with it, else they
+are skipped with the reason). The ``gveval_code`` profile (``judges.<name>.profile``) sets
+what the G-VEval repository's scorer does: ``temperature: 1`` with ``top_logprobs: 5``, video
+tiles at detail ``high``, frames at ``linspace(0, N-1, 4)[:3]`` (ingest with
+``--frame-policy gveval_code``).
 """
 
 from __future__ import annotations
@@ -217,13 +219,19 @@ class GVEval(Method):
         medium = "video" if item.media_kind == "video" else "image"
         settings = self.settings(options)
         shows_video = medium == "video" and mode != "ref-only"
-        separate = shows_video and dict(settings)["visual_input"] == "frames"
+        separate = shows_video and dict(settings).get("visual_input") == "frames"
         frames = frames_description(item, separate) if shows_video else None
         folder = options.extra.get("templates")
-        # A user's folder holds the templates it names; the frames variants are ours.
-        template = get_template("gveval", self.template_id(
-            medium, mode, frames is not None and not folder, separate and not folder), folder,
-            variant="paper" if folder else dict(settings)["prompt_variant"])
+        # A user's folder holds the templates it names; the video-frames variants are ours.
+        # Frames attached one by one need a prompt written for them, in a user's folder too
+        # (its gveval/video-separate/<mode>): a one-tile prompt shown several pictures would
+        # score what it does not describe. A folder without one: the item is skipped, naming
+        # the template it lacks.
+        template_id = self.template_id(medium, mode, frames is not None and not folder,
+                                       separate=True) if separate else \
+            self.template_id(medium, mode, frames is not None and not folder)
+        template = get_template("gveval", template_id, folder,
+                                variant="paper" if folder else dict(settings)["prompt_variant"])
         kinds = options.extra.get("media")
         if kinds and item.media_kind not in kinds:
             return [Skip(item.id, mode, f"judge configured for {'/'.join(kinds)} items "
