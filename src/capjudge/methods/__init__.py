@@ -93,19 +93,18 @@ def check_method_options(name: str, options: Mapping[str, object]
             named option.
         RegistryError: no method ``name``.
     """
-    method = get_method(name)
-    settings = method.settings(MethodOptions(extra=dict(options)))
-    own = {key for key, _ in settings}
-    for key in sorted(set(options) - own):
-        owners = []
-        for other in method_names():
-            try:
-                found = get_method(other)
-            except RegistryError as exc:
-                log.warning("method %s left out of the option check: %s", other, exc)
-                continue
-            if key in found.choices or (key == "verdict_format" and found.reads_verdict):
-                owners.append(other)
+    settings = get_method(name).settings(MethodOptions(extra=dict(options)))
+    unnamed = sorted(set(options) - {key for key, _ in settings})
+    if not unnamed:
+        return settings
+    named: dict[str, set[str]] = {}  # each loadable method's named options (its settings)
+    for other in method_names():
+        try:
+            named[other] = {key for key, _ in get_method(other).settings(MethodOptions())}
+        except RegistryError as exc:
+            log.warning("method %s left out of the option check: %s", other, exc)
+    for key in unnamed:
+        owners = [other for other, keys in named.items() if key in keys]
         if owners:
             raise ValueError(f"{name} has no option {key!r} (it is an option of "
                              f"{', '.join(owners)})")

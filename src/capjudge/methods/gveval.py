@@ -138,7 +138,13 @@ PROFILES: dict[str, Profile] = {
 def _plan_with(template: Template, item: Item, mode: str, options: MethodOptions,
                slots: tuple[ScoreSlot, ...], medium: str,
                frames: dict[str, object] | None = None,
-               settings: tuple[tuple[str, str], ...] = ()) -> list[Planned | Skip]:
+               settings: tuple[tuple[str, str], ...] = (), separate: bool = False
+               ) -> list[Planned | Skip]:
+    """The request for one item and mode, or the recorded reason there is none.
+
+    ``separate``: the video's frames are shown one by one, not its tile (``visual_input:
+    frames``, with a template written for them).
+    """
     if "references" in template.needs and not item.references:
         return [Skip(item.id, mode, "no reference captions (mode needs references)",
                      template.ref)]
@@ -154,7 +160,7 @@ def _plan_with(template: Template, item: Item, mode: str, options: MethodOptions
                          f"policy (this tile: {item.frame_policy or 'unknown'}); ingest with "
                          f"--frame-policy {wanted}", template.ref)]
         detail = options.extra.get("video_detail") if medium == "video" else None
-        if medium == "video" and dict(settings).get("visual_input") == "frames":
+        if separate:
             try:
                 shown = item_frames(item, detail or options.detail)
             except ValueError as exc:
@@ -227,9 +233,10 @@ class GVEval(Method):
         # (its gveval/video-separate/<mode>): a one-tile prompt shown several pictures would
         # score what it does not describe. A folder without one: the item is skipped, naming
         # the template it lacks.
-        template_id = self.template_id(medium, mode, frames is not None and not folder,
-                                       separate=True) if separate else \
-            self.template_id(medium, mode, frames is not None and not folder)
+        tile_frames = frames is not None and not folder
+        # ``separate`` is passed only when set: a subclass's older template_id lacks it.
+        template_id = self.template_id(medium, mode, tile_frames, separate=True) if separate \
+            else self.template_id(medium, mode, tile_frames)
         template = get_template("gveval", template_id, folder,
                                 variant="paper" if folder else dict(settings)["prompt_variant"])
         kinds = options.extra.get("media")
@@ -237,7 +244,7 @@ class GVEval(Method):
             return [Skip(item.id, mode, f"judge configured for {'/'.join(kinds)} items "
                          f"only (this is {item.media_kind})", template.ref)]
         return _plan_with(template, item, mode, options, self.slots(options), medium, frames,
-                          settings)
+                          settings, separate)
 
 
 class GVEvalACCR(GVEval):

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import jinja2
 import yaml
@@ -200,16 +200,17 @@ class Template:
         variables = {"guarded": self.variant == "guarded", **variables}
         user = env.get_template(self.file).render(IMAGE=IMAGE_MARK, **variables).strip()
         chunks = user.split(IMAGE_MARK)
-        if len(chunks) > 1 and image is None and not images:
+        if images is None:  # one picture, shown wherever the template shows one
+            images = [image] * (len(chunks) - 1) if image is not None else []
+        if len(chunks) > 1 and not images:
             raise ValueError(f"{self.ref} needs an image")
-        if images is not None and len(images) != len(chunks) - 1:
+        if len(images) != len(chunks) - 1:
             raise ValueError(f"{self.ref} shows {len(chunks) - 1} picture(s); "
                              f"{len(images)} given")
-        shown = list(images) if images is not None else [image] * (len(chunks) - 1)
         parts: list[str | ImagePart] = []
         for k, chunk in enumerate(chunks):
-            if k > 0 and shown[k - 1] is not None:
-                parts.append(cast(ImagePart, shown[k - 1]))
+            if k > 0:
+                parts.append(images[k - 1])
             if chunk:
                 parts.append(chunk)
         messages = []
