@@ -24,11 +24,12 @@ from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 
 from capjudge.atomic import stage_outputs
-from capjudge.backends import default_concurrency
+from capjudge.backends import backend_class, default_concurrency
 from capjudge.client import ClientStats, raise_if_stopped
 from capjudge.judge import (
     JudgeConfig,
     adaptive_chunk_size,
+    check_reachable,
     chunk_bounds,
     combine_parts,
     config_from_params,
@@ -113,7 +114,10 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
     # judgements.parquet and summary.json are one set (capjudge.atomic.stage_outputs).
     with stage_outputs(out):
         table = combine_parts(parts, out / "judgements.parquet")
-        backend = next((r["backend"] for r in results if r), {"backend": config.backend})
+        # A built backend's facts (a chunk of recorded skips builds none and says less).
+        facts = [r["backend"] for r in results if r]
+        backend = next((f for f in facts if f.get("loaded", True)),
+                       facts[0] if facts else {"backend": config.backend})
         summary = summarise(table, stats, config, backend, time.perf_counter() - started)
         summary["items"] = {"judged": n, "total": total}
         # A rerun that must batch as this one did (capjudge verify-run) needs the chunks.
@@ -146,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         workers = config.concurrency or default_concurrency(config.backend,
                                                             config.backend_options)
         runner = RunnerConfig.from_params(params)
+        # A remote judge's server is asked what it serves now: a wrong address is one line
+        # naming it, not a failed task retried and a traceback.
+        check_reachable(config)
     except (BackendError, ValueError) as exc:
         print(f"judge {args.name}: error: {exc}", file=sys.stderr)
         return 2
@@ -155,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
         from flows.judge_batch import run_batch_stage
 
         return run_batch_stage(args.name, items_path, out_dir, config)
+    if not runner.distributed and backend_class(config.backend).pipelined:
+        # An API judge's chunk tasks overlap on this process's threads: the next chunk's
+        # requests start while the previous chunk's tail is answered, and the one shared
+        # client still bounds the requests in flight (and the rpm/tpm budget) across them.
+        runner = replace(runner, workers=max(2, runner.worker_count(workers)))
     shared_dir = runner.limits_dir(config.cache_dir)
     if runner.distributed and config.cache_dir:
         # Every worker must mean the same cache folder, whatever its working directory.

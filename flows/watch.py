@@ -42,6 +42,7 @@ from prefect.cache_policies import NO_CACHE
 
 from capjudge.cli.common import EXIT_ALERT
 from capjudge.history import alerts, load_history, rate_alerts
+from capjudge.params import flow_style_hazards
 from capjudge.watch import WatchAlert, WatchState, classify, fingerprint
 from flows.artifacts import publish_verdict
 from flows.params import load_params
@@ -76,12 +77,16 @@ def dvc_exp_run(settings: list[str], name: str) -> str:
 
 
 @task(name="compare-runs", cache_policy=NO_CACHE)
-def compare_task(registry: str, previous: str, out_dir: str) -> str:
+def compare_task(registry: str, previous: str, out_dir: str, params_path: str = "params.yaml"
+                 ) -> str:
     from capjudge.compare import compare_runs, write_comparison
+    from capjudge.history import default_bootstrap
     from capjudge.lineage import resolve_run
 
-    result = compare_runs(resolve_run(previous, Path(registry)),
-                          resolve_run("latest", Path(registry)), n_boot=200)
+    db_a, db_b = resolve_run(previous, Path(registry)), resolve_run("latest", Path(registry))
+    # As many resamples as the history used: the comparison prints the history's interval.
+    n_boot = default_bootstrap(Path(registry), db_a, db_b, Path(params_path))
+    result = compare_runs(db_a, db_b, n_boot=n_boot)
     md, _ = write_comparison(result, Path(out_dir))
     return str(md)
 
@@ -105,6 +110,11 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
         logger.error("%s: backend %s unreachable: %s", judge, current[judge]["backend"],
                      current[judge]["error"])
         state.record({"event": "unreachable", "judge": judge, **current[judge]})
+    for judge in groups["unwatchable"]:
+        # Said every time: a change behind this judge's name would go unseen.
+        logger.warning("%s: cannot watch this judge: %s", judge,
+                       current[judge].get("unwatchable"))
+        state.record({"event": "unwatchable", "judge": judge, **current[judge]})
     if groups["new"]:
         logger.info("first fingerprint recorded for %s", ", ".join(groups["new"]))
         for judge in groups["new"]:
@@ -117,6 +127,11 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
         # "++" adds the key when the judge has none yet and overrides it otherwise (Hydra).
         settings = [f"++{judges[j][0]}.{j}.fingerprint={current[j]['fingerprint']}"
                     for j in groups["changed"]]
+        hazards = flow_style_hazards(Path(params_path).read_text(encoding="utf-8"))
+        if hazards:
+            # `dvc exp run -S` would rewrite params.yaml into a file DVC cannot read.
+            raise RuntimeError(f"{params_path}: cannot re-evaluate through `dvc exp run -S`: "
+                             + "; ".join(hazards))
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         logger.info("backend changed for %s: re-running through `dvc exp run %s`",
                     ", ".join(groups["changed"]), " ".join(f"-S {s}" for s in settings))
@@ -139,7 +154,7 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
             raise WatchAlert("capjudge watch alert: " + "; ".join(rates)) from exc
         comparison = None
         if before is not None:
-            comparison = compare_task(registry, before, f"{report_dir}/{stamp}")
+            comparison = compare_task(registry, before, f"{report_dir}/{stamp}", params_path)
             logger.info("comparison against run %s: %s", before, comparison)
         summary.update(comparison=comparison, previous_run=before)
         after = list_runs(Path(registry))
@@ -165,7 +180,10 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
             logger.error("alert: %s", " | ".join(alert_lines))
             state.record({"event": "alert", "run": run_id, "alerts": alert_lines})
     elif not groups["unreachable"] and not groups["new"]:
-        logger.info("no backend changed (%d checked): nothing to do", len(judges))
+        watched = len(judges) - len(groups["unwatchable"])
+        logger.info("no backend changed (%d checked%s): nothing to do", watched,
+                    f"; cannot watch {', '.join(groups['unwatchable'])}"
+                    if groups["unwatchable"] else "")
         state.record({"event": "no_change", "judges": sorted(judges)})
     if not groups["changed"]:
         publish_verdict(verdict_markdown([], previous, current, [], [], watch_limits(params),
@@ -259,6 +277,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         load_params(args.params)  # the schema: a typo fails before the flow (or schedule) starts
+        hazards = flow_style_hazards(Path(args.params).read_text(encoding="utf-8"))
+        if hazards:  # a re-evaluation's `dvc exp run -S` would corrupt the file
+            raise ValueError(f"{args.params}: write these in block style (one key a line) "
+                             "before watching: " + "; ".join(hazards))
     except (OSError, ValueError) as exc:
         print(f"watch: error: {exc}", file=sys.stderr)
         return 2

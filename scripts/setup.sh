@@ -4,9 +4,19 @@
 #
 # torch is pinned to 2.13.0 exactly: an unpinned torch pulls several GB of CUDA wheels on a machine
 # that only needs the CPU build, and the same pin gives the CUDA build on a GPU machine.
+#
+# `source scripts/setup.sh` leaves the caller's shell options as it found them: the install
+# steps run strictly (set -euo pipefail) in a bash of their own, so neither `set -e` nor
+# `nounset` leaks into an interactive shell (where a later failing command would close the
+# terminal), and a failure returns a status instead of exiting the caller's shell. (A subshell
+# would not do: bash ignores `set -e` inside `( ... ) || ...`.) repro.sh and test.sh set their
+# own strictness.
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || return 1 2>/dev/null || exit 1
+# The steps are a script given to `bash -c`, not fed on stdin: pip or apt-get reading stdin
+# would otherwise eat the rest of it.
+_capjudge_setup_steps=$(cat <<'SETUP'
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-PY=${PYTHON:-python3}
+PY=$PYTHON
 # A .venv left half-made (set-up interrupted while creating it) is made again from scratch.
 if [ ! -x .venv/bin/python ] || [ ! -f .venv/bin/activate ]; then
   echo "[setup] creating .venv with $($PY --version)"
@@ -32,6 +42,16 @@ if ! command -v java >/dev/null 2>&1; then
     echo "[setup] warning: no Java on PATH; install a JRE for the METEOR/PTB baselines"
   fi
 fi
+SETUP
+)
+_capjudge_setup_status=0
+PYTHON="${PYTHON:-python3}" bash -c "$_capjudge_setup_steps" || _capjudge_setup_status=$?
+unset _capjudge_setup_steps
+if [ "$_capjudge_setup_status" != 0 ]; then
+  echo "[setup] failed (exit $_capjudge_setup_status)" >&2
+  return "$_capjudge_setup_status" 2>/dev/null || exit "$_capjudge_setup_status"
+fi
+unset _capjudge_setup_status
 # Offline-friendly defaults; every one can still be overridden by the caller's environment.
 export DO_NOT_TRACK=${DO_NOT_TRACK:-1}
 export DVC_NO_ANALYTICS=${DVC_NO_ANALYTICS:-1}

@@ -30,9 +30,10 @@ def judge_chunk(config: JudgeConfig, items_path: str, start: int, stop: int,
     # load_items: relative media paths resolve against the items file's folder, wherever the
     # worker runs.
     items = load_items(items_path, start, stop)
-    backend, client = shared_client(config, shared_dir)
-    result = judge_items(items, config, backend=backend, client=client)
+    # The shared backend is built (a model loaded, an engine started) only when the chunk
+    # has something to ask: a chunk of recorded skips needs none.
+    result = judge_items(items, config, connect=lambda: shared_client(config, shared_dir))
     write_part(part_path, result.rows)
     return {"stats": result.stats.to_dict(), "rows": len(result.rows),
             "planned": len(result.planned), "skipped": len(result.skips),
-            "backend": backend.describe()}
+            "backend": result.backend_facts()}

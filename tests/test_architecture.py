@@ -130,7 +130,8 @@ def import_graph() -> dict[str, set[str]]:
 #   meta-eval, lineage, watch) use methods, clients and backends.
 # - report: reads what the stages wrote.
 # - entry: what drives everything: the CLI, the params schema (it checks ids against every
-#   registry and section against every stage's config) and the test servers/helpers.
+#   registry and section against every stage's config), the starter params file it checks
+#   (capjudge init) and the test servers/helpers.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("capjudge", "capjudge.atomic", "capjudge.credentials", "capjudge.registry",
               "capjudge.scoring", "capjudge.progress", "capjudge.stats", "capjudge.reliability",
@@ -146,7 +147,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "capjudge.compare", "capjudge.ingest", "capjudge.metaeval", "capjudge.history",
                 "capjudge.lineage", "capjudge.watch", "capjudge.verify")),
     ("report", ("capjudge.report",)),
-    ("entry", ("capjudge.cli", "capjudge.params", "capjudge.testing")),
+    ("entry", ("capjudge.cli", "capjudge.params", "capjudge.testing", "capjudge.starter")),
 ]
 
 

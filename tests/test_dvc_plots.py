@@ -12,7 +12,12 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from capjudge.report.dvc_plots import calibration_curve, write_dvc_plots
+from capjudge.report.dvc_plots import (
+    EMPTY_SERIES,
+    SERIES_FOLDERS,
+    calibration_curve,
+    write_dvc_plots,
+)
 
 
 def test_calibration_curve_bins_by_score() -> None:
@@ -68,3 +73,34 @@ def test_dvc_plots_show_renders_the_declared_files(tmp_path: Path) -> None:
             } <= set(data)
     values = data["reports/dvcplots/history/j__m.csv"][0]["content"]["data"]["values"]
     assert [float(v["kendall_tau_b"]) for v in values] == [0.5, 0.4, -0.1]
+
+
+def test_every_declared_folder_is_written_when_there_is_no_series(tmp_path: Path) -> None:
+    """A new project's first run: no registered run with a tau-b, nothing scored or labelled;
+    DVC fails the stage on a missing declared output, so each folder holds its header."""
+    written = write_dvc_plots(tmp_path / "reports" / "dvcplots",
+                              {"agreement": [], "history": {}}, [])
+    names = sorted(p.relative_to(tmp_path / "reports" / "dvcplots").as_posix() for p in written)
+    assert names == ["agreement.csv", f"calibration/{EMPTY_SERIES}", f"history/{EMPTY_SERIES}",
+                     f"scores/{EMPTY_SERIES}"]
+    for folder, header in SERIES_FOLDERS.items():
+        path = tmp_path / "reports" / "dvcplots" / folder / EMPTY_SERIES
+        assert path.read_text().splitlines() == [",".join(header)]
+    # Scored series but fewer than three labelled items: only calibration is left empty.
+    ctx, rows = _ctx()
+    partly = write_dvc_plots(tmp_path / "partly", ctx, [dict(r, human=None) for r in rows])
+    assert sorted(p.relative_to(tmp_path / "partly").as_posix() for p in partly) == [
+        "agreement.csv", f"calibration/{EMPTY_SERIES}", "history/j__m.csv", "scores/j__m.csv"]
+    if shutil.which("dvc") is None:
+        return
+    stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["report"]
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump(
+        {"stages": {"report": {"cmd": "true", "plots": [
+            p for p in stage["plots"] if next(iter(p)).startswith("reports/dvcplots/")]}}}))
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["dvc", "init", "-q"], cwd=tmp_path, check=True)
+    shown = subprocess.run(["dvc", "plots", "show", "--json"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)["data"]
+    assert data[f"reports/dvcplots/history/{EMPTY_SERIES}"] == []  # an empty plot, no error

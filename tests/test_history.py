@@ -101,7 +101,7 @@ def test_alerts_on_a_drop_past_the_threshold_and_on_failure_rate(registry: Path)
     lines = alerts([by_run["r3"]], alert_drop=0.05, max_failure_rate=0.2,
                    max_low_mass_rate=0.2)
     assert len(lines) == 2
-    assert "j/ref-only: Kendall tau-b dropped by 1.867" in lines[0]
+    assert "j/ref-only: Kendall tau-b x100 dropped by 186.7" in lines[0]
     assert "previous run r2" in lines[0] and "(changed)" in lines[0]
     assert "j: failure rate 0.300 is above the limit 0.200" in lines[1]
     # A threshold past the whole CI: no drop alert.
@@ -114,7 +114,9 @@ def test_history_cli(registry: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert main(["history", "--registry", str(registry)]) == 0
     text = capsys.readouterr().out
     assert text == format_history(load_history(registry))
-    assert "j/ref-only" in text and text.count("*changed*") == 1 and "-1.867" in text
+    # x100, the report's and capjudge compare's unit; the fingerprint is what changed.
+    assert "j/ref-only" in text and text.count("*changed*") == 1 and "-186.7" in text
+    assert "changed: fingerprints: fp_1 -> fp_2" in text
     assert main(["history", "--registry", str(registry), "--judge", "j", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [p["run_id"] for p in data["j/ref-only"]] == ["r1", "r2", "r3"]

@@ -111,12 +111,56 @@ def test_unknown_method_and_backend_ids(committed: dict[str, Any]) -> None:
 
 
 def test_free_form_options_are_left_to_the_components(committed: dict[str, Any]) -> None:
+    # The values of backend_options are the backend's to check (their keys are checked
+    # against the class's declared options: see the next test); method_options stay free-form.
     data = copy.deepcopy(committed)
     data["judges"]["likelihood-embedded"]["backend_options"] = {
-        "batch_size": 16, "prefix_sharing": True, "threads": 2, "anything_new": [1, 2]}
+        "batch_size": 16, "prefix_sharing": True, "threads": 2}
     data["judges"]["gveval-embedded"]["method_options"] = {"prompt_variant": "guarded",
                                                            "anything_new": "y"}
     assert validate_params(data) is data
+
+
+def test_a_backend_option_typo_fails_at_load_with_the_closest_option(
+        committed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, a typo in backend_options surfaced only when the stage built the backend."""
+    from capjudge.backends.base import Backend
+    from capjudge.backends.openai_backend import OpenAIBackend
+
+    def never(*args: Any, **kwargs: Any) -> Backend:
+        raise AssertionError("checking params must not build a backend")
+
+    monkeypatch.setattr(OpenAIBackend, "create", classmethod(never))
+    message = _error(committed, lambda d: d["judges"]["gveval-embedded"].update(
+        backend="openai/gpt-4o", backend_options={"base_ulr": "http://127.0.0.1:9/v1"}))
+    assert message.startswith("judges.gveval-embedded.backend_options.base_ulr: unknown option "
+                              "of backend 'openai/gpt-4o' (did you mean 'base_url'?); "
+                              "it accepts: api_key_env, base_url, ")
+    message = _error(committed, lambda d: d["judges"]["gveval-embedded"][
+        "backend_options"].update(thread=1))
+    assert "backend 'llamacpp/gemma-3-270m' (did you mean 'threads'?)" in message
+    message = _error(committed, lambda d: d["contexts"]["embedded"].update(
+        backend_options={"batchsize": 4}))
+    assert message.startswith("contexts.embedded.backend_options.batchsize: unknown option of "
+                              "backend 'embedded/gemma-3-270m' (did you mean 'batch_size'?)")
+    # The shared judge section's backend_options reach every judge that sets none of its own.
+    message = _error(committed, lambda d: d["judge"].update(backend_options={"zzz": 1}))
+    assert message.startswith("judge.backend_options.zzz: unknown option of backend "
+                              "'embedded/gemma-3-270m' of judges.cap3d-embedded; it accepts")
+
+
+def test_a_backend_option_typo_stops_the_judge_stage_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from flows.judge import main
+
+    data = yaml.safe_load((ROOT / "params.yaml").read_text())
+    data["judges"]["gveval-embedded"]["backend"] = "openai/gpt-4o"
+    data["judges"]["gveval-embedded"]["backend_options"] = {"base_ulr": "http://127.0.0.1:9/v1"}
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["--name", "gveval-embedded", "--params", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "(did you mean 'base_url'?)" in err
 
 
 def test_a_methods_named_options_take_only_its_values(committed: dict[str, Any]) -> None:

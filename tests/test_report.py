@@ -124,3 +124,86 @@ def test_out_of_range_score_fails_validation_readably(judged: tuple[Path, list[P
     assert bad_id  # the row is still there: validation reports, it does not drop
     md = (tmp_path / "reports" / "validation.md").read_text()
     assert "FAILED" in md and "150.0" in md
+
+
+# -- your own data (issue #39, item 4): the protocol line and the label-key check ------------
+
+def _own_report(tmp_path: Path, criterion: str, card: dict[str, str] | None = None
+                ) -> tuple[str, str]:
+    """The Markdown and HTML report on a tiny data set whose labels are named ``rating``."""
+    from tiny_project import ingest_and_judge, write_manifest
+
+    if card is not None:
+        write_manifest(tmp_path)
+        (tmp_path / "my.dataset.json").write_text(json.dumps(card))
+    ingest, judge_dir = ingest_and_judge(tmp_path)
+    run_aggregate([judge_dir], tmp_path / "agg", AggregateConfig())
+    run_report(ingest, [judge_dir], tmp_path / "agg", tmp_path / "rep",
+               ReportConfig(bootstrap=20, registry=None, human_criterion=criterion,
+                            params=str(tmp_path / "none.yaml")))
+    return ((tmp_path / "rep" / "report.md").read_text(),
+            (tmp_path / "rep" / "report.html").read_text())
+
+
+def test_a_criterion_no_label_has_names_the_label_keys_found(tmp_path: Path) -> None:
+    md, html = _own_report(tmp_path, "overall")
+    headline = md.split("## Headline", 1)[1].split("##", 1)[0]
+    assert "No judge scored at least 3 items with human labels." in headline
+    # One line naming the criterion asked for and the keys the items carry.
+    note = next(line for line in headline.splitlines() if "No judge scored" in line)
+    assert "'overall'" in note and "rating" in note and "human_criterion" in note
+    assert "No label is named" in html and "are: rating" in html
+
+
+def test_a_close_criterion_gets_a_did_you_mean(tmp_path: Path) -> None:
+    from capjudge.report.dataset import label_key_note
+
+    assert label_key_note("rating", ["fluency", "rating"]) is None
+    assert "Did you mean 'rating'?" in (label_key_note("ratings", ["fluency", "rating"]) or "")
+    assert "Did you mean" not in (label_key_note("overall", ["rating"]) or "")
+    assert "no human labels" in (label_key_note("overall", []) or "")
+
+
+def test_the_protocol_line_describes_the_users_data_not_the_sample(tmp_path: Path) -> None:
+    md, html = _own_report(tmp_path, "rating")
+    line = next(x for x in md.splitlines() if x.startswith("Protocol:"))
+    assert "sample" not in line and "generator" not in line
+    assert "my.jsonl" in line and "4 items" in line and "2 systems" in line
+    assert "4 labelled `rating`" in line and "manifest-labels" in line
+    assert "generator" not in html.split("<h2>", 1)[0]
+    # The protocol recorded with the numbers is the data's too, not the sample's.
+    con = duckdb.connect(str(tmp_path / "rep" / "capjudge.duckdb"), read_only=True)
+    protocols = {r[0] for r in con.execute("select distinct protocol from agreement").fetchall()}
+    con.close()
+    assert protocols == {"manifest-labels"}
+
+
+def test_a_dataset_card_names_the_protocol_and_provenance(tmp_path: Path) -> None:
+    card = {"name": "my captions v1", "protocol": "crowd-3",
+            "description": "three crowd raters per caption, 1-5"}
+    md, _ = _own_report(tmp_path, "rating", card)
+    line = next(x for x in md.splitlines() if x.startswith("Protocol:"))
+    assert line.startswith("Protocol: crowd-3: three crowd raters per caption, 1-5.")
+    assert "my captions v1" in line and "4 items" in line
+
+
+def test_the_sample_carries_its_provenance_as_a_dataset_card(sample_dir: Path) -> None:
+    from capjudge.manifest import read_dataset_card
+    from capjudge.report import SAMPLE_PROTOCOL
+
+    card = read_dataset_card(sample_dir / "manifest.jsonl")
+    assert card["protocol"] == "sample-gold"
+    assert SAMPLE_PROTOCOL == f"{card['protocol']}: {card['description']}"
+    assert "generator" in card["description"]
+
+
+def test_a_broken_dataset_card_is_refused_naming_the_file(tmp_path: Path) -> None:
+    from tiny_project import write_manifest
+
+    from capjudge.ingest import ingest
+    from capjudge.manifest import ManifestError
+
+    manifest = write_manifest(tmp_path)
+    (tmp_path / "my.dataset.json").write_text('{"protocol": "x", "provenence": "typo"}')
+    with pytest.raises(ManifestError, match=r"my\.dataset\.json: unknown dataset card key"):
+        ingest(manifest, tmp_path / "media", tmp_path / "ingest")

@@ -33,7 +33,8 @@ def test_fingerprints_and_classification() -> None:
     assert "error" in dead and "Connection" in dead["error"]
     fake = fingerprint("f", "fake/hash", {})
     groups = classify({"j": b, "k": dead, "f": fake, "n": a}, {"j": a, "f": fake})
-    assert groups == {"changed": ["j"], "unchanged": ["f"], "new": ["n"], "unreachable": ["k"]}
+    assert groups == {"changed": ["j"], "unchanged": ["f"], "new": ["n"], "unreachable": ["k"],
+                      "unwatchable": []}
 
 
 @pytest.fixture
@@ -210,7 +211,7 @@ def test_three_watch_runs_give_a_history_and_a_drop_alerts(
         third = subprocess.run([sys.executable, "-m", "capjudge.cli", "watch", "--once"],
                                cwd=root, capture_output=True, text=True, timeout=900, env=env)
         assert third.returncode == 4, third.stdout[-3000:] + third.stderr[-3000:]
-        assert "main/ref-only: Kendall tau-b dropped by" in third.stderr
+        assert "main/ref-only: Kendall tau-b x100 dropped by" in third.stderr
         with get_client(sync_client=True) as client:
             runs = [r for r in client.read_flow_runs() if r.name and r.state
                     and r.state.is_failed()]

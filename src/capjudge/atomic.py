@@ -16,6 +16,7 @@ refuses a folder a killed run left half-rewritten, naming the stage to run again
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -44,6 +45,40 @@ ORPHAN_AGE_S = 3600.0
 
 class IncompleteOutputError(Exception):
     """A stage's output folder was left half-written by a killed run."""
+
+
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+"""Errors that say the output's disk or folder cannot take a write (full, over quota, read-only),
+whatever the input: a stage stops on them rather than blaming (e.g. quarantining) its inputs."""
+
+
+class OutputWriteError(RuntimeError):
+    """An output could not be written (a full disk, a read-only folder): one line, no trace."""
+
+    @classmethod
+    def of(cls, out_dir: str | Path, exc: OSError, needed: int | None = None, *,
+           what: str = "the outputs", then: str = "run the same command again once there "
+                                                  "is room") -> OutputWriteError:
+        """The error for ``exc`` while writing into ``out_dir``.
+
+        Args:
+            out_dir: the output folder (named when ``exc`` names no file).
+            exc: what the write raised.
+            needed: about how many bytes the outputs need (said when known).
+            what: what was being written, for the message.
+            then: what to do next.
+        """
+        import shutil
+
+        where = exc.filename or out_dir
+        try:
+            free = f"{shutil.disk_usage(out_dir).free / 1e6:,.1f} MB free"
+        except OSError:
+            free = "free space unknown"
+        need = f"; {what} need about {max(needed, 1) / 1e6:,.1f} MB" if needed is not None \
+            else ""
+        return cls(f"cannot write {where}: {exc.strerror or exc} ({free} on that disk{need}); "
+                   f"{then}")
 
 
 def temp_path(path: str | Path) -> Path:

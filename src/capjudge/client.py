@@ -79,6 +79,16 @@ class AuthError(RuntimeError):
     """
 
 
+_WARNED_UNPINNED: set[tuple[str, str]] = set()
+
+
+def warn_unpinned(backend_id: str, why: str) -> None:
+    """Say once per process that ``backend_id``'s snapshot does not identify its weights."""
+    if (backend_id, why) not in _WARNED_UNPINNED:
+        _WARNED_UNPINNED.add((backend_id, why))
+        log.warning("unpinned snapshot: %s: %s", backend_id, why)
+
+
 class WrongServerError(RuntimeError):
     """The base URL does not answer as an OpenAI-compatible API: the run stopped."""
 
@@ -248,7 +258,12 @@ class JudgeClient:
         self.stats = ClientStats()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
+        # Asks a remote server what it serves (a server that cannot be reached stops the run
+        # here, before any cache look-up could answer for it).
         self._snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
+        pinned, how = backend.pinning()
+        if not pinned:
+            warn_unpinned(backend.backend_id, how)
         # Set by the first authentication failure: nothing more is sent by this client.
         self.auth_failure: str | None = None
         # Set by an answer showing the server is not the API asked for: nothing more is sent.
@@ -257,8 +272,10 @@ class JudgeClient:
         self._stop = threading.Event()
         self.stop_reason: str | None = None
         # Until one answer came back, the first request of a run goes alone: a wrong server
-        # (an HTML page, a rejected key) costs one request, not `concurrency` of them.
-        self._probed = False
+        # (an HTML page, a rejected key) costs one request, not `concurrency` of them. A
+        # backend whose server already proved itself (it listed its models to this key) needs
+        # no probe: the pipe fills from the first request (a whole latency saved per run).
+        self._probed = backend.verified()
         # How deep this thread is in _send (a follow-up is sent from inside its parent's).
         self._depth = threading.local()
         _LIVE.add(self)

@@ -9,7 +9,15 @@ named judges. For each matched series, on the items both runs scored:
 - items whose pass/fail flipped (score >= the method's declared pass mark, or
   ``--threshold``) and items whose rank moved by more than 10 % of the list;
 - cost and token difference;
-- the two runs' lineage (backends, snapshots, fingerprints).
+- the two runs' lineage (backends, snapshots, fingerprints), and per series what changed between
+  them as far as the run records say (:func:`what_changed`: backend, snapshot, models,
+  fingerprints, template versions, the method's named settings, data and code version).
+
+Kendall tau-b and its differences are printed x100, as in the report and ``capjudge history``;
+the paired bootstrap CI of the difference is the one the history records
+(:func:`compare_series`, also what :func:`capjudge.history.paired_to_previous` calls), with as
+many resamples as the history used for that pair of runs
+(:func:`capjudge.history.default_bootstrap`).
 """
 
 from __future__ import annotations
@@ -139,6 +147,8 @@ class RunsAgreement(TypedDict):
     difference_b_minus_a: float
     difference_ci95: list[float]
     permutation_p_value: float
+    n_boot: NotRequired[int]
+    """The bootstrap resamples behind the CIs."""
 
 
 class SeriesComparison(TypedDict):
@@ -155,6 +165,8 @@ class SeriesComparison(TypedDict):
     rank_changes: NotRequired[RankChanges]
     agreement: NotRequired[RunsAgreement]
     """With at least 3 labelled common items."""
+    changed: NotRequired[list[str]]
+    """What the run records say changed for this series' judge (:func:`what_changed`)."""
 
 
 class ComparedBackend(TypedDict):
@@ -165,6 +177,10 @@ class ComparedBackend(TypedDict):
     snapshot: str | None
     models: list[str]
     fingerprints: list[str]
+    templates: NotRequired[list[str]]
+    """Template ``id@version`` of the judge's answers (absent from older databases)."""
+    settings: NotRequired[list[str]]
+    """The method's named options (absent from older databases)."""
 
 
 class RunFacts(TypedDict):
@@ -175,6 +191,8 @@ class RunFacts(TypedDict):
     time: object
     git_revision: object
     backends: list[ComparedBackend]
+    git_dirty: NotRequired[object]
+    dataset_sha256: NotRequired[object]
 
 
 class CostComparison(TypedDict):
@@ -281,10 +299,12 @@ def compare_series(a: Mapping[str, SeriesItem], b: Mapping[str, SeriesItem], met
             "n": len(human_idx),
             "kendall_tau_b_a": ta, "ci95_a": list(bootstrap_ci(xa, h, kendall_tau_b,
                                                                n_boot=n_boot)),
+            # The report's seed for both runs: on the same items, the same CI as its table
+            # (and as capjudge history, which shows the report's).
             "kendall_tau_b_b": tb, "ci95_b": list(bootstrap_ci(xb, h, kendall_tau_b,
-                                                               n_boot=n_boot, seed=1)),
+                                                               n_boot=n_boot)),
             "difference_b_minus_a": diff, "difference_ci95": [ci.low, ci.high],
-            "permutation_p_value": p}
+            "permutation_p_value": p, "n_boot": n_boot}
     return out
 
 
@@ -302,9 +322,13 @@ def compare_runs(db_a: Path, db_b: Path, *, series: tuple[str, str] | None = Non
         if ka not in a["series"] or kb not in b["series"]:
             raise ValueError(f"series {ka!r} / {kb!r} not found in both runs")
         method = a["series"][ka]["method"]
-        result["series"][f"{ka} vs {kb}" if ka != kb else ka] = compare_series(
-            a["series"][ka]["items"], b["series"][kb]["items"], method, n_boot, threshold,
-            a["human_criterion"])
+        compared = compare_series(a["series"][ka]["items"], b["series"][kb]["items"], method,
+                                  n_boot, threshold, a["human_criterion"])
+        facts_a = _judge_facts(result["run_a"], ka.split("/")[0])
+        facts_b = _judge_facts(result["run_b"], kb.split("/")[0])
+        if set(facts_a) & set(facts_b):  # else the databases predate the lineage tables
+            compared["changed"] = what_changed(facts_a, facts_b)
+        result["series"][f"{ka} vs {kb}" if ka != kb else ka] = compared
     judges_a = {p[0].split("/")[0] for p in pairs}
     judges_b = {p[1].split("/")[0] for p in pairs}
     usd_a, usd_b = _spent(a["costs"], judges_a, "usd"), _spent(b["costs"], judges_b, "usd")
@@ -323,9 +347,78 @@ def _spent(costs: Mapping[str, JudgeCost], judges: set[str],
 
 def _run_facts(data: RunData, db: str) -> RunFacts:
     run = data["run"]
-    return {"db": db, "run_id": run.get("run_id"), "time": run.get("time"),
-            "git_revision": run.get("git_revision"),
-            "backends": [_backend_facts(b) for b in data["backends"]]}
+    facts: RunFacts = {"db": db, "run_id": run.get("run_id"), "time": run.get("time"),
+                       "git_revision": run.get("git_revision"),
+                       "backends": [_backend_facts(b) for b in data["backends"]]}
+    if "git_dirty" in run:
+        facts["git_dirty"] = run["git_dirty"]
+    if "dataset_sha256" in run:
+        facts["dataset_sha256"] = run["dataset_sha256"]
+    return facts
+
+
+# What a run record says about the judge that produced a series, and how each fact is named
+# in "what changed" (history entries carry the same keys).
+CHANGE_FACTS = (("backend", "backend"), ("snapshot", "snapshot"), ("models", "models"),
+                ("fingerprints", "fingerprints"), ("templates", "templates"),
+                ("settings", "method settings"), ("data_version", "data"),
+                ("code_version", "code"))
+
+
+def _judge_facts(run: RunFacts, judge: str) -> dict[str, object]:
+    """The :data:`CHANGE_FACTS` of ``judge`` in a run (only those the run's records hold)."""
+    facts: dict[str, object] = {}
+    row = next((b for b in run["backends"] if b["judge"] == judge), None)
+    if row is not None:
+        facts.update({k: v for k, v in row.items() if k != "judge"})
+    # Strings only: DuckDB hands a missing value over as None or NaN.
+    data = run.get("dataset_sha256")
+    if isinstance(data, str) and data:
+        facts["data_version"] = data
+    revision = run.get("git_revision")
+    if isinstance(revision, str) and revision:
+        dirty = run.get("git_dirty") in (True, 1)  # a numpy bool too; NaN is not dirty
+        facts["code_version"] = f"{revision}{'-dirty' if dirty else ''}"
+    return facts
+
+
+def _shown(key: str, value: object) -> str:
+    """A fact's value for one line: hashes of data and code shortened, lists joined."""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "-"
+    text = "-" if value is None else str(value)
+    if key == "data_version":
+        return text[:12]
+    if key == "code_version":
+        revision, dirty, _ = text.partition("-dirty")
+        return revision[:12] + ("-dirty" if dirty else "")
+    return text
+
+
+def what_changed(before: Mapping[str, object], after: Mapping[str, object]) -> list[str]:
+    """What differs between two runs of a judge, one ``"<fact>: <before> -> <after>"`` a line.
+
+    ``before`` and ``after`` hold :data:`CHANGE_FACTS` keys (a history entry, or a run's
+    ``run_backends`` row with the run's data and code version). A fact missing from either
+    (a record written before it was kept) is left out: nothing can be said about it. Lists
+    (templates, settings, models, fingerprints) show what left and what came.
+
+    Returns:
+        The lines, empty when every fact both records hold is the same.
+    """
+    lines = []
+    for key, label in CHANGE_FACTS:
+        if key not in before or key not in after:
+            continue
+        old, new = before[key], after[key]
+        if isinstance(old, list | tuple) and isinstance(new, list | tuple):
+            gone = [v for v in old if v not in new]
+            came = [v for v in new if v not in old]
+            if gone or came:
+                lines.append(f"{label}: {_shown(key, gone)} -> {_shown(key, came)}")
+        elif old != new:
+            lines.append(f"{label}: {_shown(key, old)} -> {_shown(key, new)}")
+    return lines
 
 
 def _backend_facts(row: Mapping[str, object]) -> ComparedBackend:
@@ -339,8 +432,14 @@ def _backend_facts(row: Mapping[str, object]) -> ComparedBackend:
         value = row.get(key)
         return [str(v) for v in value] if isinstance(value, np.ndarray | list) else []
 
-    return {"judge": text("judge"), "backend": text("backend"), "snapshot": text("snapshot"),
-            "models": texts("models"), "fingerprints": texts("fingerprints")}
+    out: ComparedBackend = {"judge": text("judge"), "backend": text("backend"),
+                            "snapshot": text("snapshot"), "models": texts("models"),
+                            "fingerprints": texts("fingerprints")}
+    if "templates" in row:
+        out["templates"] = texts("templates")
+    if "settings" in row:
+        out["settings"] = texts("settings")
+    return out
 
 
 def _f(v: object, digits: int = 2) -> str:
@@ -364,6 +463,10 @@ def render(result: Comparison) -> str:
     for key, s in result["series"].items():
         lines += ["", f"## {key}", "", f"Items scored in both runs: {s['common_scored']} "
                   f"(A {s['items_a']}, B {s['items_b']})."]
+        if "changed" in s:
+            lines += ["", "What changed from A to B: " + ("; ".join(s["changed"]) or
+                      "nothing the run records hold (backend, snapshot, models, fingerprints,"
+                      " templates, method settings, data, code)") + ".", ""]
         if "shift" not in s:
             lines.append(s.get("note", ""))
             continue
@@ -377,11 +480,13 @@ def render(result: Comparison) -> str:
                       f", {_f(100 * g['ci95_a'][1], 1)}] |",
                       f"| B | {_f(100 * g['kendall_tau_b_b'], 1)} | [{_f(100 * g['ci95_b'][0], 1)}"
                       f", {_f(100 * g['ci95_b'][1], 1)}] |", "",
-                      f"Difference B - A: {_f(100 * g['difference_b_minus_a'], 1)} "
+                      f"Difference B - A (x100): {_f(100 * g['difference_b_minus_a'], 1)} "
                       + (f"[{_f(100 * g['difference_ci95'][0], 1)}, "
                          f"{_f(100 * g['difference_ci95'][1], 1)}] "
                          if g.get("difference_ci95") else "")
-                      + f"(paired permutation p = {_f(g['permutation_p_value'], 3)}; protocol: "
+                      + (f"(paired bootstrap 95 % CI, {g['n_boot']} resamples; "
+                         if "n_boot" in g else "(")
+                      + f"paired permutation p = {_f(g['permutation_p_value'], 3)}; protocol: "
                       f"{g['protocol']}).", ""]
         lines += ["| system | mean A | mean B | shift | n |", "|---|---|---|---|---|"]
         for name, v in s["systems"].items():

@@ -8,7 +8,10 @@ method, template id@version, backend id, model snapshot, the models and
 τ-b with the bootstrap 95 % CI), its failure and low-mass rates, the mean score per system,
 and the paired difference to the series' previous run on the items both scored — computed by
 :func:`capjudge.compare.compare_series`, the same paired bootstrap CI and permutation test
-``capjudge compare`` reports, once, when the entry is written.
+``capjudge compare`` reports, once, when the entry is written (with the number of bootstrap
+resamples, so ``capjudge compare`` on the same two runs uses as many and prints the same CI).
+``capjudge history`` prints tau-b and the differences x100, as the report and ``capjudge
+compare`` do, and under a run what changed from the run before it (:func:`format_history`).
 
 :func:`alerts` turns the entries of a new run into the watch flow's alert lines: a paired Δτ
 whose whole 95 % CI lies below ``-alert_drop``, or a failure / low-mass rate above its limit.
@@ -89,6 +92,7 @@ def run_entries(run: RunLineage, agreement: Sequence[AgreementEntry],
             "run_id": run["run_id"], "time": run["time"], "judge": a["judge"],
             "mode": a["mode"], "series": f"{a['judge']}/{a['mode']}", "method": a["method"],
             "templates": list(backend["templates"] or []) if backend else [],
+            "settings": list(backend.get("settings") or []) if backend else [],
             "backend": backend["backend"] if backend else None,
             "snapshot": backend["snapshot"] if backend else None,
             "models": list(backend["models"] or []) if backend else [],
@@ -139,8 +143,55 @@ def paired_to_previous(entry: HistoryEntry, previous: HistoryEntry | None,
         return entry
     entry["paired"] = {"n": g["n"], "difference": _finite(g["difference_b_minus_a"]),
                        "ci95": [_finite(v) for v in g["difference_ci95"]],
-                       "p_value": _finite(g["permutation_p_value"])}
+                       "p_value": _finite(g["permutation_p_value"]), "n_boot": n_boot}
     return entry
+
+
+def default_bootstrap(registry: Path, db_a: Path, db_b: Path, params: Path | None = None,
+                      fallback: int = 500) -> int:
+    """The resamples ``capjudge compare`` uses when not told: the ones the history used.
+
+    For two registered runs the history records the paired difference of each series to its
+    previous run with ``report.bootstrap`` resamples; with the same number, the same seed and
+    the same items :func:`capjudge.compare.compare_series` gives the very same CI, so both
+    commands print one figure for one change. Otherwise ``report.bootstrap`` of ``params``
+    (what the report stage would use), else ``fallback``.
+    """
+    run_a, run_b = _run_id(Path(db_a)), _run_id(Path(db_b))
+    for entry in load_history(Path(registry)):
+        paired = entry.get("paired")
+        if entry["run_id"] == run_b and entry.get("previous_run") == run_a and paired \
+                and isinstance(paired.get("n_boot"), int):
+            return int(paired["n_boot"])
+    if params is not None and params.is_file():
+        import yaml
+
+        try:
+            report = (yaml.safe_load(params.read_text(encoding="utf-8")) or {}).get("report")
+        except (yaml.YAMLError, AttributeError, UnicodeDecodeError):
+            report = None  # an unreadable params file: the fallback, not a failed compare
+        boot = report.get("bootstrap") if isinstance(report, dict) else None
+        if isinstance(boot, int) and not isinstance(boot, bool) and boot >= 0:
+            return boot
+    return fallback
+
+
+def _run_id(db: Path) -> str:
+    """The run id a database's ``runs`` table records, else its folder's name.
+
+    (The registry files a run under its id.)
+    """
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            row = con.execute("SELECT run_id FROM runs").fetchone()
+        finally:
+            con.close()
+    except duckdb.Error:  # no such table (an older database) or not a database at all
+        row = None
+    return str(row[0]) if row and row[0] is not None else db.parent.name
 
 
 def record_run(registry: Path, run: RunLineage, agreement: Sequence[AgreementEntry],
@@ -241,12 +292,15 @@ def alerts(entries: Sequence[HistoryEntry], *, alert_drop: float = 0.05,
         spread = e.get("retest_tau_spread")
         limit = max(alert_drop, spread or 0.0)
         if paired and upper is not None and upper < -limit and drop is not None:
+            # x100, as the report, `history` and `compare` print tau-b.
+            tau, low = e["kendall_tau_b"], paired["ci95"][0]
             lines.append(
-                f"{e['series']}: Kendall tau-b dropped by {drop:.3f} "
-                f"({e['kendall_tau_b']:.3f} now, previous run {e['previous_run']}); paired "
-                f"95 % CI of the change [{paired['ci95'][0]:.3f}, {upper:.3f}] "
-                f"lies below -{limit:.3f}"
-                + (f" (the judge's own test-retest spread of tau-b is {spread:.3f})"
+                f"{e['series']}: Kendall tau-b x100 dropped by {100 * drop:.1f} "
+                f"({_x100(tau)} now, previous run {e['previous_run']}); "
+                f"paired 95 % CI of the change [{_x100(low)}, "
+                f"{100 * upper:.1f}] lies below -{100 * limit:.1f} (watch.alert_drop "
+                f"{alert_drop:g} as a fraction)"
+                + (f" (the judge's own test-retest spread of tau-b x100 is {100 * spread:.1f})"
                    if spread is not None else "")
                 + f"; permutation p = {paired['p_value']:.3f}; "
                 f"n = {paired['n']} shared items; snapshot {e['snapshot']}"
@@ -257,6 +311,11 @@ def alerts(entries: Sequence[HistoryEntry], *, alert_drop: float = 0.05,
         lines += rate_alerts(e["judge"], e, max_failure_rate=max_failure_rate,
                              max_low_mass_rate=max_low_mass_rate, run=e["run_id"])
     return lines
+
+
+def _x100(value: float | None) -> str:
+    """A coefficient as the report prints it (x100, one decimal; ``-`` when missing)."""
+    return "-" if value is None else f"{100 * value:.1f}"
 
 
 def rate_alerts(judge: str, summary: Mapping[str, object], *, max_failure_rate: float | None = None,
@@ -277,26 +336,39 @@ def rate_alerts(judge: str, summary: Mapping[str, object], *, max_failure_rate: 
 
 
 def format_history(entries: Sequence[HistoryEntry]) -> str:
-    """The series as plain text: one block per judge/mode, one line per run."""
+    """The series as plain text: one block per judge/mode, one line per run.
+
+    Kendall tau-b and the paired difference to the previous run are x100 (the report's and
+    ``capjudge compare``'s unit); under a run whose records differ from the previous run's, a
+    ``changed:`` line names what (:func:`capjudge.compare.what_changed`).
+    """
+    from capjudge.compare import what_changed
+
     blocks = []
     for series, points in series_history(entries).items():
         lines = [f"{series}",
-                 f"  {'run':<26} {'date':<20} {'n':>4}  {'tau-b [95 % CI]':<24}  "
-                 f"{'delta vs previous [95 % CI], p':<36} backend@snapshot fingerprints"]
+                 f"  {'run':<26} {'date':<20} {'n':>4}  {'tau-b x100 [95 % CI]':<24}  "
+                 f"{'delta x100 vs previous [95 % CI], p':<36} backend@snapshot fingerprints"]
+        by_run = {e["run_id"]: e for e in points}
         for e in points:
             ci = e.get("ci95") or [None, None]
             paired = e.get("paired")
             delta = (f"{_num(paired['difference'])} [{_num(paired['ci95'][0])}, "
-                     f"{_num(paired['ci95'][1])}], p {_num(paired['p_value'])}"
+                     f"{_num(paired['ci95'][1])}], p {_num(paired['p_value'], 1, 3)}"
                      if paired else "-")
             mark = " *changed*" if e.get("snapshot_changed") else ""
             lines.append(f"  {e['run_id']:<26} {e['time'][:19]:<20} {e['n']:>4}  "
                          f"{_num(e['kendall_tau_b'])} [{_num(ci[0])}, {_num(ci[1])}]  "
                          f"{delta:<36} {e['backend']}@{e['snapshot']}"
                          f" {','.join(e.get('fingerprints') or []) or ''}{mark}")
+            previous = by_run.get(e.get("previous_run") or "")
+            changed = what_changed(previous, e) if previous else []
+            if changed:
+                lines.append(f"  {'':<26} changed: {'; '.join(changed)}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 
-def _num(value: float | None) -> str:
-    return "     -" if value is None else f"{value:6.3f}"
+def _num(value: float | None, scale: float = 100.0, digits: int = 1) -> str:
+    """A cell: x100 with one decimal for tau-b and its differences (the report's unit)."""
+    return "     -" if value is None else f"{scale * value:6.{digits}f}"

@@ -29,11 +29,20 @@ from typing import TypedDict, cast
 
 import pyarrow.parquet as pq
 
-from capjudge.atomic import atomic_path, clean_orphans, stage_outputs, write_json, write_text
+from capjudge.atomic import (
+    OUTPUT_ERRNOS,
+    OutputWriteError,
+    atomic_path,
+    clean_orphans,
+    stage_outputs,
+    write_json,
+    write_text,
+)
 from capjudge.manifest import (
     FieldLimits,
     ManifestError,
     ValidRow,
+    read_dataset_card,
     read_rows,
     safe_text,
     validate_fields,
@@ -361,7 +370,32 @@ class TileCache:
 
 def _with_media(item: ItemRow, row: ValidRow, media_root: Path, tiles: TileCache,
                 hashes: dict[Path, str]) -> ItemRow:
-    """``item`` with its media columns: hashes, size, tile and the picture a judge sees."""
+    """``item`` with its media columns: hashes, size, tile and the picture a judge sees.
+
+    Raises:
+        MediaError: the row's media cannot be used (the row is quarantined for it).
+        OSError: reading the media failed (the row is quarantined for it).
+        capjudge.atomic.OutputWriteError: the output's disk is full (or read-only): not the
+            row's fault, so the ingest stops, naming the path, instead of quarantining every
+            row after it.
+    """
+    try:
+        return _media_columns(item, row, media_root, tiles, hashes)
+    except OSError as exc:
+        if exc.errno in OUTPUT_ERRNOS:
+            raise _write_error(tiles.dir.parent, exc) from None
+        raise
+
+
+def _write_error(out: Path, exc: OSError) -> OutputWriteError:
+    """Ingest's one-line error for a write the output's disk refused."""
+    return OutputWriteError.of(out, exc, what="the items", then="free some space (or choose "
+                               "another --out / ingest.out) and run ingest again")
+
+
+def _media_columns(item: ItemRow, row: ValidRow, media_root: Path, tiles: TileCache,
+                   hashes: dict[Path, str]) -> ItemRow:
+    """:func:`_with_media`'s work: the media columns, the tiles made or reused."""
     def hashed(p: Path) -> str:
         if p not in hashes:
             hashes[p] = sha256_file(p)
@@ -448,8 +482,8 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
         ManifestError: the manifest cannot be read at all.
     """
     config = config or IngestConfig()
-    manifest = Path(manifest)
-    media_root = Path(media_root)
+    manifest, media_root = Path(manifest), Path(media_root)
+    card = read_dataset_card(manifest)  # a broken card fails before any media is read
     if not media_root.is_dir():
         raise ManifestError(f"{media_root}: media root is not a directory")
     out = Path(out_dir)
@@ -506,7 +540,7 @@ def ingest(manifest: str | Path, media_root: str | Path, out_dir: str | Path,
             log.info("ingest: %d rows read, %d items, %d quarantined", n_rows, len(items),
                      len(quarantine))
 
-    return _write_outputs(manifest, out, items, quarantine, n_rows, config)
+    return _write_outputs(manifest, out, items, quarantine, n_rows, config, card)
 
 
 def _item_row(row: ValidRow, media_root: Path, out: Path, relative_paths: bool) -> ItemRow:
@@ -523,12 +557,17 @@ def _item_row(row: ValidRow, media_root: Path, out: Path, relative_paths: bool) 
 
 
 def _write_outputs(manifest: Path, out: Path, items: Sequence[ItemRow],
-                   quarantine: Sequence[QuarantineRow], n_rows: int, config: IngestConfig
-                   ) -> IngestResult:
+                   quarantine: Sequence[QuarantineRow], n_rows: int, config: IngestConfig,
+                   card: dict[str, str] | None = None) -> IngestResult:
     """Write the items and quarantine tables and the summary; the counts.
+
+    The manifest's dataset card (``card``), when it has one, is kept in the summary as
+    ``dataset``: the report describes the data from it.
 
     Raises:
         ManifestError: the manifest held no rows.
+        capjudge.atomic.OutputWriteError: a file could not be written (a full disk, a
+            read-only folder); the message names it, in one line.
     """
     if n_rows == 0:
         # Nothing to judge is a mistake (a wrong file, an empty export), not a success.
@@ -538,11 +577,16 @@ def _write_outputs(manifest: Path, out: Path, items: Sequence[ItemRow],
     summary = {"manifest": str(manifest), "rows": n_rows, "items": len(items),
                "quarantined": len(quarantine), "items_by_kind": by_kind,
                "quarantined_by_reason": reason_counts, "frame_policy": config.frame_policy}
+    if card:
+        summary["dataset"] = card
     # The four files are one set: each is renamed into place whole, and the folder is marked
     # incomplete until the last one is (readers refuse it meanwhile: capjudge.atomic).
-    with stage_outputs(out):
-        write_tables(out, items, quarantine)
-        write_json(out / "summary.json", summary)
+    try:
+        with stage_outputs(out):
+            write_tables(out, items, quarantine)
+            write_json(out / "summary.json", summary)
+    except OSError as exc:
+        raise _write_error(out, exc) from None
     for q in quarantine:
         log.warning("quarantined line %s (id=%s): %s", q.line, q.id, q.reason)
     return IngestResult(n_rows=n_rows, n_items=len(items), n_quarantined=len(quarantine),
@@ -604,6 +648,8 @@ def sample_tiles(videos: list[str], out_dir: str | Path, config: IngestConfig | 
         try:
             tiles.video(Path(path), sha)
         except (MediaError, OSError) as exc:
+            if isinstance(exc, OSError) and exc.errno in OUTPUT_ERRNOS:
+                raise _write_error(tiles.dir.parent, exc) from None  # not the video's fault
             failures[sha] = str(exc)
     return failures
 
@@ -624,12 +670,32 @@ def write_tables(out: Path, items: Sequence[ItemRow], quarantine: Sequence[Quara
         pq.write_table(QuarantineRow.table(quarantine), tmp)
     db_path = out / "capjudge.duckdb"
     with atomic_path(db_path) as tmp:
-        con = duckdb.connect(str(tmp))
         try:
-            con.execute("CREATE TABLE items AS SELECT * FROM read_parquet(?)",
-                        [str(items_path)])
-            con.execute("CREATE TABLE quarantine AS SELECT * FROM read_parquet(?)",
-                        [str(quarantine_path)])
-        finally:
-            con.close()
+            con = duckdb.connect(str(tmp))
+            try:
+                con.execute("CREATE TABLE items AS SELECT * FROM read_parquet(?)",
+                            [str(items_path)])
+                con.execute("CREATE TABLE quarantine AS SELECT * FROM read_parquet(?)",
+                            [str(quarantine_path)])
+            finally:
+                con.close()
+        except duckdb.Error as exc:
+            Path(f"{tmp}.wal").unlink(missing_ok=True)  # its space back, on a full disk
+            refused = _refused_write(exc, db_path)
+            if refused is None:
+                raise
+            raise refused from None
         Path(f"{tmp}.wal").unlink(missing_ok=True)
+
+
+def _refused_write(exc: Exception, path: Path) -> OSError | None:
+    """DuckDB's error for a full (or read-only) disk as the OSError it stands for, else None.
+
+    DuckDB raises its own exception types (``IOException``, or ``TransactionException`` when
+    the commit's write fails) with the system's message inside; as an OSError it reaches the
+    same one-line report as every other refused write.
+    """
+    for code in sorted(OUTPUT_ERRNOS):
+        if os.strerror(code) in str(exc):
+            return OSError(code, os.strerror(code), str(path))
+    return None

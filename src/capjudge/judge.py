@@ -35,13 +35,14 @@ import pyarrow.parquet as pq
 
 from capjudge.atomic import (
     INCOMPLETE_MARKER,
+    OutputWriteError,
     atomic_path,
     stage_outputs,
     write_json,
     write_text,
 )
 from capjudge.backends import create_backend
-from capjudge.backends.base import Backend
+from capjudge.backends.base import Backend, Capabilities
 from capjudge.client import (
     DEFAULT_MAX_RETRY_AFTER_S,
     ClientStats,
@@ -65,7 +66,7 @@ from capjudge.methods import (
     get_method,
     verdict,
 )
-from capjudge.protocol import Decoding, JudgeResponse
+from capjudge.protocol import BackendFacts, Decoding, JudgeResponse
 from capjudge.records import Judgement, JudgeSummary
 
 log = logging.getLogger(__name__)
@@ -297,8 +298,8 @@ def apply_profile(settings: Mapping[str, object], profile: str | None,
     return out
 
 
-def make_backend(config: JudgeConfig) -> Backend:
-    """The configured backend (local models are loaded once per process)."""
+def backend_options(config: JudgeConfig) -> dict[str, Any]:
+    """The keyword options the judge's backend is built with (the judge's settings filled in)."""
     from capjudge.backends import backend_class
 
     options = dict(config.backend_options)
@@ -306,7 +307,64 @@ def make_backend(config: JudgeConfig) -> Backend:
     if "timeout_s" in backend_class(config.backend).options:
         # The judge's timeout_s is the client's (backend_options.timeout_s wins when set).
         options.setdefault("timeout_s", config.timeout_s)
-    return create_backend(config.backend, **options)
+    return options
+
+
+def make_backend(config: JudgeConfig) -> Backend:
+    """The configured backend (local models are loaded once per process)."""
+    return create_backend(config.backend, **backend_options(config))
+
+
+@dataclass(frozen=True)
+class UnbuiltBackend:
+    """A judge's backend before it is built: what its class says without loading anything.
+
+    Planning needs only the capabilities (vision); rows of recorded skips need only the id and
+    snapshot. When every (item, mode) is a skip the backend is never built
+    (:meth:`Backend.capabilities_for`, :meth:`Backend.describe_unloaded`).
+    """
+
+    backend_id: str
+    capabilities: Capabilities
+    config: JudgeConfig
+
+    @classmethod
+    def of(cls, config: JudgeConfig) -> UnbuiltBackend | None:
+        """The judge's backend as its class declares it; None when only a built one can say.
+
+        Raises:
+            BackendError: an unknown kind or option, or options the class refuses.
+        """
+        from capjudge.backends import backend_class
+
+        kind = backend_class(config.backend)
+        options = backend_options(config)
+        kind.check_options(config.backend, options)
+        capabilities = kind.capabilities_for(config.backend.partition("/")[2], options)
+        return None if capabilities is None else cls(config.backend, capabilities, config)
+
+    def describe(self) -> BackendFacts | None:
+        """Its lineage facts, snapshot included, without building it (None: it must be)."""
+        from capjudge.backends import backend_class
+
+        return backend_class(self.backend_id).describe_unloaded(
+            self.backend_id.partition("/")[2], backend_options(self.config))
+
+
+def check_reachable(config: JudgeConfig) -> None:
+    """Ask a remote judge's server what it serves, before a stage starts.
+
+    A wrong address then stops the stage with one line naming it, before any task runs (and
+    before any cached answer could stand in for the server). Local models are loaded by the
+    stage itself: nothing to reach here.
+
+    Raises:
+        BackendError: the server cannot be reached, or the backend refuses its options.
+    """
+    from capjudge.backends import backend_class
+
+    if not backend_class(config.backend).shared:
+        make_backend(config).connect()
 
 
 def make_client(config: JudgeConfig, backend: Backend,
@@ -415,6 +473,8 @@ class JudgeResult:
         responses: the answers, aligned with ``planned``.
         planned: the requests that were sent (or answered from the cache).
         skips: what was not judged, and why.
+        backend: the backend that answered (None when none was built).
+        unbuilt_facts: when no backend was built, its facts (:meth:`backend_facts`).
     """
 
     rows: list[Judgement]
@@ -423,6 +483,21 @@ class JudgeResult:
     responses: list[JudgeResponse]
     planned: list[Planned]
     skips: list[Skip]
+    # The backend that answered, or the facts of one never built (every row a skip).
+    backend: Backend | None = None
+    unbuilt_facts: BackendFacts | None = None
+
+    def backend_facts(self) -> BackendFacts:
+        """The lineage facts of the judge's backend (``loaded: False`` when never built).
+
+        Raises:
+            ValueError: the result records no backend (built by hand).
+        """
+        if self.unbuilt_facts is not None:
+            return self.unbuilt_facts
+        if self.backend is None:
+            raise ValueError("this result records no backend")
+        return self.backend.describe()
 
     def verdicts(self, method: Method, options: AggregateOptions
                  ) -> dict[tuple[str, str], Verdict]:
@@ -430,7 +505,8 @@ class JudgeResult:
         return {key: verdict(method, crit, options) for key, crit in self.criteria.items()}
 
 
-def check_verdict_format(method: Method, options: MethodOptions, backend: Backend) -> None:
+def check_verdict_format(method: Method, options: MethodOptions,
+                         backend: Backend | UnbuiltBackend) -> None:
     """``verdict_format: json_schema`` needs a backend that enforces the schema.
 
     Raises:
@@ -445,37 +521,79 @@ def check_verdict_format(method: Method, options: MethodOptions, backend: Backen
 
 def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend | None = None,
                 client: JudgeClient | None = None, options: MethodOptions | None = None,
-                progress: Callable[[int, int], None] | None = None) -> JudgeResult:
+                progress: Callable[[int, int], None] | None = None,
+                connect: Callable[[], tuple[Backend, JudgeClient]] | None = None
+                ) -> JudgeResult:
     """Judge items with one method on one backend: plan, ask (cached), read, build rows.
+
+    Without ``backend`` and ``client`` the items are planned with what the backend's class
+    declares (:class:`UnbuiltBackend`) and the backend is built only when a request is to be
+    sent: a judge whose every (item, mode) is a recorded skip (a text-only model asked for
+    pictures) loads no model and starts no engine, and writes the same rows.
 
     Args:
         items: the items (``config.limit`` is applied by the caller that owns the item list).
         config: the judge.
-        backend: an existing backend (default: :func:`make_backend`).
+        backend: an existing backend (default: built by ``connect`` when needed).
         client: an existing client around ``backend`` (default: a new one).
         options: method options (default: from the config; loads a context table if needed).
         progress: called with (done, total) requests while answering.
+        connect: builds the backend and its client (default: :func:`make_backend` and
+            :func:`make_client`); called at most once, and only when something is to be asked
+            or only a built backend knows its capabilities or snapshot.
 
     Returns:
         The rows, this call's statistics and the per-item criteria.
     """
     method = get_method(config.method)
-    if backend is None:
-        backend = client.backend if client is not None else make_backend(config)
-    if client is None:
-        client = make_client(config, backend, progress)
-    options = options or method_options(config, method, backend.capabilities.vision)
-    check_verdict_format(method, options, backend)
+    if backend is None and client is not None:
+        backend = client.backend
+    if connect is None:
+        def connect() -> tuple[Backend, JudgeClient]:
+            built = make_backend(config)
+            return built, make_client(config, built, progress)
+    target: Backend | UnbuiltBackend | None = backend or UnbuiltBackend.of(config)
+    if target is None:
+        backend, client = connect()
+        target = backend
+    options = options or method_options(config, method, target.capabilities.vision)
+    check_verdict_format(method, options, target)
     planned, skips = plan(items, config, options=options)
     if config.repeats > 1:
-        check_repeatable(backend)
+        check_repeatable(target)
         planned = repeat_planned(planned, config.repeats)
+    unbuilt = target.describe() if backend is None and not planned else None
+    if backend is None and unbuilt is None:
+        backend, client = connect()
+    if backend is not None and client is None:
+        client = make_client(config, backend, progress)
     by_id = {item.id: item for item in items}
+    planned, responses, explanations, stats = _answer(config, method, planned, by_id, client)
+    if backend is not None:
+        backend_id, snapshot = backend.backend_id, backend.snapshot()
+    else:
+        assert unbuilt is not None  # built above unless its facts were known
+        backend_id, snapshot = config.backend, unbuilt["snapshot"]
+    rows, criteria = _rows(config, method, options, by_id, planned, responses, explanations,
+                           skips, backend_id, snapshot)
+    return JudgeResult(rows, stats, criteria, responses, planned, skips, backend, unbuilt)
+
+
+def _answer(config: JudgeConfig, method: Method, planned: list[Planned],
+            by_id: dict[str, Item], client: JudgeClient | None
+            ) -> tuple[list[Planned], list[JudgeResponse], list[str | None], ClientStats]:
+    """Ask every planned request (cached) and the method's explanation turn.
+
+    Returns the requests rebuilt on their verified pictures, the answers aligned with them (a
+    picture changed since ingest is that request's error, answered without a call), the
+    explanations and this call's statistics. ``client`` is None only when nothing is planned.
+    """
+    if client is None:
+        return planned, [], [], ClientStats()
     planned, media_errors = verify_media(planned, by_id)
     sendable = shared_context_order(
         [k for k, why in enumerate(media_errors) if why is None], planned)
     sent, stats = client.run_with_stats([planned[k].request for k in sendable])
-    # A picture that changed since ingest is that request's error, answered without a call.
     responses = [JudgeResponse(status="error", reason=why, attempts=0) if why is not None
                  else JudgeResponse(status="error", reason="not answered")
                  for why in media_errors]
@@ -486,10 +604,17 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
     except Exception:  # noqa: BLE001 - the optional turn must not lose the answers
         log.exception("the explanation turn failed; rows are written without explanations")
         explanations = [None] * len(planned)
-    price = price_for(backend.backend_id.split("/", 1)[1], config.prices)
+    return planned, responses, explanations, stats
+
+
+def _rows(config: JudgeConfig, method: Method, options: MethodOptions, by_id: dict[str, Item],
+          planned: Sequence[Planned], responses: Sequence[JudgeResponse],
+          explanations: Sequence[str | None], skips: Sequence[Skip], backend_id: str,
+          snapshot: str) -> tuple[list[Judgement], dict[tuple[str, str], list[Criterion]]]:
+    """The judgement rows (answered requests first, then skips) and per-item criteria."""
+    price = price_for(backend_id.split("/", 1)[1], config.prices)
     if price is not None and config.submit == "batch":
         price = price.batch()  # what the Batch API charges
-    snapshot = backend.snapshot()
     rows: list[Judgement] = []
     criteria: dict[tuple[str, str], list[Criterion]] = {}
     for p, response, why in zip(planned, responses, explanations, strict=True):
@@ -498,7 +623,7 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
             criteria.setdefault((p.item_id, p.mode), []).extend(results)
         rows += [judgement(by_id[p.item_id], method.name, p.mode, c,
                            template=p.request.template, settings=format_settings(p.settings),
-                           backend=backend.backend_id, snapshot=snapshot, response=response,
+                           backend=backend_id, snapshot=snapshot, response=response,
                            price=price, explanation=why, repeat=p.request.decoding.sample)
                  for c in results]
     try:
@@ -511,8 +636,8 @@ def judge_items(items: Sequence[Item], config: JudgeConfig, *, backend: Backend 
         rows.append(judgement(by_id[s.item_id], method.name, s.mode,
                               Criterion(s.criterion, "skipped", s.reason),
                               template=s.template, settings=skip_settings,
-                              backend=backend.backend_id, snapshot=snapshot))
-    return JudgeResult(rows, stats, criteria, responses, planned, skips)
+                              backend=backend_id, snapshot=snapshot))
+    return rows, criteria
 
 
 def shared_context_order(indices: Sequence[int], planned: Sequence[Planned]) -> list[int]:
@@ -574,7 +699,7 @@ def _interpret(method: Method, p: Planned, response: JudgeResponse) -> list[Crit
             or [Criterion(p.criterion or "*", "error", why)]
 
 
-def check_repeatable(backend: Backend) -> None:
+def check_repeatable(backend: Backend | UnbuiltBackend) -> None:
     """Refuse repeats on a backend whose answer cannot vary between them.
 
     Raises:
@@ -914,30 +1039,14 @@ def write_outputs(out_dir: str | Path, table: pa.Table, summary: JudgeSummary, *
         if not complete:
             write_text(Path(out_dir) / INCOMPLETE_MARKER, "stopped by a signal\n")
     except OSError as exc:
-        raise OutputWriteError.of(out_dir, exc, table.nbytes) from None
-
-
-class OutputWriteError(RuntimeError):
-    """An output could not be written (a full disk, a read-only folder): one line, no trace."""
-
-    @classmethod
-    def of(cls, out_dir: str | Path, exc: OSError, needed: int) -> OutputWriteError:
-        """The error for ``exc`` while writing into ``out_dir`` (``needed`` bytes or so)."""
-        import shutil
-
-        where = exc.filename or out_dir
-        try:
-            free = f"{shutil.disk_usage(out_dir).free / 1e6:,.1f} MB free"
-        except OSError:
-            free = "free space unknown"
-        return cls(f"cannot write {where}: {exc.strerror or exc} ({free} on that disk; the "
-                   f"judgements need about {max(needed, 1) / 1e6:,.1f} MB); nothing paid for "
-                   "is lost: the answers are in the request cache, run again once there is "
-                   "room")
+        raise OutputWriteError.of(out_dir, exc, table.nbytes, what="the judgements",
+                                  then="nothing paid for is lost: the answers are in the "
+                                       "request cache, run again once there is room") from None
 
 
 __all__ = ["JUDGEMENTS_SCHEMA", "JudgeConfig", "JudgeResult", "Judgement", "OutputWriteError",
-           "RunInterrupted", "combine_parts", "config_from_params", "judge_section",
-           "judge_items", "judgement", "load_items", "make_backend", "make_client",
+           "RunInterrupted", "check_reachable", "combine_parts", "config_from_params",
+           "judge_section", "judge_items", "judgement", "load_items", "make_backend",
+           "make_client",
            "method_options", "plan", "repeat_planned", "run_judge", "shared_client",
            "summarise", "verify_media", "write_part", "write_summary"]

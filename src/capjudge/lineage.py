@@ -90,6 +90,9 @@ def backend_lineage(judge_dirs: list[Path]) -> list[BackendLineage]:
             "templates": sorted({r["template"] for r in data if r["template"]}),
             "settings": sorted({r["settings"] for r in data if r.get("settings")}),
             "judgements": len(answered),
+            # Summaries written before pinning was asked say nothing: taken as pinned.
+            "pinned": bool(summary.get("backend", {}).get("pinned", True)),
+            "pinning": summary.get("backend", {}).get("pinning"),
             "judgements_sha256": judgements_sha256(path),
         })
     return rows

@@ -912,3 +912,52 @@ def _extra_fields(d: Mapping[str, object], reasons: list[str]) -> dict[str, JSON
         except ValueError as exc:
             reasons.append(f"extra {key!r} cannot be stored: {exc}")
     return extra
+
+
+# -- the dataset card ------------------------------------------------------------------------
+#
+# What the rows cannot say about themselves: where the labels come from. A report must not
+# describe a user's data with the bundled sample's provenance, and must not guess it from a
+# path; the data declares it, in a small JSON file beside the manifest.
+
+DATASET_CARD_KEYS = ("name", "protocol", "description")
+"""The keys a dataset card may hold (each a string; all optional)."""
+
+
+def dataset_card_path(manifest: str | Path) -> Path:
+    """Where a manifest's dataset card lives: ``<stem>.dataset.json`` beside it.
+
+    ``manifest.jsonl`` -> ``manifest.dataset.json``; ``my.csv`` -> ``my.dataset.json``.
+    """
+    p = Path(manifest)
+    return p.with_name(f"{p.stem}.dataset.json")
+
+
+def read_dataset_card(manifest: str | Path) -> dict[str, str]:
+    """A manifest's dataset card (:func:`dataset_card_path`); empty when there is none.
+
+    The card names the data set (``name``), the protocol its labels follow (``protocol``, a
+    short id recorded with every agreement figure) and, in one sentence, what the labels are
+    (``description``), e.g. ``{"name": "my-captions-v1", "protocol": "crowd-3",
+    "description": "three crowd raters per caption, 1-5"}``.
+
+    Raises:
+        ManifestError: the card exists but is not a JSON object of known string keys.
+    """
+    path = dataset_card_path(manifest)
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ManifestError(f"{path}: dataset card is not readable JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ManifestError(f"{path}: dataset card must be a JSON object")
+    unknown = sorted(set(data) - set(DATASET_CARD_KEYS))
+    if unknown:
+        raise ManifestError(f"{path}: unknown dataset card key(s) {', '.join(unknown)} "
+                            f"(known: {', '.join(DATASET_CARD_KEYS)})")
+    bad = sorted(k for k, v in data.items() if not isinstance(v, str))
+    if bad:
+        raise ManifestError(f"{path}: dataset card value(s) of {', '.join(bad)} must be text")
+    return {k: data[k] for k in DATASET_CARD_KEYS if k in data}

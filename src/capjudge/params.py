@@ -8,7 +8,8 @@ e.g. ``params.yaml: report.bootstrapp: unknown key (did you mean 'bootstrap'?)``
 The schema checks names and types only. Value bounds stay with the classes that own them
 (``JudgeConfig``, ``IngestConfig``, ``RunnerConfig``, ...), and ``backend_options``,
 ``method_options`` and ``batch_options`` are free-form mappings that the backend, method and
-batch submitter validate themselves.
+batch submitter validate themselves. The keys of ``backend_options`` and a method's named
+options are checked here too, against what the backend class and the method declare.
 
 Most sections are derived from the dataclass their stage builds, so a new setting is one field
 of that dataclass (:data:`STAGE_KEYS` lists the keys a stage reads beside it). Sections with no
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -33,6 +36,8 @@ if TYPE_CHECKING:
     from capjudge.records import JSONValue
 
 from capjudge.credentials import refuse_credentials
+
+log = logging.getLogger(__name__)
 
 
 class ParamsError(ValueError):
@@ -232,6 +237,42 @@ def _check_ids(data: Mapping[str, object]) -> None:
                 if kind not in kinds:
                     raise ParamsError(f"{group}.{name}.backend: unknown backend kind {kind!r} "
                                       f"in {backend!r}{suggest(kind, kinds)}")
+                _check_backend_options(data, group, str(name), entry, backend)
+
+
+def _check_backend_options(data: Mapping[str, object], group: str, name: str,
+                           entry: Mapping[str, object], backend: str) -> None:
+    """The ``backend_options`` a judge will pass must be ones its backend class declares.
+
+    The backend refuses an unknown option itself, but only when the stage builds it, inside
+    the running flow; here the same check runs on the class's ``options`` alone (the module is
+    imported, nothing is built: no model load, no network), with the closest valid option.
+    A judge without its own ``backend_options`` takes the shared ``judge`` section's.
+    """
+    from capjudge.backends import backend_class
+    from capjudge.protocol import BackendError
+
+    where, owner = f"{group}.{name}.backend_options", repr(backend)
+    options = entry.get("backend_options")
+    common = data.get("judge") if group != "contexts" else None
+    if "backend_options" not in entry and isinstance(common, dict):
+        where, options = "judge.backend_options", common.get("backend_options")
+        owner += f" of {group}.{name}"
+    if not isinstance(options, dict) or not options:
+        return
+    try:
+        accepted = getattr(backend_class(backend), "options", None)
+    except BackendError:
+        return  # a plugin that cannot be loaded: the stage reports it when it builds the judge
+    if not isinstance(accepted, (set, frozenset, list, tuple)):
+        return  # a backend that declares no options: it checks its own when it is built
+    valid = sorted(str(o) for o in accepted)
+    for key in options:
+        if key not in accepted:
+            close = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ParamsError(f"{where}.{key}: unknown option of backend {owner}{hint}; "
+                              f"it accepts: {', '.join(valid)}")
 
 
 def _check_choices(where: str, method: str, options: Mapping[str, object]) -> None:
@@ -303,6 +344,49 @@ def validate_params(data: object) -> dict[str, JSONValue]:
     return data
 
 
+def flow_style_hazards(text: str) -> list[str]:
+    """Values that ``dvc exp run -S`` would write back in a form DVC itself cannot read.
+
+    ``-S`` (``capjudge watch`` uses it too) rewrites the whole file through ruamel.yaml, which
+    drops the quotes of a string such as ``"http://host:8000/v1"`` inside a flow-style
+    ``{...}`` or ``[...]``; DVC's reader (libyaml) refuses a ``:`` in an unquoted flow scalar,
+    and every later DVC command stops with "YAML file structure is corrupted". Block style
+    (one key per line) is safe.
+
+    Args:
+        text: the params file's text.
+
+    Returns:
+        One line per such value, ``<key path>: '<value>' in a flow-style mapping ...``; empty
+        when the file is safe to rewrite (or is not YAML: the loader reports that).
+    """
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return []
+    found: list[str] = []
+
+    def walk(node: yaml.Node, path: str, in_flow: bool) -> None:
+        if isinstance(node, yaml.ScalarNode):
+            # ruamel quotes ": " itself; a ':' followed by anything else stays bare.
+            if in_flow and node.tag.endswith(":str") and re.search(r":(?=\S)", node.value):
+                found.append(f"{path}: {node.value!r} in a flow-style {{...}}/[...]: "
+                             "`dvc exp run -S` would unquote it and DVC could not read the "
+                             "file again; write the mapping in block style, one key a line")
+            return
+        flow = in_flow or bool(getattr(node, "flow_style", False))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                walk(value, f"{path}.{key.value}" if path else str(key.value), flow)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, value in enumerate(node.value):
+                walk(value, f"{path}[{i}]", flow)
+
+    if root is not None:
+        walk(root, "", False)
+    return found
+
+
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
     """Read and check the params file: the one entry point for flows and the CLI.
 
@@ -319,11 +403,15 @@ def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
     if not p.is_file():
         raise FileNotFoundError(f"{p}: params file not found (run from the project root)")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        text = p.read_text(encoding="utf-8")
+        data = yaml.safe_load(text) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ParamsError(f"{p}: not readable YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise ParamsError(f"{p}: expected a mapping at the top level, got {type(data).__name__}")
+    # Readable as it is, but not once `dvc exp run -S` (or capjudge watch) has rewritten it.
+    for hazard in flow_style_hazards(text):
+        log.warning("%s: %s", p, hazard)
     # DVC records params in dvc.lock and the flows pass sections on as Prefect parameters: a
     # URL with user-info in here would be persisted, so no flow starts with one.
     refuse_credentials(data, "")
@@ -335,4 +423,4 @@ def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
 
 
 __all__ = ["STAGE_KEYS", "ParamsError", "RunnerParams", "SampleParams", "WatchParams",
-           "load_params", "params_model", "suggest", "validate_params"]
+           "flow_style_hazards", "load_params", "params_model", "suggest", "validate_params"]

@@ -243,9 +243,19 @@ class BackendFacts(TypedDict, total=False):
     engine: str
     determinism: str
     engines: int
+    # Remote servers (capjudge.backends.served_identity): whether the snapshot identifies the
+    # weights (and how, or why not), the weights' identity, the server recognised, its facts.
+    pinned: bool
+    pinning: str
+    weights: str | None
+    served_by: str | None
+    server_facts: dict[str, JSONValue]
     cpu_features: str
     engine_build: dict[str, str]
     engine_version: str | None
+    # False when the stage never built the backend (every row a recorded skip): the facts
+    # above that only a loaded model gives (architecture, numerics, kernels) are absent.
+    loaded: bool
 
 
 @dataclass

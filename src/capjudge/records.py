@@ -627,6 +627,11 @@ class BackendLineage(TypedDict):
     templates: list[str]
     settings: list[str]
     judgements: int
+    pinned: NotRequired[bool]
+    """Whether the snapshot identifies the weights (False: a remote server that reports
+    nothing identifying them, and no ``backend_options.snapshot`` pin)."""
+    pinning: NotRequired[str | None]
+    """How the snapshot is pinned, or why it is not (one clause)."""
     judgements_sha256: NotRequired[str]
     """What a user reads of every judgement row (status, score, printed number, distribution,
     text; floats bit for bit), hashed: equal hashes, identical judgements."""
@@ -656,6 +661,8 @@ class PairedDifference(TypedDict):
     difference: float | None
     ci95: list[float | None]
     p_value: float | None
+    n_boot: NotRequired[int]
+    """The bootstrap resamples behind ``ci95`` (absent from entries written before)."""
 
 
 class HistoryEntry(TypedDict):
@@ -668,6 +675,8 @@ class HistoryEntry(TypedDict):
     series: str
     method: str
     templates: list[str]
+    settings: NotRequired[list[str]]
+    """The method's named options (absent from entries written before they were kept)."""
     backend: str | None
     snapshot: str | None
     models: list[str]

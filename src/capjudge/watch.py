@@ -101,11 +101,18 @@ class WatchState:
 
 def classify(current: Mapping[str, Fingerprint], previous: Mapping[str, Fingerprint]
              ) -> dict[str, list[str]]:
-    """Judges by outcome: changed, unchanged, new (no previous fingerprint), unreachable."""
-    out: dict[str, list[str]] = {"changed": [], "unchanged": [], "new": [], "unreachable": []}
+    """Judges by outcome: changed, unchanged, new, unreachable, unwatchable.
+
+    New: no previous fingerprint. Unwatchable: its backend reports nothing that would show a
+    weight change (``watchable: false``, the reason in ``unwatchable``).
+    """
+    out: dict[str, list[str]] = {"changed": [], "unchanged": [], "new": [], "unreachable": [],
+                                 "unwatchable": []}
     for judge, entry in current.items():
         if "error" in entry:
             out["unreachable"].append(judge)
+        elif entry.get("watchable") is False:
+            out["unwatchable"].append(judge)
         elif judge not in previous:
             out["new"].append(judge)
         elif previous[judge].get("fingerprint") != entry["fingerprint"]:

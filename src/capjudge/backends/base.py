@@ -62,6 +62,11 @@ class Backend(ABC):
             of backend when the config does not say (the flow's worker count comes from it).
         shared: construct once per process and share (local models: loading costs seconds
             and memory).
+        pipelined: a judge's chunk tasks may run side by side on one client without changing
+            any answer (a remote API: the client's ``concurrency`` bounds the requests in
+            flight across them), so the next chunk's requests start while the previous
+            chunk's last ones are answered. Local engines say False: interleaving chunks
+            changes what is batched or cached together.
     """
 
     backend_id: str
@@ -69,6 +74,7 @@ class Backend(ABC):
     options: ClassVar[frozenset[str]] = frozenset({"min_mass"})
     default_concurrency: ClassVar[int] = 1
     shared: ClassVar[bool] = False
+    pipelined: ClassVar[bool] = False
 
     @classmethod
     def create(cls, name: str, **options: Any) -> Backend:
@@ -97,6 +103,26 @@ class Backend(ABC):
         """
         return "none"
 
+    @classmethod
+    def capabilities_for(cls, name: str, options: Mapping[str, object]) -> Capabilities | None:
+        """What ``cls.create(name, **options)`` would declare, known without building it.
+
+        A stage plans with it before loading anything: when every (item, mode) turns out to be
+        a recorded skip (a text-only model asked for pictures), no model is loaded and no
+        engine started. None (the default): only a built backend knows, so it is built.
+        """
+        return None
+
+    @classmethod
+    def describe_unloaded(cls, name: str, options: Mapping[str, object]) -> BackendFacts | None:
+        """The lineage facts of a backend that was never built (nothing was asked of it).
+
+        ``backend`` and ``snapshot`` must be exactly what a built one would give (they go on
+        every skipped row); facts only a loaded model can give are left out and ``loaded`` is
+        False. None (the default): build the backend to find out.
+        """
+        return None
+
     @abstractmethod
     def snapshot(self) -> str:
         """A string that changes when the model changes (snapshot name, weights hash)."""
@@ -104,6 +130,31 @@ class Backend(ABC):
     @abstractmethod
     def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse | BackendError]:
         """Answer a batch; per request either a response or the error it raised."""
+
+    def connect(self) -> None:  # noqa: B027 - a hook: local backends have no server to ask
+        """Ask the serving side what it serves, once, before the first request (default: no-op).
+
+        Raises:
+            BackendError: it cannot be reached (non-transient: the run stops naming it).
+        """
+
+    def verified(self) -> bool:
+        """Whether the server has shown, before any request, that it is the API asked for.
+
+        That is: it answered as that API and accepted the credentials. Then the client sends
+        its first requests together, at full concurrency; otherwise (the default) the first
+        request goes alone, so a wrong server (a sign-in page, a rejected key) costs one
+        request rather than ``concurrency`` of them.
+        """
+        return False
+
+    def pinning(self) -> tuple[bool, str]:
+        """(pinned, how or why not): whether :meth:`snapshot` changes with the weights.
+
+        Local backends hash the weights they load: pinned. A remote backend is pinned only when
+        its server identifies the weights, or the user pins them (``snapshot``).
+        """
+        return True, "the backend's snapshot identifies its weights"
 
     def describe(self) -> BackendFacts:
         """Lineage facts about the backend (model id, snapshot, fingerprint where known)."""

@@ -132,3 +132,13 @@ class EmbeddedBackend(HFBackend):
     def create(cls, name: str, **options: Any) -> Backend:
         """Convert (once) the packaged model, then load it."""
         return cls(prepare_embedded(name), backend_id=f"embedded/{name}", **options)
+
+    @classmethod
+    def model_dir(cls, name: str) -> Path:
+        """The converted copy (converted once per machine if needed; nothing is loaded)."""
+        return prepare_embedded(name)
+
+    @classmethod
+    def backend_id_for(cls, name: str) -> str:
+        """``embedded/<name>``."""
+        return f"embedded/{name}"

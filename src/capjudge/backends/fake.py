@@ -20,6 +20,7 @@ from capjudge.backends.base import Backend, Capabilities, RerunIdentity
 from capjudge.cost import request_tokens
 from capjudge.protocol import (
     BackendError,
+    BackendFacts,
     JudgeRequest,
     JudgeResponse,
     SlotResult,
@@ -52,22 +53,42 @@ class FakeBackend(Backend):
         """``request``: a scripted answer depends on its request alone."""
         return "request"
 
+    @classmethod
+    def capabilities_for(cls, name: str, options: Mapping[str, object]) -> Capabilities:
+        """``+vision`` accepts images; scripted distributions, 16 requests a batch.
+
+        Raises:
+            BackendError: an unknown script (a typo must not produce scores from some default
+                script).
+        """
+        spec = name.removesuffix("+vision")
+        if not _known_script(spec):
+            raise BackendError(f"unknown fake script {name!r}; scripts: {', '.join(SCRIPTS)}, "
+                               "const:N (+vision accepts images)", transient=False)
+        return Capabilities(vision=name.endswith("+vision"), distribution="logprobs",
+                            max_batch=16, concurrency=1)
+
+    @classmethod
+    def describe_unloaded(cls, name: str, options: Mapping[str, object]) -> BackendFacts:
+        """Id and snapshot (a script has nothing to load)."""
+        cls.capabilities_for(name, options)
+        return {"backend": f"fake/{name}", "snapshot": cls._snapshot_of(name),
+                "loaded": False}
+
+    @staticmethod
+    def _snapshot_of(name: str) -> str:
+        return f"fake-{name.removesuffix('+vision')}-v1"
+
     def __init__(self, spec: str, min_mass: float = 0.5) -> None:
         self.backend_id = f"fake/{spec}"
-        vision = spec.endswith("+vision")
+        self.capabilities = self.capabilities_for(spec, {})
         self.spec = spec.removesuffix("+vision")
-        if not _known_script(self.spec):
-            # A typo must not produce scores from some default script.
-            raise BackendError(f"unknown fake script {spec!r}; scripts: {', '.join(SCRIPTS)}, "
-                               "const:N (+vision accepts images)", transient=False)
         self.min_mass = min_mass
         self.calls = 0
-        self.capabilities = Capabilities(vision=vision, distribution="logprobs", max_batch=16,
-                                         concurrency=1)
 
     def snapshot(self) -> str:
         """A fixed snapshot per spec, ``fake-<spec>-v1``."""
-        return f"fake-{self.spec}-v1"
+        return self._snapshot_of(self.spec)
 
     def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse | BackendError]:
         """Scripted answers, per request a response or an error, counting calls.

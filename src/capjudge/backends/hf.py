@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capjudge.backends.base import Backend, Capabilities, RerunIdentity
+from capjudge.backends.base import Backend, Capabilities, RerunIdentity, int_option
 from capjudge.backends.compute_thread import computes
 from capjudge.backends.generated_prefix import RowPrefix, row_prefixes
 from capjudge.backends.packing import CONTEXT, Pack, buckets, pack_paths, plan_packs
@@ -204,6 +204,10 @@ def _torch_dtype(dtype: str, device: str, quantize: str | None) -> Any:
 # a kernel that misread them would give wrong scores that look valid.
 ATTENTION = ("sdpa", "eager")
 
+# Requests per forward pass unless ``batch_size`` says (one default for __init__ and
+# capabilities_for, which must agree).
+DEFAULT_BATCH_SIZE = 8
+
 
 class HFBackend(Backend):
     """A local transformers model (causal LM or image-text-to-text VLM)."""
@@ -235,9 +239,57 @@ class HFBackend(Backend):
         """``hf/<local path>``: the model directory."""
         return cls(name, backend_id=f"hf/{name}", **options)
 
+    @classmethod
+    def model_dir(cls, name: str) -> Path:
+        """The model directory ``create(name)`` loads from (no weights are read)."""
+        return Path(name)
+
+    @classmethod
+    def backend_id_for(cls, name: str) -> str:
+        """The id ``create(name)`` gives its backend."""
+        return f"hf/{name}"
+
+    @classmethod
+    def capabilities_for(cls, name: str, options: Mapping[str, object]) -> Capabilities:
+        """The capabilities ``__init__`` declares, from the model's config alone.
+
+        Raises:
+            BackendError: the model directory does not exist.
+        """
+        from transformers import AutoConfig
+
+        path = cls.model_dir(name)
+        if not path.is_dir():
+            raise BackendError(f"model directory not found: {path}", transient=False)
+        is_vlm = hasattr(AutoConfig.from_pretrained(str(path)), "vision_config")
+        return Capabilities(vision=is_vlm, distribution="exact",
+                            max_batch=int_option(options.get("batch_size", DEFAULT_BATCH_SIZE)),
+                            concurrency=1, likelihood=not is_vlm)
+
+    @classmethod
+    def describe_unloaded(cls, name: str, options: Mapping[str, object]) -> BackendFacts | None:
+        """Id, snapshot, path and vision without loading the weights (hashed, memoised).
+
+        The snapshot's numerics suffix follows from ``dtype`` and the device as
+        :func:`_torch_dtype` resolves them (what the weights would load in); with a
+        ``device_map`` the placement decides, so only a loaded model can say (None).
+        """
+        if options.get("device_map"):
+            return None
+        device = str(options.get("device") or default_device())
+        dtype = _torch_dtype(str(options.get("dtype") or "auto"), device, None)
+        numerics = str(dtype).removeprefix("torch.")
+        suffix = "" if numerics == "float32" else f"+{numerics}"
+        path = cls.model_dir(name)
+        vision = cls.capabilities_for(name, options).vision
+        return {"backend": cls.backend_id_for(name),
+                "snapshot": f"sha256:{weights_sha256(path)}{suffix}", "path": str(path),
+                "vision": vision, "device": device, "loaded": False}
+
     @computes
     def __init__(self, path: str | Path, *, backend_id: str | None = None,
-                 device: str | None = None, dtype: str = "auto", batch_size: int = 8,
+                 device: str | None = None, dtype: str = "auto",
+                 batch_size: int = DEFAULT_BATCH_SIZE,
                  min_mass: float = 0.5, max_tree_rows: int = 128, prune: float = 1e-6,
                  prefix_sharing: bool = True, prefix_cache_size: int = 64,
                  max_scored_positions: int = 256, quantize: str | None = None,

@@ -132,6 +132,26 @@ def file_sha256(path: Path) -> str:
     return value
 
 
+def gguf_digest(model: str, gguf: Path) -> str:
+    """The sha256 of the model's GGUF (the embedded model's as checked when assembled)."""
+    name = model.removeprefix("embedded/")
+    if name in EMBEDDED_MODELS:
+        return str(embedded_package(name).EXPECTED_SHA256)
+    return file_sha256(gguf)
+
+
+def weights_tags(model: str, gguf: Path, mmproj: str | None = None) -> set[str]:
+    """The tags ``capjudge serve`` gives its model: the weights' sha256 (and the projector's).
+
+    llama.cpp lists a model's tags in its ``/v1/models`` entry: a client asks them to tell
+    which weights stand behind the served name (:mod:`capjudge.backends.served_identity`).
+    """
+    tags = {f"sha256:{gguf_digest(model, gguf)}"}
+    if mmproj:
+        tags.add(f"mmproj-sha256:{file_sha256(check_gguf(mmproj, 'mmproj'))}")
+    return tags
+
+
 def server_params(gguf: Path, *, alias: str, mmproj: str | None = None,
                   parallel: int = DEFAULT_PARALLEL, threads: int | None = None,
                   ctx: int | None = None, host: str | None = None,
@@ -349,6 +369,7 @@ class LlamaCppBackend(OpenAIBackend):
                          "engines"})
     default_concurrency = 1
     shared = True
+    pipelined = False  # an item's follow-ups keep their engine's cached prompt
 
     def __init__(self, model: str, *, mmproj: str | None = None,
                  parallel: int | None = None, threads: int | None = None,
@@ -362,12 +383,7 @@ class LlamaCppBackend(OpenAIBackend):
         self.base_url = None
         self.gguf = gguf
         self.mmproj = mmproj
-        embedded = model.removeprefix("embedded/") in EMBEDDED_MODELS
-        if embedded:
-            # Checked when it was assembled.
-            digest = str(embedded_package(model.removeprefix("embedded/")).EXPECTED_SHA256)
-        else:
-            digest = file_sha256(gguf)
+        digest = gguf_digest(model, gguf)
         if mmproj:
             digest += "+mmproj:" + file_sha256(check_gguf(mmproj, "mmproj"))[:16]
         self.determinism = check_determinism(determinism, parallel, concurrency)

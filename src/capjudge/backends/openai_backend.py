@@ -72,6 +72,7 @@ from capjudge.backends.logprobs import (
     read_tree,
     reasoning_only,
 )
+from capjudge.backends.served_identity import ServedIdentity, ServedModel, ServerUnreachable
 from capjudge.credentials import CredentialsInURLError, check_url, strip_userinfo
 from capjudge.media_check import read_verified
 from capjudge.protocol import (
@@ -98,6 +99,9 @@ log = logging.getLogger(__name__)
 
 # Reasoning models refuse logprobs requests (HTTP 403): they cannot give a distribution.
 NO_LOGPROBS_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+
+# The model list's ``owned_by`` of each server the identity probe recognises.
+_OWNER = {"llama.cpp": "llamacpp", "vllm": "vllm"}
 
 # vLLM's chat parameters of a continuation: body fields, passed through the SDK's extra_body.
 _CONTINUATION_FIELDS = ("continue_final_message", "add_generation_prompt")
@@ -210,9 +214,25 @@ def error_from_body(code: int | None, body: Any, message: str | None = None) -> 
         return BackendError(f"context overflow (HTTP {code}): {message}", transient=False)
     if kind == "unavailable_error":
         return BackendError(f"server unavailable (HTTP {code}): {message}", transient=True)
+    if no_image_input(message):
+        # llama.cpp without a projector answers 500 to an image: retrying cannot help.
+        return BackendError(f"the server's model takes no images (HTTP {code}): {message}",
+                            transient=False)
     transient = code is None or code in (408, 409, 429) or code >= 500
     status: Status = "refused" if code == 403 else "error"
     return BackendError(f"HTTP {code}: {message}", transient=transient, status=status)
+
+
+_NO_IMAGES = re.compile(
+    r"\b(?:image|images|vision|multimodal|mmproj|image_url)\b[^.]{0,60}?\b(?:not supported|"
+    r"unsupported|is not enabled|not enabled|does not support|doesn't support|cannot|"
+    r"can't)\b|\b(?:does not|doesn't|cannot|can't) (?:support|accept|process|handle)\b"
+    r"[^.]{0,30}?\b(?:image|images|vision|multimodal|image_url)\b", re.IGNORECASE)
+
+
+def no_image_input(message: str) -> bool:
+    """Whether an error message says the model or server takes no image input."""
+    return bool(_NO_IMAGES.search(message or ""))
 
 
 def sniff_image_type(data: bytes) -> str | None:
@@ -299,6 +319,10 @@ class OpenAIBackend(Backend):
                          "vision", "snapshot", "continue_digits", "continuation",
                          "force_anchor"})
     default_concurrency = 8
+    pipelined = True  # see Backend; LlamaCppBackend says False
+    # Subclasses that serve in process (llama.cpp) have no server to ask.
+    _served: ServedModel | None = None
+    _vision_checked = False
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 120.0,
@@ -328,6 +352,10 @@ class OpenAIBackend(Backend):
         self.base_url = base_url
         self.min_mass = min_mass
         self._snapshot = snapshot or model
+        # What the server says about the weights behind the name: asked once, before the
+        # first request or cache look-up (it joins the snapshot and the cache key).
+        self._served = ServedModel(model, base_url, api_key, snapshot, timeout_s)
+        self._vision_checked = False
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
                                      timeout=timeout_s)
         self.capabilities = Capabilities(vision=vision, distribution="logprobs", max_batch=1,
@@ -379,10 +407,20 @@ class OpenAIBackend(Backend):
         with self._detect_lock:
             if self._detected:
                 return
-            try:
-                owners = {getattr(m, "owned_by", None) for m in self._client.models.list()}
-            except Exception:  # noqa: BLE001 - best effort; the requests say what fails
-                owners = set()
+            owners: set[Any]
+            if self._served is not None and self._served.remote_server:
+                # Already asked with the weights' identity: no second request.
+                try:
+                    identity = self._served.identity()
+                except ServerUnreachable:
+                    identity = None
+                owners = {_OWNER.get(identity.server or "")} if identity else set()
+            else:
+                try:
+                    owners = {getattr(m, "owned_by", None)
+                              for m in self._client.models.list()}
+                except Exception:  # noqa: BLE001 - best effort; the requests say what fails
+                    owners = set()
             self._recognise(owners)
             self._detected = True
 
@@ -396,9 +434,45 @@ class OpenAIBackend(Backend):
             if self.continuation == "auto":
                 self.continuation = "continue_final_message"
 
+    def connect(self) -> None:
+        """Ask the server, once, what it serves (:mod:`~.served_identity`).
+
+        The weights' identity joins the snapshot; a server that says the model takes no
+        images turns vision off, so image modes are recorded skips rather than requests the
+        server would fail.
+
+        Raises:
+            BackendError: the server cannot be reached (non-transient, naming the URL): a run
+                never goes on from the request cache alone against a wrong address.
+        """
+        if self._served is None:
+            return
+        try:
+            identity = self._served.identity()
+        except ServerUnreachable as exc:
+            raise BackendError(str(exc), transient=False, fatal=True) from None
+        if identity is None or self._vision_checked:
+            return
+        self._vision_checked = True
+        if identity.vision is False and self.capabilities.vision:
+            log.warning("%s: the server at %s says %s takes text only: image modes are "
+                        "skipped", self.backend_id, strip_userinfo(self.base_url or ""),
+                        self.model)
+            self.capabilities = replace(self.capabilities, vision=False)
+
     def snapshot(self) -> str:
-        """The configured snapshot name (the model name when none was given)."""
-        return self._snapshot
+        """The snapshot: the pin or model name, with what the server says of its weights."""
+        if self._served is None:
+            return self._snapshot
+        self.connect()
+        return self._served.snapshot()
+
+    def pinning(self) -> tuple[bool, str]:
+        """Whether a weight change behind the served name would be seen, and how."""
+        if self._served is None:
+            return super().pinning()
+        self.connect()
+        return self._served.pinning()
 
     def describe(self) -> BackendFacts:
         """Backend facts for summaries and lineage (never credentials).
@@ -406,21 +480,40 @@ class OpenAIBackend(Backend):
         The key is not here and the URL passes :func:`~capjudge.credentials.strip_userinfo`
         again.
         """
-        return {"backend": self.backend_id, "snapshot": self._snapshot, "model": self.model,
-                "base_url": strip_userinfo(self.base_url) if self.base_url else None,
-                "continuation": self.continuation, "server": self.server}
+        facts: BackendFacts = {
+            "backend": self.backend_id, "snapshot": self.snapshot(), "model": self.model,
+            "base_url": strip_userinfo(self.base_url) if self.base_url else None,
+            "continuation": self.continuation, "server": self.server}
+        if self._served is not None:
+            facts["pinned"], facts["pinning"] = self._served.pinning()
+            identity = self._served.identity()
+            if identity is not None:
+                facts["weights"], facts["served_by"] = identity.weights, identity.server
+                if identity.facts:
+                    facts["server_facts"] = dict(identity.facts)
+        return facts
 
     def fingerprint_facts(self, probe: bool = True) -> dict[str, JSONValue]:
-        """The server's model list and, with ``probe``, a one-token answer's identity.
+        """The model list, weights identity and (``probe``) a one-token answer's identity.
 
-        The identity is the answer's ``model`` and ``system_fingerprint`` (what changes when
-        the provider swaps the model).
+        The answer's identity is its ``model`` and ``system_fingerprint``.
+
+        ``watchable`` says whether these can show a weight change: the server's weights
+        identity can; so can OpenAI's (or an unrecognised server's) ``system_fingerprint``.
+        llama.cpp's is its build and vLLM sends none: without a weights identity such a judge
+        cannot be watched (``unwatchable`` says why).
         """
         models = self.list_models()
         facts: dict[str, JSONValue] = {"models": list[JSONValue](models)}
         if self.model not in models:
             facts["note"] = f"{self.model} is not in the server's model list"
         facts["served"] = self.model in models
+        self.connect()
+        identity = self._served.identity() if self._served is not None else None
+        if identity is not None:
+            facts["weights"] = identity.weights
+            if identity.weights is None:  # the weights' identity says it all when there is one
+                facts.update({f"server.{k}": v for k, v in sorted(identity.facts.items())})
         if probe:
             answer = self.generate([JudgeRequest(
                 messages=(Message("user", ("Reply with the single word OK.",)),),
@@ -430,7 +523,41 @@ class OpenAIBackend(Backend):
                 raise answer
             facts["model"] = answer.model
             facts["system_fingerprint"] = answer.system_fingerprint
+        why = self._unwatchable(identity, facts.get("system_fingerprint"))
+        facts["watchable"] = why is None
+        if why is not None:
+            facts["unwatchable"] = why
         return facts
+
+    def _unwatchable(self, identity: ServedIdentity | None, fingerprint: JSONValue
+                     ) -> str | None:
+        """Why a change of weights would go unseen by the watch flow (None: it is seen)."""
+        if identity is None or identity.weights is not None:
+            return None  # OpenAI's API (model + system_fingerprint), or hashed weights
+        if fingerprint and identity.server not in ("llama.cpp", "vllm"):
+            return None  # an OpenAI-like provider's fingerprint tracks its deployment
+        said = ("its system_fingerprint is the server's build, not its weights"
+                if identity.server == "llama.cpp" and fingerprint else identity.source)
+        return (f"{said}: a weight change behind {self.model!r} cannot be seen; serve it "
+                "with capjudge serve (which reports the GGUF's sha256), or re-run the judge "
+                "yourself after changing the weights and the pin (backend_options.snapshot)")
+
+    def verified(self) -> bool:
+        """Whether the server listed its models to this key (asked once, no tokens spent).
+
+        A server that lists them speaks the API and took the credentials, so the client need
+        not send its first request alone (see :meth:`Backend.verified`); a sign-in page or a
+        rejected key lists nothing, and the first request goes alone as before. A backend
+        without an HTTP client (llama.cpp in process) says False: its requests are unchanged.
+        """
+        if getattr(self, "_client", None) is None:
+            return False
+        if getattr(self, "_listed", None) is None:
+            try:
+                self._listed = bool(self.list_models())
+            except Exception:  # noqa: BLE001 - any failure: not verified, probe as before
+                self._listed = False
+        return bool(self._listed)
 
     def list_models(self) -> list[str]:
         """The server's ``/v1/models`` answer, sorted.
@@ -538,16 +665,23 @@ class OpenAIBackend(Backend):
                                 retry_after=_retry_after(exc.response.headers))
         except openai.APIStatusError as exc:
             error = error_from_body(exc.status_code, exc.body, exc.message)
+            if exc.status_code == 404:  # a wrong path or model: say where it was asked
+                error = BackendError(f"{error} (at {self._where()})", transient=False)
             error.retry_after = _retry_after(exc.response.headers)
             if is_auth_failure(exc.status_code, exc.message, getattr(exc, "code", None)):
                 # A rejected key: the client stops at once (never retried, never "refused").
                 error.auth, error.transient, error.status = True, False, "error"
             return error
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            return BackendError(f"{type(exc).__name__}: {exc}", transient=True)
+            return BackendError(f"{type(exc).__name__} at {self._where()}: {exc}",
+                                transient=True)
         except (openai.APIResponseValidationError, ValueError) as exc:
             # A malformed body: the server may be restarting; worth one more try.
             return BackendError(f"malformed response: {exc}", transient=True)
+
+    def _where(self) -> str:
+        """The base URL requests go to, without credentials (for error messages)."""
+        return strip_userinfo(self.base_url) if self.base_url else "the OpenAI API"
 
     def _parse(self, request: JudgeRequest, completion: Any, latency: float
                ) -> JudgeResponse | BackendError:

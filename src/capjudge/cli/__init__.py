@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from capjudge.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_STRICT, EXIT_USAGE, UsageError
 from capjudge.registry import RegistryError
 
-SUBCOMMANDS = ("sample", "ingest", "score", "judge", "batch", "estimate_cost", "meta_eval",
-               "compare", "watch", "runs", "history", "verify_run", "prepare_model", "serve")
+SUBCOMMANDS = ("init", "sample", "ingest", "score", "judge", "batch", "report", "estimate_cost",
+               "meta_eval", "compare", "watch", "runs", "history", "verify_run", "prepare_model",
+               "serve")
 """Modules of this package, in help order; each defines ``register(subparsers)``."""
 
 

@@ -12,6 +12,7 @@ from capjudge.cli.common import EXIT_OK, EXIT_STRICT, UsageError
 
 def run(args: argparse.Namespace) -> int:
     """Ingest; quarantined rows are counted on stderr (exit 3 with --strict)."""
+    from capjudge.atomic import OutputWriteError
     from capjudge.ingest import IngestConfig, ingest
     from capjudge.manifest import ManifestError
 
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress("ingest", "row")
     try:
         result = ingest(args.manifest, args.media_root, args.out, config, progress=progress)
-    except ManifestError as exc:
+    except (ManifestError, OutputWriteError) as exc:  # a full disk: one line naming the path
         raise UsageError(str(exc)) from exc
     finally:
         progress.close()

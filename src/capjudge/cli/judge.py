@@ -35,10 +35,13 @@ def run(args: argparse.Namespace) -> int:
     exit_promptly_on_signals()
     config = judge_config(args, args.modes)
     try:
-        # replace() runs the config's checks again (--limit >= 1, batch options).
+        # replace() runs the config's checks again (--limit and --concurrency >= 1, batch
+        # options).
         config = replace(config, limit=args.limit, submit=args.submit,
-                         batch_options=batch_options(args.batch_option))
-    except ValueError as exc:  # an unknown batch option, a limit below 1
+                         batch_options=batch_options(args.batch_option),
+                         concurrency=(config.concurrency if args.concurrency is None
+                                      else args.concurrency))
+    except ValueError as exc:  # an unknown batch option, a limit or concurrency below 1
         raise UsageError(flag_message(str(exc))) from exc
     from capjudge.progress import Progress
 
@@ -83,6 +86,9 @@ def register(sub: Any) -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--modes", nargs="+")
     p.add_argument("--limit", type=int, help="only the first N items")
+    p.add_argument("--concurrency", type=int, metavar="N",
+                   help="requests in flight at once (judge setting concurrency; default: the "
+                        "backend's, e.g. 8 for openai/...); the rpm/tpm limits still hold")
     p.add_argument("--strict", action="store_true", help="exit 3 if any judgement failed")
     p.add_argument("--submit", choices=("sync", "batch"), default="sync",
                    help="batch: through the OpenAI Batch API (openai/<model>; state in "

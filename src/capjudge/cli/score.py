@@ -211,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
     item = adhoc_item(args, config.method_options.get("frame_policy"))
     try:
         backend = make_backend(config)
+        backend.connect()  # a server that cannot be reached: one line naming its URL
         check_verdict_format(method, MethodOptions(extra=dict(config.method_options)),
                              backend)
     except (BackendError, ValueError) as exc:

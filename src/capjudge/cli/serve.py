@@ -24,7 +24,7 @@ import time
 import urllib.request
 from typing import Any
 
-from capjudge.cli.common import EXIT_INTERNAL, EXIT_OK, UsageError
+from capjudge.cli.common import EXIT_INTERNAL, EXIT_OK, UsageError, bounded
 
 READY_TIMEOUT_S = 120.0
 """How long the server may take to answer ``/v1/models`` after loading."""
@@ -98,14 +98,22 @@ def run(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     """Start the engine, announce the URL once it answers, then wait for a stop signal."""
-    from capjudge.backends.llamacpp import resolve_model, server_params, start_engine
+    from capjudge.backends.llamacpp import (
+        resolve_model,
+        server_params,
+        start_engine,
+        weights_tags,
+    )
     from capjudge.protocol import BackendError
 
     try:
         gguf, alias = resolve_model(args.model.removeprefix("llamacpp/"))
         params = server_params(gguf, alias=alias, mmproj=args.mmproj, parallel=args.parallel,
                                threads=args.threads, ctx=args.ctx, host=args.host,
-                               port=args.port)
+                               port=args.port, poll=args.poll)
+        # The weights' sha256 as a model tag (/v1/models): clients see a weight change
+        # behind the same served name (capjudge.backends.served_identity).
+        params.model_tags = weights_tags(args.model, gguf, args.mmproj)
         engine = start_engine(params)  # noqa: F841 - must stay alive until the process ends
     except BackendError as exc:
         raise UsageError(str(exc)) from None
@@ -117,11 +125,17 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_INTERNAL
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"http://{shown}:{args.port}/v1", flush=True)
-    print(f"serving {alias} ({gguf}) as model {alias!r}; stop with Ctrl-C or SIGTERM",
-          file=sys.stderr, flush=True)
+    weights = ", ".join(sorted(params.model_tags))
+    print(f"serving {alias} ({gguf}, {weights}) as model {alias!r}; stop with Ctrl-C or "
+          "SIGTERM", file=sys.stderr, flush=True)
     signal.sigwait(STOP_SIGNALS)
     _stopped()
     return EXIT_OK  # not reached: _stopped ends the process
+
+
+def _default_threads() -> int:
+    """Half the cores this process may run on (at least 1, at most 8)."""
+    return max(1, min(8, len(os.sched_getaffinity(0)) // 2))
 
 
 def register(sub: Any) -> None:
@@ -134,7 +148,17 @@ def register(sub: Any) -> None:
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--mmproj", help="a multimodal projector GGUF: the model takes images")
     p.add_argument("--parallel", type=int, default=4, help="slots decoded together")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: cores)")
+    # Defaults that hold up beside other load: with a thread per core and llama.cpp's
+    # busy-waiting poll (50), one busy core on a 2-core machine slowed a 32-token answer from
+    # 0.9-2.7 s (1 thread) to 10-14 s (its threads wait for each other at every step); half
+    # the cores, and idle threads that sleep, leave room for the client and everything else.
+    p.add_argument("--threads", type=bounded(int, 1), default=_default_threads(),
+                   help="CPU threads (default: half the cores, at least 1, at most 8: the "
+                        "rest stay free for the client and anything else running)")
+    p.add_argument("--poll", type=bounded(int, 0, 100), default=0,
+                   help="how hard idle engine threads busy-wait for work, 0-100 (llama.cpp's "
+                        "--poll; default 0: they sleep, and a busy machine does not stall "
+                        "them; 50 is llama.cpp's own default, a little faster on an idle one)")
     p.add_argument("--ctx", type=int, default=None,
                    help="context tokens shared by the slots (default 2048 per slot)")
     p.set_defaults(func=run)

@@ -25,14 +25,16 @@ from typing import Any, TypedDict
 import pyarrow.parquet as pq
 
 from capjudge.backends.base import Backend
-from capjudge.client import JudgeClient
+from capjudge.client import ClientStats, JudgeClient
 from capjudge.item import Item
 from capjudge.methods.base import item_image
 from capjudge.prompts import get_template
-from capjudge.protocol import Decoding, JudgeRequest, JudgeResponse
+from capjudge.protocol import BackendFacts, Decoding, JudgeRequest, JudgeResponse
 from capjudge.records import ContextRow
 
 KINDS = ("context", "description")
+
+NO_VISION = "backend has no vision input (extraction needs the image)"
 
 
 
@@ -125,12 +127,13 @@ def context_rows(backend: Backend, requests: Sequence[tuple[str, str, JudgeReque
     return rows
 
 
-def skipped_rows(backend: Backend, requests: Sequence[tuple[str, str, JudgeRequest]],
-                 uses: Counter[str], reason: str) -> list[ContextRow]:
+def skipped_rows(backend_id: str, snapshot: str,
+                 requests: Sequence[tuple[str, str, JudgeRequest]], uses: Counter[str],
+                 reason: str) -> list[ContextRow]:
     """Rows recording extractions that were not attempted (e.g. a text-only backend)."""
     return [ContextRow(media_sha256=sha, kind=kind, status="skipped", reason=reason,
-                       template=request.template, backend=backend.backend_id,
-                       snapshot=backend.snapshot(), cached=False, items=uses[sha])
+                       template=request.template, backend=backend_id, snapshot=snapshot,
+                       cached=False, items=uses[sha])
             for sha, kind, request in requests]
 
 
@@ -139,10 +142,36 @@ def extract(items: Sequence[Item], config: ContextConfig, backend: Backend,
     """Run (or fetch from the cache) every extraction the items need."""
     requests, uses = extraction_requests(items, config.kinds, config.detail, config.max_tokens)
     if not backend.capabilities.vision:
-        return skipped_rows(backend, requests, uses,
-                            "backend has no vision input (extraction needs the image)")
+        return skipped_rows(backend.backend_id, backend.snapshot(), requests, uses, NO_VISION)
     responses = client.run([r for _, _, r in requests])
     return context_rows(backend, requests, responses, uses)
+
+
+def extract_unbuilt(items: Sequence[Item], config: ContextConfig
+                    ) -> tuple[list[ContextRow], BackendFacts] | None:
+    """Every extraction as a recorded skip, when the extractor's class says it has no vision.
+
+    Nothing is built (no model loaded, no engine started): the rows and the backend's facts
+    come from the class (:meth:`Backend.capabilities_for`, :meth:`Backend.describe_unloaded`)
+    and are the rows :func:`extract` writes for a built text-only backend. None: the backend
+    may see pictures, or only a built one can say; build it.
+
+    Raises:
+        BackendError: an unknown backend kind or option.
+    """
+    from capjudge.backends import backend_class
+
+    kind = backend_class(config.backend)
+    name = config.backend.partition("/")[2]
+    kind.check_options(config.backend, config.backend_options)
+    capabilities = kind.capabilities_for(name, config.backend_options)
+    if capabilities is None or capabilities.vision:
+        return None
+    facts = kind.describe_unloaded(name, config.backend_options)
+    if facts is None:
+        return None
+    requests, uses = extraction_requests(items, config.kinds, config.detail, config.max_tokens)
+    return skipped_rows(facts["backend"], facts["snapshot"], requests, uses, NO_VISION), facts
 
 
 class ContextSummary(TypedDict):
@@ -186,25 +215,32 @@ def run_context(items: Sequence[Item] | str | Path, out_dir: str | Path, config:
     started = time.perf_counter()
     if isinstance(items, str | Path):
         items = load_items(items)
-    backend = backend or create_backend(config.backend, **config.backend_options)
-    from capjudge.progress import Progress
-
-    progress = Progress(f"context {config.backend}", "request")
-    client = build_client(backend, cache_dir=config.cache_dir, progress=progress,
-                          max_attempts=config.max_attempts, backoff_base_s=config.backoff_base_s,
-                          rpm=config.rpm, tpm=config.tpm, concurrency=config.concurrency,
-                          rate_window_s=config.rate_window_s, shared_dir=config.shared_dir)
     pictures = [i for i in items if i.media_kind != "none"]
-    try:
-        rows = extract(pictures, config, backend, client)
-    finally:
-        progress.close()
+    # A text-only extractor's every extraction is a recorded skip: no model is loaded for it.
+    unbuilt = extract_unbuilt(pictures, config) if backend is None else None
+    if unbuilt is not None:
+        rows, facts = unbuilt
+        stats = ClientStats()
+    else:
+        backend = backend or create_backend(config.backend, **config.backend_options)
+        from capjudge.progress import Progress
+
+        progress = Progress(f"context {config.backend}", "request")
+        client = build_client(backend, cache_dir=config.cache_dir, progress=progress,
+                              max_attempts=config.max_attempts,
+                              backoff_base_s=config.backoff_base_s, rpm=config.rpm,
+                              tpm=config.tpm, concurrency=config.concurrency,
+                              rate_window_s=config.rate_window_s, shared_dir=config.shared_dir)
+        try:
+            rows = extract(pictures, config, backend, client)
+        finally:
+            progress.close()
+        facts, stats = backend.describe(), client.stats
     summary: ContextSummary = {
-        "backend": backend.describe(), "kinds": config.kinds,
+        "backend": facts, "kinds": config.kinds,
         "pictures": len({r.media_sha256 for r in rows}), "rows": len(rows),
         "by_status": dict(Counter(r.status for r in rows)),
-        "requests": client.stats.requests,
-        "model_calls": client.stats.calls, "cache_hits": client.stats.cache_hits,
+        "requests": stats.requests, "model_calls": stats.calls, "cache_hits": stats.cache_hits,
         "seconds": round(time.perf_counter() - started, 2)}
     write_contexts(Path(out_dir), rows, summary)
     return summary

@@ -114,6 +114,9 @@ class _ReportBase(TypedDict):
 
     title: str
     protocol: str
+    """The protocol line: the protocol, then what the data is (:mod:`capjudge.report.dataset`)."""
+    label_note: str | None
+    """Why no item has a label for the human criterion, when none has."""
     gallery: list[GalleryEntry]
     human_criterion: str
     out_dir: Path

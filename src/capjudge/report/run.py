@@ -48,6 +48,7 @@ from capjudge.report.database import (
     label_rows,
     scored_items,
 )
+from capjudge.report.dataset import describe_data
 from capjudge.report.dvc_plots import write_dvc_plots
 from capjudge.report.gallery import build_gallery
 from capjudge.report.judge_reliability import (
@@ -68,10 +69,12 @@ from capjudge.report.judge_reliability import (
 )
 from capjudge.report.plots import history_plots, make_plots
 from capjudge.report.render import render_html, render_markdown
+from capjudge.sample import SAMPLE_CARD
 from capjudge.stats import STATS, pearson
 
-SAMPLE_PROTOCOL = ("sample-gold: one row per item, the human label is the annotators' mean "
-                   "(the bundled sample's labels are derived from its generator)")
+# The bundled sample's protocol (its dataset card's); any data states its own
+# (capjudge.report.dataset).
+SAMPLE_PROTOCOL = f"{SAMPLE_CARD['protocol']}: {SAMPLE_CARD['description']}"
 
 
 # The agreement table when no series has an item (an empty run): its key columns, no rows.
@@ -159,7 +162,7 @@ def _not_run(judges: dict[str, JudgeSummary], params: Path | None = None
         if any("vision" in r for r in reasons):
             group = _params_group(params, name) if params else "judges"
             # A local backend's options (llamacpp: parallel, threads) are not the API's.
-            reset = (f" -S '{group}.{name}.backend_options={{}}'"
+            reset = (f" -S '~{group}.{name}.backend_options'"
                      if str((s.get("backend") or {}).get("backend", "")).split("/")[0]
                      not in ("openai", "fake") else "")
             hint = (f"dvc exp run -S '{group}.{name}.backend=openai/gpt-4o-2024-08-06'{reset} "
@@ -369,10 +372,11 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
 
     ingest, agg, out = Path(ingest_dir), Path(aggregate_dir), Path(out_dir)
     item_rows, tables, judges = _read_inputs(ingest, agg, judge_dirs)
+    data = describe_data(ingest, item_rows, config.human_criterion)  # the protocol line
     con = build_database(out / "capjudge.duckdb", tables, config.human_criterion)
     try:
         rows = scored_items(con)
-        agree = agreement(rows, config.bootstrap, "sample-gold")
+        agree = agreement(rows, config.bootstrap, data.protocol)
         for a in agree:
             a["not_scored_text"] = ", ".join(f"{k} {v}" for k, v in a["not_scored"].items()) \
                 or "-"
@@ -418,7 +422,8 @@ def run_report(ingest_dir: str | Path, judge_dirs: Sequence[str | Path],
         history = series_history(load_history(Path(config.registry)))
     history_figures = _with_relpaths(history_plots(history, out), out)
     ctx: ReportContext = {
-        "title": config.title, "protocol": SAMPLE_PROTOCOL, "gallery": gallery,
+        "title": config.title, "protocol": data.line, "label_note": data.label_note,
+        "gallery": gallery,
         "human_criterion": config.human_criterion, "out_dir": out,
         "judges": judges, "judge_rows": _judge_rows(judges),
         "not_run": _not_run(judges, Path(config.params)),

@@ -496,6 +496,61 @@ class FaultPlan:
         return kind, seconds
 
 
+class InFlight:
+    """The server's view of requests in flight: how many at once, averaged over time.
+
+    The average is over the span from the first request received to the last one answered
+    since :meth:`reset` (the time the client was sending), weighted by time: what a throughput
+    benchmark compares between clients (``GET /_stats/in_flight``).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything counted so far."""
+        with self._lock:
+            self.now = 0
+            self.peak = 0
+            self.requests = 0
+            self._area = 0.0
+            self._since: float | None = None
+            self._first: float | None = None
+            self._last: float | None = None
+
+    def _move(self, step: int) -> None:
+        t = time.monotonic()
+        with self._lock:
+            if self._since is not None:
+                self._area += self.now * (t - self._since)
+            self._since = t
+            self.now += step
+            self.peak = max(self.peak, self.now)
+            if step > 0:
+                self.requests += 1
+                self._first = t if self._first is None else self._first
+            else:
+                self._last = t
+
+    def enter(self) -> None:
+        """A request was received."""
+        self._move(1)
+
+    def leave(self) -> None:
+        """A request was answered (or failed)."""
+        self._move(-1)
+
+    def summary(self) -> dict[str, float]:
+        """``mean`` in flight, ``peak``, ``requests`` and the ``span_s`` averaged over."""
+        with self._lock:
+            span = (self._last - self._first) if self._first is not None \
+                and self._last is not None else 0.0
+            area = self._area
+            return {"mean": area / span if span > 0 else 0.0, "peak": self.peak,
+                    "requests": self.requests, "span_s": span}
+
+
 class _Listener(ThreadingHTTPServer):
     """The listening socket: one thread per connection, and a deep accept queue.
 
@@ -508,7 +563,10 @@ class _Listener(ThreadingHTTPServer):
     """
 
     daemon_threads = True
-    request_queue_size = 128
+    # 1024: a benchmark opens hundreds of connections at once (concurrency 256); a shorter
+    # queue drops handshakes the kernel retries a second later, which would be measured as
+    # the client's slowness.
+    request_queue_size = 1024
 
 
 class MockOpenAIServer:
@@ -543,6 +601,7 @@ class MockOpenAIServer:
         self.reasked: Counter[str] = Counter()
         self.fault_counts: Counter[str] = Counter()
         self.authorization: Counter[str] = Counter()  # Authorization headers as received
+        self.in_flight = InFlight()
         # Answer every request 401, repeating the key received in the message (as some
         # servers do): the probe of auth handling and of redaction.
         self.reject_key = False
@@ -641,8 +700,17 @@ class MockHandler(BaseHTTPRequestHandler):
             pass  # the client already went away
 
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
-        """``/models``: the one model this server serves."""
-        if self.path.rstrip("/").endswith("/models"):
+        """``/models``: the one model this server serves; ``/_stats/in_flight``: requests in flight.
+
+        ``/_stats/in_flight`` answers :class:`InFlight`'s summary (for benchmarks);
+        ``?reset`` starts a new count after answering.
+        """
+        if self.path.startswith("/_stats/in_flight"):
+            summary = self.mock.in_flight.summary()
+            if self.path.endswith("?reset"):
+                self.mock.in_flight.reset()
+            self._send(200, json.dumps(summary).encode())
+        elif self.path.rstrip("/").endswith("/models"):
             body = {"object": "list", "data": [
                 {"id": self.mock.model, "object": "model", "created": 1722902400,
                  "owned_by": "system"}]}
@@ -652,6 +720,13 @@ class MockHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         """``/chat/completions``: the scripted answer, or the fault planned for it."""
+        self.mock.in_flight.enter()
+        try:
+            self._post()
+        finally:
+            self.mock.in_flight.leave()
+
+    def _post(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
         raw = self.rfile.read(length)
         if not self.path.rstrip("/").endswith("/chat/completions"):
