@@ -503,12 +503,12 @@ class OpenAIBackend(Backend):
         llama.cpp's is its build and vLLM sends none: without a weights identity such a judge
         cannot be watched (``unwatchable`` says why).
         """
+        self.connect()  # an unreachable server: the error names its URL
         models = self.list_models()
         facts: dict[str, JSONValue] = {"models": list[JSONValue](models)}
         if self.model not in models:
             facts["note"] = f"{self.model} is not in the server's model list"
         facts["served"] = self.model in models
-        self.connect()
         identity = self._served.identity() if self._served is not None else None
         if identity is not None:
             facts["weights"] = identity.weights
@@ -552,6 +552,13 @@ class OpenAIBackend(Backend):
         """
         if getattr(self, "_client", None) is None:
             return False
+        if self._served is not None and self._served.remote_server:
+            # Already asked, with the key, when the weights' identity was: no second request.
+            try:
+                identity = self._served.identity()
+            except ServerUnreachable:
+                return False
+            return identity is not None and identity.listed
         if getattr(self, "_listed", None) is None:
             try:
                 self._listed = bool(self.list_models())

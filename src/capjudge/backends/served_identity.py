@@ -76,6 +76,8 @@ class ServedIdentity:
     facts: dict[str, JSONValue] = field(default_factory=dict)
     vision: bool | None = None
     server: str | None = None
+    listed: bool = True
+    """Whether ``/v1/models`` answered as an OpenAI-compatible list (to the key sent)."""
 
     @property
     def pinned(self) -> bool:
@@ -213,7 +215,7 @@ def probe_identity(api_url: str, model: str, api_key: str | None = None,
         # Not an OpenAI-compatible server (a sign-in page, another API): nothing more is
         # asked of it; the first request says what it is.
         return ServedIdentity(weights=None, source=f"{shown}/models did not answer as an "
-                              "OpenAI-compatible model list")
+                              "OpenAI-compatible model list", listed=False)
     owners = {e.get("owned_by") for e in models.get("data") or [] if isinstance(e, dict)}
     server = "llama.cpp" if "llamacpp" in owners else "vllm" if "vllm" in owners else None
     try:
