@@ -85,7 +85,20 @@ def test_scores_are_hand_computed(mode: str, expected: float, part: str,
     response = JudgeResponse("ok", logliks=LOGLIKS[:n], lengths=LENGTHS[:n])
     [criterion] = method.interpret(planned, response)
     assert criterion.status == "ok" and criterion.score == pytest.approx(expected)
-    assert json.loads(response.text)[part] == pytest.approx(part_value, abs=1e-4)
+    assert criterion.reasoning is not None
+    assert json.loads(criterion.reasoning)[part] == pytest.approx(part_value, abs=1e-4)
+
+
+def test_modes_sharing_one_answer_each_keep_their_own_reasoning() -> None:
+    # npmi and pmi ask the same request: a run answers both from one response object, and
+    # pmi's row must not show npmi's components (it did: the first mode wrote them into it).
+    method = get_method("likelihood")
+    response = JudgeResponse("ok", logliks=LOGLIKS, lengths=LENGTHS)
+    [npmi] = method.interpret(_plan("npmi"), response)
+    [pmi] = method.interpret(_plan("pmi"), response)
+    assert npmi.reasoning is not None and pmi.reasoning is not None
+    assert "share" in json.loads(npmi.reasoning) and "pmi" in json.loads(pmi.reasoning)
+    assert response.text == ""  # the shared answer is left as it came
 
 
 def test_npmi_is_clipped_to_its_scale() -> None:
@@ -95,7 +108,9 @@ def test_npmi_is_clipped_to_its_scale() -> None:
     response = JudgeResponse("ok", logliks=[-30.0, -10.0, -30.0, -10.0, -30.0, -10.0],
                              lengths=[3] * 6)
     [criterion] = method.interpret(planned, response)
-    assert criterion.score == 0.0 and json.loads(response.text)["share"] == pytest.approx(-2.0)
+    assert criterion.reasoning is not None
+    assert criterion.score == 0.0
+    assert json.loads(criterion.reasoning)["share"] == pytest.approx(-2.0)
 
 
 def test_a_response_without_likelihoods_is_an_error_not_a_score() -> None:

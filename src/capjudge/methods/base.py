@@ -120,6 +120,10 @@ class Criterion:
     expected: float | None = None  # the expected value over the distribution (when one exists)
     paths_disagree: bool = False  # the distribution's argmax is not the number printed
     read_by: str | None = None  # how the reader found the number (its confidence reason)
+    # The criterion's own "reasoning" where the method writes it (a likelihood judge's score
+    # components); None: the answer's text. Never written into the shared response: modes
+    # asking the same request share one answer object.
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True)

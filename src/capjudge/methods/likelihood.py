@@ -183,9 +183,11 @@ class Likelihood(Method):
             value = min(100.0, max(0.0, 50 * (1 + share)))
             parts = {"share": share, "forward_share": forward, "reverse_share": reverse}
         # The components are this judge's "reasoning": shown with the row, like a generative
-        # judge's text (a likelihood answer has no text of its own).
-        response.text = response.text or json.dumps({k: round(v, 4) for k, v in parts.items()})
-        return [Criterion("score", "ok", None, value, source="likelihood")]
+        # judge's text (a likelihood answer has no text of its own). On the criterion, not the
+        # response: npmi and pmi ask the same request and share its answer.
+        return [Criterion("score", "ok", None, value, source="likelihood",
+                          reasoning=response.text or json.dumps(
+                              {k: round(v, 4) for k, v in parts.items()}))]
 
     def explain(self, reasoning: str, mode: str) -> str:
         """The recorded components (JSON) in words: what the references explain."""
