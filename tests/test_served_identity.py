@@ -308,3 +308,23 @@ def test_a_plain_llamacpp_server_is_unpinned_said_once_and_unwatchable(
     assert facts["pinned"] is False and facts["served_by"] == "llama.cpp"
     assert entry["watchable"] is False and "build" in str(entry["unwatchable"])
     assert not backend.capabilities.vision  # /props: text only
+
+
+def test_the_judge_stage_against_a_wrong_url_stops_before_any_task(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from flows.judge import main as judge_stage
+
+    root = Path(__file__).parents[1]
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    url = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens there
+    params["judges"] = {"mine": {"method": "gveval", "backend": "openai/judge",
+                                 "backend_options": {"base_url": url}}}
+    params["context_judges"] = {}
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    assert judge_stage(["--name", "mine", "--params", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("judge mine: error: cannot reach the judge server at " + url)
+    assert "Traceback" not in "\n".join(err)
