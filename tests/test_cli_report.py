@@ -91,3 +91,20 @@ def test_items_without_labels_are_refused(tmp_path: Path, capsys: pytest.Capture
                      "--out", str(tmp_path / "rep")])
     err = capsys.readouterr().err
     assert code == 2 and "no item carries human labels" in err
+
+
+def test_compare_names_the_runs_own_protocol_not_the_samples(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from capjudge.compare import compare_runs
+
+    monkeypatch.chdir(tmp_path)
+    ingest, judge_dir = ingest_and_judge(tmp_path / "data")
+    for out in ("rep1", "rep2"):
+        assert cli_main(["report", str(judge_dir), "--items", str(ingest), "--out", out,
+                         "--human-criterion", "rating", "--bootstrap", "20"]) == 0
+    capsys.readouterr()
+    result = compare_runs(tmp_path / "rep1" / "capjudge.duckdb",
+                          tmp_path / "rep2" / "capjudge.duckdb", n_boot=20)
+    protocol = result["series"]["fk/ref-only"]["agreement"]["protocol"]
+    assert protocol.startswith("manifest-labels (human rating") and "sample" not in protocol

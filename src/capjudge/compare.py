@@ -72,6 +72,8 @@ class RunData(TypedDict):
     """The ``runs`` table's row (the run's lineage, flattened); empty for older databases."""
     backends: list[Mapping[str, object]]
     human_criterion: str | None
+    protocol: str | None
+    """The protocol id the report recorded with its agreement figures (None: not recorded)."""
 
 
 class ItemShift(TypedDict):
@@ -237,6 +239,9 @@ def load_run(db: Path) -> RunData:
             if "runs" in tables else {}
         backends = con.execute("SELECT * FROM run_backends").df().to_dict("records") \
             if "run_backends" in tables else []
+        # The protocol the report recorded for its agreement figures (the data's own).
+        protocols = con.execute("SELECT DISTINCT protocol FROM agreement WHERE protocol IS "
+                                "NOT NULL").fetchall() if "agreement" in tables else []
     finally:
         con.close()
     series: dict[str, RunSeries] = {}
@@ -246,12 +251,13 @@ def load_run(db: Path) -> RunData:
     return RunData(series=series,
                    costs={r[0]: JudgeCost(usd=r[1], tokens=r[2], calls=r[3]) for r in costs},
                    run=run, backends=backends,
-                   human_criterion=criterion[0] if criterion else None)
+                   human_criterion=criterion[0] if criterion else None,
+                   protocol=protocols[0][0] if len(protocols) == 1 else None)
 
 
 def compare_series(a: Mapping[str, SeriesItem], b: Mapping[str, SeriesItem], method: str,
-                   n_boot: int, threshold: float | None, human_criterion: str | None = None
-                   ) -> SeriesComparison:
+                   n_boot: int, threshold: float | None, human_criterion: str | None = None,
+                   protocol: str | None = None) -> SeriesComparison:
     """Shifts, flips, rank changes and agreement of one series between two runs."""
     common = sorted(k for k in a if k in b and a[k]["score"] is not None
                     and b[k]["score"] is not None)
@@ -294,8 +300,8 @@ def compare_series(a: Mapping[str, SeriesItem], b: Mapping[str, SeriesItem], met
         # Paired bootstrap of the difference: the same resampled items for both runs.
         ci = paired_difference(xb, xa, h, n_boot=n_boot, seed=2)
         out["agreement"] = {
-            "protocol": f"sample-gold (human {human_criterion or 'label'}, annotators "
-                        "averaged)",
+            "protocol": f"{protocol or 'protocol not recorded'} (human "
+                        f"{human_criterion or 'label'}, annotators averaged)",
             "n": len(human_idx),
             "kendall_tau_b_a": ta, "ci95_a": list(bootstrap_ci(xa, h, kendall_tau_b,
                                                                n_boot=n_boot)),
@@ -323,7 +329,7 @@ def compare_runs(db_a: Path, db_b: Path, *, series: tuple[str, str] | None = Non
             raise ValueError(f"series {ka!r} / {kb!r} not found in both runs")
         method = a["series"][ka]["method"]
         compared = compare_series(a["series"][ka]["items"], b["series"][kb]["items"], method,
-                                  n_boot, threshold, a["human_criterion"])
+                                  n_boot, threshold, a["human_criterion"], a["protocol"])
         facts_a = _judge_facts(result["run_a"], ka.split("/")[0])
         facts_b = _judge_facts(result["run_b"], kb.split("/")[0])
         if set(facts_a) & set(facts_b):  # else the databases predate the lineage tables
