@@ -37,6 +37,7 @@ from capjudge.judge import (
     write_summary,
 )
 from capjudge.judge import judge_section as library_judge_section
+from capjudge.parts import ChunkResult
 from capjudge.protocol import BackendError
 from capjudge.stopping import exit_promptly_on_signals, stop_requested, terminate_children
 from flows.artifacts import Progress
@@ -89,8 +90,8 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
     parts = [str(parts_dir / f"part-{k:05d}.parquet") for k in range(len(bounds))]
     logger.info("%s: %d items in %d chunk(s) of <= %d on %d worker(s)", name, n, len(bounds),
                 size, workers)
-    results: list[dict[str, Any] | None] = [None] * len(bounds)
-    in_flight: deque[tuple[int, PrefectFuture[dict[str, Any]]]] = deque()
+    results: list[ChunkResult | None] = [None] * len(bounds)
+    in_flight: deque[tuple[int, PrefectFuture[ChunkResult]]] = deque()
     stats = ClientStats()
     done = 0
     progress = Progress(name, len(bounds))  # the UI's progress bar for this judge
@@ -101,8 +102,8 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
                                                 shared_dir)))
         while len(in_flight) >= 2 * workers or (k == len(bounds) - 1 and in_flight):
             j, future = in_flight.popleft()
-            results[j] = future.result()
-            stats.merge(ClientStats.from_dict(results[j]["stats"]))  # type: ignore[index]
+            result = results[j] = future.result()
+            stats.merge(ClientStats.from_dict(result["stats"]))
             # Every worker's client stops sending at its first 401 or wrong-server answer; the
             # stage stops here and writes nothing (answers so far are in the request cache).
             raise_if_stopped(stats)

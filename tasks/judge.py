@@ -8,18 +8,17 @@ hosts (a shared filesystem).
 
 from __future__ import annotations
 
-from typing import Any
-
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from capjudge.item import load_items
 from capjudge.judge import JudgeConfig, judge_items, shared_client, write_part
+from capjudge.parts import ChunkResult
 
 
 @task(name="judge-chunk", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE)
 def judge_chunk(config: JudgeConfig, items_path: str, start: int, stop: int,
-                part_path: str, shared_dir: str | None = None) -> dict[str, Any]:
+                part_path: str, shared_dir: str | None = None) -> ChunkResult:
     """Judge items ``[start, stop)``; write their rows to ``part_path``; return statistics.
 
     Per-request failures are statuses, not exceptions; a retry here covers a crash of the

@@ -172,7 +172,7 @@ def test_a_wrong_server_stops_the_run_after_at_most_two_requests(
 def test_a_full_disk_is_one_line_and_loses_nothing(
         ingested: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import capjudge.judge as judge
+    import capjudge.judge_out as judge
 
     real = judge.pq.write_table
 

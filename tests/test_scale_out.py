@@ -384,8 +384,8 @@ def test_judge_flow_on_two_dask_workers_holds_a_global_rpm(harness: None, ingest
                 chunk_size=3, workers=2, shared_dir=shared)
             runs[name] = (summary, [t for t, _ in server.arrivals[start:]])
         # Both worker processes judged chunks (each built its own shared client).
-        built = client.run(lambda: len(getattr(sys.modules.get("capjudge.judge"), "_SHARED",
-                                               {})))
+        built = client.run(lambda: len(getattr(sys.modules.get("capjudge.judge_connect"),
+                                               "_SHARED", {})))
     assert len(built) == 2 and all(v >= 1 for v in built.values())
     dask_summary, arrivals = runs["dask"]
     assert len(arrivals) == n

@@ -262,7 +262,9 @@ class JudgeClient:
         # here, before any cache look-up could answer for it).
         self._snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
         pinned, how = backend.pinning()
-        if not pinned:
+        # Not for a server that did not even list its models: the first request stops the
+        # run with what it is instead (one line, not a warning about weights besides it).
+        if not pinned and backend.verified():
             warn_unpinned(backend.backend_id, how)
         # Set by the first authentication failure: nothing more is sent by this client.
         self.auth_failure: str | None = None

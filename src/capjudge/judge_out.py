@@ -8,6 +8,10 @@
   model snapshot, method settings) on the same items, the rows of the modes this run judged
   replaced; any other judge's judgements are refused with a line saying what is there. A
   folder a stopped run left marked incomplete holds nothing to keep: this run replaces it.
+- **What is written** (:func:`write_outputs`, :func:`summarise`): ``judgements.parquet`` and
+  ``summary.json`` as one set, the summary's counts computed from the rows and the merged
+  client statistics; :func:`check_writable_dir` proves the folder can be written before any
+  model call. Re-exported by :mod:`capjudge.judge`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import os
 import socket
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -24,9 +29,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from capjudge.atomic import INCOMPLETE_MARKER
+from capjudge.atomic import (
+    INCOMPLETE_MARKER,
+    OutputWriteError,
+    atomic_path,
+    stage_outputs,
+    write_json,
+    write_text,
+)
+from capjudge.client import ClientStats
+from capjudge.judge_config import JudgeConfig
+from capjudge.methods import get_method
+from capjudge.records import JudgeSummary
 
 LOCK = ".capjudge-lock"
+
+FAILURES = ("error", "refused", "parse_failure")
 
 
 class OutputBusyError(RuntimeError):
@@ -182,3 +200,107 @@ def merged_with_existing(out_dir: str | Path, table: pa.Table,
         return table
     # An older run's table may lack a newer column: filled with nulls.
     return pa.concat_tables([keep, table], promote_options="default")
+
+
+def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
+              backend: Mapping[str, object], seconds: float) -> JudgeSummary:
+    """The run's counts for summary.json (and DVC metrics).
+
+    They come from the judgement table and the merged statistics of every call that produced
+    it.
+    """
+    status = table.column("status").to_pylist()
+    mode = table.column("mode").to_pylist()
+    reason = table.column("reason").to_pylist()
+    costs = [c for c, s in zip(table.column("cost_usd").to_pylist(), status, strict=True)
+             if c is not None and s != "skipped"]
+    by_status = Counter(status)
+    judged = len(status) - by_status.get("skipped", 0)
+    modes_ran = sorted({m for m, s in zip(mode, status, strict=True) if s != "skipped"})
+    skipped_modes: dict[str, dict[str, int]] = {}
+    for m, s, r in zip(mode, status, reason, strict=True):
+        if s == "skipped":
+            per_mode = skipped_modes.setdefault(m, {})
+            per_mode[r or "skipped"] = per_mode.get(r or "skipped", 0) + 1
+    templates = sorted({t for t in table.column("template").to_pylist() if t})
+    settings = sorted({t for t in table.column("settings").to_pylist() if t}) \
+        if "settings" in table.column_names else []
+    # Answers that hit max_tokens: for a method that reasons before its score (G-VEval) the
+    # reasoning was cut, which is another method (its "w/o reason" ablation), said so here.
+    tokens = (table.column("completion_tokens").to_pylist()
+              if "completion_tokens" in table.column_names else [None] * len(status))
+    cut = sum(1 for s, n in zip(status, tokens, strict=True)
+              if s != "skipped" and n is not None and n >= config.max_tokens)
+    notes = []
+    cut_note = getattr(get_method(config.method), "cut_reasoning", None)
+    if cut and cut_note:
+        notes.append(f"reasoning cut at max_tokens ({config.max_tokens}) in {cut} of {judged} "
+                     f"judgements: {cut_note}")
+    return {
+        "method": config.method, "backend": backend, "modes_ran": modes_ran,
+        "modes_skipped": {m: v for m, v in skipped_modes.items() if m not in modes_ran},
+        "skips": skipped_modes, "rows": len(status), "by_status": dict(sorted(by_status.items())),
+        # Failures have no score; low_mass judgements do (flagged), so they are counted apart.
+        "failure_rate": sum(by_status.get(k, 0) for k in FAILURES) / max(1, judged),
+        "low_mass_rate": by_status.get("low_mass", 0) / max(1, judged),
+        "requests": stats.requests, "model_calls": stats.calls,
+        "cache_hits": stats.cache_hits, "retries": stats.retries,
+        "cache_write_failures": stats.cache_write_failures,
+        "prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.completion_tokens,
+        "cost_usd": round(sum(costs), 6) if costs else None,
+        "templates": templates, "settings": settings, "seconds": round(seconds, 2),
+        "text_only_rate": by_status.get("text_only", 0) / max(1, judged),
+        "reasoning_cut": cut, "notes": notes,
+    }
+
+
+def write_summary(out_dir: str | Path, summary: JudgeSummary) -> None:
+    """Write summary.json."""
+    write_json(Path(out_dir) / "summary.json", summary)
+
+
+def check_writable_dir(out_dir: str | Path) -> Path:
+    """Create ``out_dir`` if needed and prove a file can be written in it.
+
+    Raises:
+        ValueError: it exists and is not a folder, or cannot be created or written (the
+            message names it).
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out}: output exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        from capjudge.atomic import temp_path
+
+        probe = temp_path(out / "write-probe")
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"{out}: output folder cannot be written ({exc.strerror or exc})"
+                         ) from None
+    return out
+
+
+def write_outputs(out_dir: str | Path, table: pa.Table, summary: JudgeSummary, *,
+                  complete: bool = True) -> None:
+    """The judgements and summary as one set (each file renamed into place whole).
+
+    The folder is marked incomplete in between; a run stopped by a signal writes what it
+    has and leaves the mark (``complete=False``): later stages refuse the folder until a run
+    finishes it.
+
+    Raises:
+        OutputWriteError: the disk is full or the folder cannot be written.
+    """
+    try:
+        with stage_outputs(out_dir) as out:
+            with atomic_path(out / "judgements.parquet") as tmp:
+                pq.write_table(table, tmp)
+            write_summary(out, summary)
+        if not complete:
+            write_text(Path(out_dir) / INCOMPLETE_MARKER, "stopped by a signal\n")
+    except OSError as exc:
+        raise OutputWriteError.of(out_dir, exc, table.nbytes, what="the judgements",
+                                  then="nothing paid for is lost: the answers are in the "
+                                       "request cache, run again once there is room") from None

@@ -6,20 +6,49 @@ first appearance (:func:`shard_by_picture`), runs the stage's own code on the it
 them into its own folder, and the flow joins the folders (:func:`combine_part_dirs`): tables
 are concatenated in shard order, which is the order a single run writes (first appearance),
 and counts in the summaries are added up. Nothing here knows which method it runs.
+
+A judge stage is split by item ranges instead (:func:`adaptive_chunk_size`,
+:func:`chunk_bounds`): each task writes its rows as a part file (:func:`write_part`) and the
+flow concatenates the parts into one ``judgements.parquet`` (:func:`combine_parts`); what
+travels back to the flow is a :class:`ChunkResult`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TypedDict
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from capjudge.atomic import atomic_path, write_json
+from capjudge.client import ClientStatsDict
 from capjudge.item import Item
+from capjudge.judge_rows import JUDGEMENTS_SCHEMA, rows_table
 from capjudge.methods.base import item_image
-from capjudge.records import JSONValue
+from capjudge.protocol import BackendFacts
+from capjudge.records import JSONValue, Judgement
+
+
+class ChunkResult(TypedDict):
+    """What a judge chunk task returns to its flow (its rows are in its part file).
+
+    A plain dict at run time (it crosses the Prefect boundary as a task's result).
+    """
+
+    stats: ClientStatsDict
+    """The chunk's client statistics (:meth:`capjudge.client.ClientStats.to_dict`)."""
+    rows: int
+    """Judgement rows written to the part file."""
+    planned: int
+    """Requests sent (or answered from the cache)."""
+    skipped: int
+    """Recorded skips."""
+    backend: BackendFacts
+    """The backend's lineage facts (``loaded: False`` when the chunk built none)."""
 
 
 def picture_key(item: Item) -> str | None:
@@ -132,3 +161,44 @@ def combine_part_dirs(part_dirs: Sequence[str | Path], out_dir: str | Path,
 
 
 __all__ = ["combine_part_dirs", "picture_key", "shard_by_picture"]
+
+
+def write_part(path: str | Path, rows: Sequence[Judgement]) -> Path:
+    """Write one chunk's rows (a worker writes its own part; nothing travels back)."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        pq.write_table(rows_table(rows), tmp)
+    return path
+
+
+def combine_parts(parts: Iterable[str | Path], out: str | Path) -> pa.Table:
+    """Concatenate part files into one judgements.parquet, a part at a time (row groups).
+
+    Returns the columns the summary needs.
+    """
+    out = Path(out)
+    kept: list[pa.Table] = []
+    summary_columns = ["status", "mode", "reason", "cost_usd", "template", "completion_tokens"]
+    with atomic_path(out) as tmp, pq.ParquetWriter(tmp, JUDGEMENTS_SCHEMA) as writer:
+        for part in parts:
+            table = pq.read_table(part, schema=JUDGEMENTS_SCHEMA)
+            writer.write_table(table)
+            kept.append(table.select(summary_columns))
+    if not kept:
+        return rows_table([]).select(summary_columns)
+    return pa.concat_tables(kept)
+
+
+def adaptive_chunk_size(n_items: int, workers: int, minimum: int = 16,
+                        maximum: int = 2000) -> int:
+    """Items per judge task: about four chunks per worker.
+
+    That keeps workers busy and progress visible, without thousands of tiny tasks whose
+    orchestration would cost more than the work.
+    """
+    return max(minimum, min(maximum, math.ceil(n_items / max(1, 4 * workers))))
+
+
+def chunk_bounds(n_items: int, size: int) -> list[tuple[int, int]]:
+    """The ``[start, stop)`` item ranges of a judge stage's chunks, in order."""
+    return [(lo, min(n_items, lo + size)) for lo in range(0, n_items, max(1, size))]
