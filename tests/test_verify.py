@@ -105,7 +105,7 @@ def test_a_drift_within_the_judges_own_retest_spread_does_not_alert() -> None:
     # ... but a sampled API judge whose tau-b moves by 0.12 between its own repeats: no.
     assert not alerts([_entry(-0.10, (-0.14, -0.06), 0.12)], alert_drop=0.05)
     lines = alerts([_entry(-0.30, (-0.36, -0.24), 0.12)], alert_drop=0.05)
-    assert lines and "test-retest spread of tau-b is 0.120" in lines[0]
+    assert lines and "test-retest spread of tau-b x100 is 12.0" in lines[0]
 
 
 def test_each_backend_says_what_a_rerun_must_repeat() -> None:
