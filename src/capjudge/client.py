@@ -261,10 +261,11 @@ class JudgeClient:
         # Asks a remote server what it serves (a server that cannot be reached stops the run
         # here, before any cache look-up could answer for it).
         self._snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
+        verified = backend.verified()
         pinned, how = backend.pinning()
         # Not for a server that did not even list its models: the first request stops the
         # run with what it is instead (one line, not a warning about weights besides it).
-        if not pinned and backend.verified():
+        if not pinned and verified:
             warn_unpinned(backend.backend_id, how)
         # Set by the first authentication failure: nothing more is sent by this client.
         self.auth_failure: str | None = None
@@ -277,7 +278,7 @@ class JudgeClient:
         # (an HTML page, a rejected key) costs one request, not `concurrency` of them. A
         # backend whose server already proved itself (it listed its models to this key) needs
         # no probe: the pipe fills from the first request (a whole latency saved per run).
-        self._probed = backend.verified()
+        self._probed = verified
         # How deep this thread is in _send (a follow-up is sent from inside its parent's).
         self._depth = threading.local()
         _LIVE.add(self)

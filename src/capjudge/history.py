@@ -293,14 +293,13 @@ def alerts(entries: Sequence[HistoryEntry], *, alert_drop: float = 0.05,
         limit = max(alert_drop, spread or 0.0)
         if paired and upper is not None and upper < -limit and drop is not None:
             # x100, as the report, `history` and `compare` print tau-b.
-            tau, low = e["kendall_tau_b"], paired["ci95"][0]
             lines.append(
-                f"{e['series']}: Kendall tau-b x100 dropped by {100 * drop:.1f} "
-                f"({_x100(tau)} now, previous run {e['previous_run']}); "
-                f"paired 95 % CI of the change [{_x100(low)}, "
-                f"{100 * upper:.1f}] lies below -{100 * limit:.1f} (watch.alert_drop "
+                f"{e['series']}: Kendall tau-b x100 dropped by {_x100(drop)} "
+                f"({_x100(e['kendall_tau_b'])} now, previous run {e['previous_run']}); "
+                f"paired 95 % CI of the change [{_x100(paired['ci95'][0])}, "
+                f"{_x100(upper)}] lies below -{_x100(limit)} (watch.alert_drop "
                 f"{alert_drop:g} as a fraction)"
-                + (f" (the judge's own test-retest spread of tau-b x100 is {100 * spread:.1f})"
+                + (f" (the judge's own test-retest spread of tau-b x100 is {_x100(spread)})"
                    if spread is not None else "")
                 + f"; permutation p = {paired['p_value']:.3f}; "
                 f"n = {paired['n']} shared items; snapshot {e['snapshot']}"
@@ -314,8 +313,8 @@ def alerts(entries: Sequence[HistoryEntry], *, alert_drop: float = 0.05,
 
 
 def _x100(value: float | None) -> str:
-    """A coefficient as the report prints it (x100, one decimal; ``-`` when missing)."""
-    return "-" if value is None else f"{100 * value:.1f}"
+    """A coefficient as the report prints it, for a line of text: :func:`_num` unpadded."""
+    return _num(value).strip()
 
 
 def rate_alerts(judge: str, summary: Mapping[str, object], *, max_failure_rate: float | None = None,

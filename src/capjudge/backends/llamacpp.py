@@ -432,6 +432,10 @@ class LlamaCppBackend(OpenAIBackend):
         """
         return "none" if options.get("determinism", "deterministic") == "fast" else "request"
 
+    def snapshot(self) -> str:
+        """The GGUF's sha256 (and the projector's; ``+fast`` under that setting)."""
+        return self._snapshot
+
     def describe(self) -> BackendFacts:
         """Backend facts for summaries and lineage.
 

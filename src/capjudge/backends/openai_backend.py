@@ -85,7 +85,12 @@ from capjudge.backends.openai_wire import (
     to_openai_messages,
     with_api_path,
 )
-from capjudge.backends.served_identity import ServedIdentity, ServedModel, ServerUnreachable
+from capjudge.backends.served_identity import (
+    ServedIdentity,
+    ServedModel,
+    ServerUnreachable,
+    server_of,
+)
 from capjudge.credentials import CredentialsInURLError, check_url, strip_userinfo
 from capjudge.protocol import (
     BackendError,
@@ -103,10 +108,6 @@ from capjudge.reading.locate import find_printed
 from capjudge.records import JSONValue
 
 log = logging.getLogger(__name__)
-
-# The model list's ``owned_by`` of each server the identity probe recognises.
-_OWNER = {"llama.cpp": "llamacpp", "vllm": "vllm"}
-
 
 class _ResponseBase(TypedDict):
     """The fields every response read from one completion shares (``JudgeResponse(**base)``)."""
@@ -128,7 +129,6 @@ class OpenAIBackend(Backend):
     pipelined = True  # see Backend; LlamaCppBackend says False
     # Subclasses that serve in process (llama.cpp) have no server to ask.
     _served: ServedModel | None = None
-    _vision_checked = False
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 120.0,
@@ -157,11 +157,9 @@ class OpenAIBackend(Backend):
         base_url = with_api_path(base_url)
         self.base_url = base_url
         self.min_mass = min_mass
-        self._snapshot = snapshot or model
         # What the server says about the weights behind the name: asked once, before the
         # first request or cache look-up (it joins the snapshot and the cache key).
         self._served = ServedModel(model, base_url, api_key, snapshot, timeout_s)
-        self._vision_checked = False
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
                                      timeout=timeout_s)
         self.capabilities = Capabilities(vision=vision, distribution="logprobs", max_batch=1,
@@ -213,29 +211,29 @@ class OpenAIBackend(Backend):
         with self._detect_lock:
             if self._detected:
                 return
-            owners: set[Any]
+            server: str | None
             if self._served is not None and self._served.remote_server:
                 # Already asked with the weights' identity: no second request.
                 try:
                     identity = self._served.identity()
                 except ServerUnreachable:
                     identity = None
-                owners = {_OWNER.get(identity.server or "")} if identity else set()
+                server = identity.server if identity else None
             else:
                 try:
-                    owners = {getattr(m, "owned_by", None)
-                              for m in self._client.models.list()}
+                    server = server_of(getattr(m, "owned_by", None)
+                                       for m in self._client.models.list())
                 except Exception:  # noqa: BLE001 - best effort; the requests say what fails
-                    owners = set()
-            self._recognise(owners)
+                    server = None
+            self._recognise(server)
             self._detected = True
 
-    def _recognise(self, owners: set[Any]) -> None:
-        if "llamacpp" in owners:
+    def _recognise(self, server: str | None) -> None:
+        if server == "llama.cpp":
             self.server = "llama.cpp"
             if self.continuation == "auto":
                 self.continuation = "prefill"
-        elif "vllm" in owners:
+        elif server == "vllm":
             self.server = "vllm"
             if self.continuation == "auto":
                 self.continuation = "continue_final_message"
@@ -257,10 +255,8 @@ class OpenAIBackend(Backend):
             identity = self._served.identity()
         except ServerUnreachable as exc:
             raise BackendError(str(exc), transient=False, fatal=True) from None
-        if identity is None or self._vision_checked:
-            return
-        self._vision_checked = True
-        if identity.vision is False and self.capabilities.vision:
+        # Once turned off, vision stays off: the warning is said once.
+        if identity is not None and identity.vision is False and self.capabilities.vision:
             log.warning("%s: the server at %s says %s takes text only: image modes are "
                         "skipped", self.backend_id, strip_userinfo(self.base_url or ""),
                         self.model)
@@ -268,8 +264,8 @@ class OpenAIBackend(Backend):
 
     def snapshot(self) -> str:
         """The snapshot: the pin or model name, with what the server says of its weights."""
-        if self._served is None:
-            return self._snapshot
+        if self._served is None:  # no server to ask (a subclass serving in process)
+            return self.model
         self.connect()
         return self._served.snapshot()
 

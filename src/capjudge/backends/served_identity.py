@@ -37,7 +37,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -163,6 +163,12 @@ def _from_models_entry(entry: dict[str, Any], facts: dict[str, JSONValue]
     return weights, source, vision
 
 
+def server_of(owners: Iterable[object]) -> str | None:
+    """The server a model list's ``owned_by`` values name (``llama.cpp``, ``vllm``), or None."""
+    seen = set(owners)
+    return "llama.cpp" if "llamacpp" in seen else "vllm" if "vllm" in seen else None
+
+
 def _llamacpp_props(props: Any, facts: dict[str, JSONValue]) -> bool | None:
     """llama.cpp's ``/props``: path, build and whether it takes images; fills ``facts``."""
     for key in ("model_path", "build_info", "model_ftype"):
@@ -208,16 +214,15 @@ def probe_identity(api_url: str, model: str, api_key: str | None = None,
         models = _get(api_url.rstrip("/") + "/models", headers, timeout_s)
     except ServerUnreachable as exc:
         raise ServerUnreachable(f"cannot reach the judge server at {shown}: {exc}") from None
-    facts: dict[str, JSONValue] = {}
-    entry = _entry(models, model)
-    weights, source, vision = _from_models_entry(entry, facts) if entry else (None, None, None)
     if not isinstance(models, dict) or not isinstance(models.get("data"), list):
         # Not an OpenAI-compatible server (a sign-in page, another API): nothing more is
         # asked of it; the first request says what it is.
         return ServedIdentity(weights=None, source=f"{shown}/models did not answer as an "
                               "OpenAI-compatible model list", listed=False)
-    owners = {e.get("owned_by") for e in models.get("data") or [] if isinstance(e, dict)}
-    server = "llama.cpp" if "llamacpp" in owners else "vllm" if "vllm" in owners else None
+    facts: dict[str, JSONValue] = {}
+    entry = _entry(models, model)
+    weights, source, vision = _from_models_entry(entry, facts) if entry else (None, None, None)
+    server = server_of(e.get("owned_by") for e in models["data"] if isinstance(e, dict))
     try:
         weights, source, vision, server = _other_endpoints(
             root, model, headers, timeout_s, facts, (weights, source, vision, server))
