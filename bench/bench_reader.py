@@ -7,6 +7,7 @@ failure), then each miss.
 
     python bench/bench_reader.py                       # the blind corpus
     python bench/bench_reader.py tests/data/holdout_answers.json
+    python bench/bench_reader.py --confirm tests/data/blind_answers_e.json   # with follow-ups
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def main() -> None:
     parser.add_argument("corpora", nargs="*", type=Path,
                         default=[ROOT / "tests/data/blind_answers.json"])
     parser.add_argument("--quiet", action="store_true", help="figures only, no misses")
+    parser.add_argument("--confirm", action="store_true",
+                        help="confirm: follow_up (an off-contract answer asks the follow-up "
+                             "question; the entry's follow_up is the reply)")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     for path in args.corpora:
@@ -38,7 +42,7 @@ def main() -> None:
             for k, entry in enumerate(entries):
                 work = Path(tmp) / str(k)
                 work.mkdir()
-                outcomes.append(judged(entry, replay(entry, work)))
+                outcomes.append(judged(entry, replay(entry, work, confirm=args.confirm)))
         right = sum(o.right for o in outcomes)
         wrong = [o for o in outcomes if o.wrong_valid]
         by_method = Counter(e["method"] for e, o in zip(entries, outcomes, strict=True)

@@ -55,13 +55,27 @@ def _is_scoring_request(method: str, text: str) -> bool:
     return True
 
 
-def replay(entry: dict[str, Any], workdir: Path | None = None) -> dict[str, Any]:
-    """``capjudge score --json``'s output for one corpus entry."""
+def _is_question(body: dict[str, Any]) -> bool:
+    """The follow-up question ``confirm: follow_up`` asks (capjudge.reading.confirm)."""
+    last = body["messages"][-1]
+    return last.get("role") == "user" and "State only your final score" in str(last["content"])
+
+
+def replay(entry: dict[str, Any], workdir: Path | None = None, *,
+           confirm: bool = False) -> dict[str, Any]:
+    """``capjudge score --json``'s output for one corpus entry.
+
+    With ``confirm`` the backend asks its follow-up question (``confirm: follow_up``) after
+    an off-contract answer, and the entry's ``follow_up`` is the judge's reply (an entry
+    without one gets an empty answer: no confirmation).
+    """
     work = Path(workdir or tempfile.mkdtemp(prefix="capjudge-replay-"))
     method = entry["method"]
     answer = scripted(entry)
 
     def script(body: dict[str, Any]) -> Scripted:
+        if confirm and _is_question(body):
+            return Scripted(text=entry.get("follow_up") or "", logprobs=False)
         if _is_scoring_request(method, prompt_text(body)):
             return answer
         return default_script(body)
@@ -79,6 +93,8 @@ def replay(entry: dict[str, Any], workdir: Path | None = None) -> dict[str, Any]
             other = work / "img2.png"
             Image.new("RGB", (64, 48), (40, 40, 200)).save(other)
             args += ["--views", str(picture), str(other)]
+    if confirm:
+        args += ["--backend-option", "confirm=follow_up"]
     with MockOpenAIServer(script) as server:
         buffer = io.StringIO()
         with redirect_stdout(buffer):

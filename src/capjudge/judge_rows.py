@@ -61,6 +61,7 @@ def judgement(item: Item, method: str, mode: str, result: Criterion, *, template
         argmax=c.argmax, sd=c.sd, entropy=c.entropy, mass=c.mass,
         printed=None if c.printed is None else float(c.printed), values=c.values,
         probs=c.probs, source=c.source, anchor_forced=c.anchor_forced, read_by=c.read_by,
+        confirmation=c.confirmation,
         reasoning=c.reasoning if c.reasoning is not None else response.text,
         explanation=explanation, template=template,
         settings=settings, backend=backend, model=response.model, snapshot=snapshot,

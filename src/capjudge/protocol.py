@@ -104,6 +104,10 @@ class ScoreSlot:
     # lists them: an answer that names a level instead of writing its number is read at that
     # level. Reading context like ``quotes``: not part of the cache key.
     levels: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    # The verdict format the request asks for (issue 40): ``format`` (the paper's: the label and
+    # anchor, or the score first) or ``json`` (``verdict_format: json_schema``). Reading
+    # context: not part of the cache key (the schema itself is).
+    contract: Literal["format", "json"] = field(default="format", compare=False)
 
     @property
     def values(self) -> list[int]:
@@ -172,7 +176,8 @@ class JudgeRequest:
         # ``quotes`` and ``levels`` are reading context, not what is asked: keys stay as they
         # were.
         slots: list[JSONValue] = [{k: v for k, v in asdict(s).items()
-                                   if k not in ("quotes", "levels")} for s in self.slots]
+                                   if k not in ("quotes", "levels", "contract")}
+                                  for s in self.slots]
         out: dict[str, JSONValue] = {"messages": messages, "slots": slots,
                                      "decoding": decoding, "template": self.template}
         if self.continuations:  # only when present: generation requests keep their keys
@@ -287,6 +292,10 @@ class SlotResult:
     # How the reader found the number ("label 'final score' and '$'", "JSON key 'rating'",
     # "the number the answer opens with"): the reading's confidence reason.
     read_by: str | None = None
+    # Whether the reading is on the method's contract or was confirmed by a second channel:
+    # on-contract | forced-anchor | follow-up | unconfirmed | contradicted (None: nothing was
+    # read). See :mod:`capjudge.reading.confirm`.
+    confirmation: str | None = None
 
 
 @dataclass
@@ -344,7 +353,8 @@ class JudgeResponse:
                        "reason": s.reason,
                        "printed": s.printed,
                        "anchor_forced": s.anchor_forced,
-                       "read_by": s.read_by}
+                       "read_by": s.read_by,
+                       "confirmation": s.confirmation}
                       for s in self.slots],
             "usage": {"prompt_tokens": usage.prompt_tokens,
                       "completion_tokens": usage.completion_tokens},
@@ -390,7 +400,8 @@ class JudgeResponse:
                                         status=s.get("status", "ok"), reason=s.get("reason"),
                                         printed=s.get("printed"),
                                         anchor_forced=s.get("anchor_forced", False),
-                                        read_by=s.get("read_by")))
+                                        read_by=s.get("read_by"),
+                                        confirmation=s.get("confirmation")))
         u = get("usage") or {}
         try:
             usage = Usage(**u)

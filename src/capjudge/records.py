@@ -334,6 +334,11 @@ class Judgement(Record):
     read_by: str | None = None
     """How the reader found the number ("JSON key 'rating'", "label 'final score' and '$'",
     "the number the answer opens with"): the reading's confidence reason."""
+    confirmation: str | None = None
+    """Whether the reading is in the method's verdict format (``on-contract``) or, off it,
+    confirmed by a second channel (``forced-anchor``, ``follow-up``), unconfirmed (no channel:
+    the rules' reading stands), or ``contradicted`` (a ``parse_failure``); None: nothing read.
+    See :mod:`capjudge.reading.confirm`."""
     reasoning: str | None = None
     explanation: str | None = None
     """The method's optional explanation turn."""

@@ -66,6 +66,7 @@ from capjudge.protocol import (
     Usage,
     worst_status,
 )
+from capjudge.reading.confirm import confirmed, contract_fields, needs_confirmation
 from capjudge.reading.locate import find_printed
 from capjudge.scoring import normalise
 
@@ -1153,16 +1154,20 @@ class HFBackend(Backend):
         slots = []
         for slot in request.slots:
             context, forced, printed = self._slot_context(slot, prompt_ids, new_ids, text)
-            raw = self.distribution(context, slot.values, extras)
-            probs, mass = normalise(raw, slot.values)
-            result = SlotResult(slot.name, slot.values, probs, mass, "teacher_forcing", "ok",
-                                None, printed, forced)
-            if mass <= 0:
-                result.probs, result.status = None, "parse_failure"
-                result.reason = "no probability on the scale at the score position"
-            elif mass < self.min_mass:
-                result.status = "low_mass"
-                result.reason = f"captured mass {mass:.3f} < {self.min_mass}"
+            result = self._teacher_forced(slot, context, extras, printed, forced)
+            found = find_printed(text, slot)
+            if forced:
+                result.confirmation = "forced-anchor" if result.status != "parse_failure" \
+                    else None
+            elif found is not None:
+                fields = contract_fields(found)
+                result.confirmation, result.read_by = fields["confirmation"], fields["read_by"]
+                if needs_confirmation(result):
+                    # Off-contract: the distribution at the forced anchor after the whole
+                    # answer must put the printed value first (capjudge.reading.confirm).
+                    anchor = self._forced_context(slot, prompt_ids, new_ids)
+                    second = self._teacher_forced(slot, anchor, extras, None, True)
+                    result = confirmed(result, second, "forced-anchor")
             slots.append(result)
         status = worst_status([s.status for s in slots])
         reason = "; ".join(f"{s.name}: {s.reason}" for s in slots if s.reason) or None
@@ -1170,6 +1175,30 @@ class HFBackend(Backend):
                              usage=Usage(len(prompt_ids), len(new_ids)),
                              model=Path(self.path).name, system_fingerprint=self.snapshot(),
                              reason=reason)
+
+    def _teacher_forced(self, slot: ScoreSlot, context: list[int], extras: dict[str, object],
+                        printed: int | float | None, forced: bool) -> SlotResult:
+        """The slot's exact distribution after ``context``, with its status."""
+        raw = self.distribution(context, slot.values, extras)
+        probs, mass = normalise(raw, slot.values)
+        result = SlotResult(slot.name, slot.values, probs, mass, "teacher_forcing", "ok",
+                            None, printed, forced)
+        if mass <= 0:
+            result.probs, result.status = None, "parse_failure"
+            result.reason = "no probability on the scale at the score position"
+        elif mass < self.min_mass:
+            result.status = "low_mass"
+            result.reason = f"captured mass {mass:.3f} < {self.min_mass}"
+        return result
+
+    def _forced_context(self, slot: ScoreSlot, prompt_ids: list[int], new_ids: list[int]
+                        ) -> list[int]:
+        """Token ids up to the slot's forced anchor (after the answer, or at its start)."""
+        forced = self.tokenizer.encode(slot.forced_prefix, add_special_tokens=False) \
+            if slot.forced_prefix else []
+        if slot.position == "first":
+            return prompt_ids + forced
+        return prompt_ids + new_ids + forced
 
     def _slot_context(self, slot: ScoreSlot, prompt_ids: list[int], new_ids: list[int],
                       text: str) -> tuple[list[int], bool, int | float | None]:
@@ -1189,12 +1218,8 @@ class HFBackend(Backend):
             k = self._token_at(new_ids, found.start)
             if k is not None:
                 return prompt_ids + new_ids[:k], False, printed
-        forced = self.tokenizer.encode(slot.forced_prefix, add_special_tokens=False) \
-            if slot.forced_prefix else []
-        if slot.position == "first":
-            # The score was asked for first: its distribution is read at the answer's start.
-            return prompt_ids + forced, True, printed
-        return prompt_ids + new_ids + forced, True, printed
+        # "first" slots: the score was asked for first, so it is read at the answer's start.
+        return self._forced_context(slot, prompt_ids, new_ids), True, printed
 
     def _token_at(self, new_ids: list[int], cut: int) -> int | None:
         """How many generated tokens precede the digits starting at character ``cut``.

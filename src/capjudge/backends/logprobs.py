@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from capjudge.protocol import ScoreSlot, SlotResult
+from capjudge.reading.confirm import contract_fields
 from capjudge.reading.locate import Located, Unreadable, locate
 from capjudge.reading.view import normalise as normalise_text
 from capjudge.scoring import normalise
@@ -55,7 +56,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 4
+READING_RULES_VERSION = 5
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -176,7 +177,7 @@ def read_tree(tokens: Sequence[TokenLogprob], slot: ScoreSlot, *, truncated: boo
         return TreeReading(slot, found, SlotResult(
             slot.name, slot.values, None, None, "text", "text_only",
             f"the verdict is written in words ({found.printed}, {found.how}): no distribution "
-            "over the scale; the value is kept", found.printed, read_by=found.how))
+            "over the scale; the value is kept", found.printed, **contract_fields(found)))
     offsets: list[int] = []
     pos = 0
     for t in tokens:
@@ -290,7 +291,7 @@ def finish(reading: TreeReading, min_mass: float) -> SlotResult:
     probs, mass = normalise(raw, slot.values)
     printed = reading.located.printed
     result = SlotResult(slot.name, slot.values, probs, mass, "logprobs", "ok", None, printed,
-                        read_by=reading.located.how)
+                        **contract_fields(reading.located))
     lost_note = ""
     if lost > 1e-6:
         lost_note = (f"{lost:.3f} of the probability is on digit paths whose continuation was "
@@ -323,7 +324,7 @@ def read_text(text: str, slot: ScoreSlot, *, truncated: bool = False) -> SlotRes
     return SlotResult(slot.name, slot.values, None, None, "text", "text_only",
                       "no log-probabilities returned although they were requested: the printed "
                       "score is kept, without a distribution", found.printed,
-                      read_by=found.how)
+                      **contract_fields(found))
 
 
 def reasoning_only(slot: ScoreSlot, truncated: bool) -> SlotResult:

@@ -47,7 +47,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, TypedDict
+from typing import Any
 
 from capjudge.backends.base import Backend, Capabilities
 from capjudge.backends.logprobs import (
@@ -56,7 +56,6 @@ from capjudge.backends.logprobs import (
     TreeReading,
     add_continuation,
     continuation_from_result,
-    finish,
     follow_up_prefixes,
     next_slot,
     read_next,
@@ -65,6 +64,19 @@ from capjudge.backends.logprobs import (
     reasoning_only,
 )
 from capjudge.backends.openai_followups import PendingDigits, forced_reading
+from capjudge.backends.openai_reading import (
+    CONFIRM,
+    CONFIRM_MODES,
+    QUESTION,
+    ResponseBase,
+    confirm_at_anchors,
+    confirm_by_question,
+    finish_slot,
+    reread_raw,
+    reread_text,
+    rereadable_text,
+    response_of,
+)
 from capjudge.backends.openai_wire import (
     CONTINUATION_FIELDS,
     CONTINUATIONS,
@@ -102,29 +114,23 @@ from capjudge.protocol import (
     ServerTimings,
     SlotResult,
     Usage,
-    worst_status,
+)
+from capjudge.reading.confirm import (
+    follow_up_question,
+    follow_up_schema,
+    needs_confirmation,
 )
 from capjudge.reading.locate import find_printed
 from capjudge.records import JSONValue
 
 log = logging.getLogger(__name__)
 
-class _ResponseBase(TypedDict):
-    """The fields every response read from one completion shares (``JudgeResponse(**base)``)."""
-
-    usage: Usage
-    model: str
-    system_fingerprint: str | None
-    latency_s: float
-    timings: ServerTimings | None
-
-
 class OpenAIBackend(Backend):
     """Chat completions with log-probabilities against an OpenAI-protocol server."""
 
     options = frozenset({"base_url", "api_key_env", "timeout_s", "min_mass", "concurrency",
                          "vision", "snapshot", "continue_digits", "continuation",
-                         "force_anchor"})
+                         "force_anchor", "confirm"})
     default_concurrency = 8
     pipelined = True  # see Backend; LlamaCppBackend says False
     # Subclasses that serve in process (llama.cpp) have no server to ask.
@@ -134,7 +140,8 @@ class OpenAIBackend(Backend):
                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 120.0,
                  min_mass: float = 0.5, concurrency: int = 8, vision: bool = True,
                  snapshot: str | None = None, continue_digits: bool | None = None,
-                 continuation: str = "auto", force_anchor: bool | None = None) -> None:
+                 continuation: str = "auto", force_anchor: bool | None = None,
+                 confirm: str = "auto") -> None:
         import openai
 
         self.model = model
@@ -169,14 +176,22 @@ class OpenAIBackend(Backend):
         # OpenAI's own API, which cannot continue and writes 0-999 as single tokens anyway.
         self._init_reading(min_mass, continue_digits if continue_digits is not None else
                            base_url is not None and "api.openai.com" not in base_url,
-                           continuation, force_anchor)
+                           continuation, force_anchor, confirm=confirm)
 
     def _init_reading(self, min_mass: float, continue_digits: bool, continuation: str,
-                      force_anchor: bool | None, server: str | None = None) -> None:
+                      force_anchor: bool | None, server: str | None = None,
+                      confirm: str = "auto") -> None:
         """The reading state shared with subclasses that send bodies another way."""
         if continuation not in CONTINUATIONS:
             raise BackendError(f"continuation must be one of {', '.join(CONTINUATIONS)}, got "
                                f"{continuation!r}", transient=False)
+        if confirm not in CONFIRM_MODES:
+            raise BackendError(f"confirm must be one of {', '.join(CONFIRM_MODES)}, got "
+                               f"{confirm!r}", transient=False)
+        # How an off-contract verdict is confirmed (capjudge.reading.confirm): "auto" at the
+        # forced anchor where the server can continue an answer; "follow_up" also asks one
+        # short question where it cannot; "off" never (the rules' reading, unconfirmed).
+        self.confirm = confirm
         self.min_mass = min_mass
         self.continue_digits = continue_digits
         self._continue_off_reason: str | None = None if self.continue_digits else (
@@ -513,7 +528,7 @@ class OpenAIBackend(Backend):
         if completion.usage is not None:
             usage = Usage(prompt_tokens=completion.usage.prompt_tokens or 0,
                           completion_tokens=completion.usage.completion_tokens or 0)
-        base: _ResponseBase = {"usage": usage, "model": completion.model or self.model,
+        base: ResponseBase = {"usage": usage, "model": completion.model or self.model,
                 "system_fingerprint": getattr(completion, "system_fingerprint", None),
                 "latency_s": latency, "timings": ServerTimings.from_server(timings)}
         choice = completion.choices[0]
@@ -536,7 +551,7 @@ class OpenAIBackend(Backend):
         thinking = sdk_field(message, "reasoning_content") or sdk_field(message, "reasoning")
         if not text.strip() and thinking and request.slots:
             slots = [reasoning_only(slot, truncated) for slot in request.slots]
-            response = _response(text, slots, choice.finish_reason, request, base)
+            response = response_of(text, slots, choice.finish_reason, request, base)
             response.raw = {"finish_reason": choice.finish_reason, "reasoning_only": True}
             return response
         tokens: list[TokenLogprob] | None = None
@@ -548,7 +563,8 @@ class OpenAIBackend(Backend):
             ]
         joined = "".join(t.token for t in tokens or [])
         slots, readings, bases, forced = self._read_slots(request, text, tokens, truncated)
-        response = _response(text, slots, choice.finish_reason, request, base)
+        question = self._asks_question(request, slots, readings)
+        response = response_of(text, slots, choice.finish_reason, request, base)
         if tokens:
             # The raw answer, so a change of reading rules re-reads it (reread), never re-asks.
             response.raw = {"tokens": [[t.token, t.logprob, [list(a) for a in t.top]]
@@ -560,11 +576,24 @@ class OpenAIBackend(Backend):
             # A text answer is re-read from ``text``; what was cut must be remembered (cap3d
             # reads its points from the text too).
             response.raw = {"finish_reason": choice.finish_reason}
-        if self.continue_digits and any(follow_up_prefixes(r) for r in readings.values()):
+        if question or (self.continue_digits
+                        and any(follow_up_prefixes(r) for r in readings.values())):
             with self._pending_lock:
                 self._pending[id(response)] = PendingDigits(joined, readings, set(), [], bases,
-                                                       forced)
+                                                            forced, question)
         return response
+
+    def confirmable(self, request: JudgeRequest) -> bool:
+        """Whether off-contract readings of this request are confirmed (never a follow-up's)."""
+        return self.confirm != "off" and not request.template.endswith(
+            ("+confirm", "+continue"))
+
+    def _asks_question(self, request: JudgeRequest, slots: Sequence[SlotResult],
+                       readings: Mapping[int, TreeReading]) -> bool:
+        """``confirm: follow_up``: a slot off-contract with no forced anchor to confirm it."""
+        return (self.confirm == "follow_up" and self.confirmable(request)
+                and any(needs_confirmation(s) and i + CONFIRM not in readings
+                        for i, s in enumerate(slots)))
 
     def _read_slots(self, request: JudgeRequest, text: str,
                     tokens: list[TokenLogprob] | None, truncated: bool
@@ -580,6 +609,7 @@ class OpenAIBackend(Backend):
         joined = "".join(t.token for t in tokens or [])
         bases: dict[int, str] = {}
         forced: dict[int, int | float | None] = {}
+        confirmable = self.confirmable(request)
         for i, slot in enumerate(request.slots):
             if slot.position == "next":
                 slots.append(read_next(tokens, slot))
@@ -591,13 +621,21 @@ class OpenAIBackend(Backend):
                 located = readings[i].located
                 if located is not None:
                     bases[i] = joined[: located.start]
+                    if confirmable and located.off_contract is not None and self.force_anchor:
+                        # Off-contract: the same judge, asked at its verdict's forced anchor
+                        # after its own answer, must agree (capjudge.reading.confirm).
+                        k = i + CONFIRM
+                        readings[k], bases[k] = forced_reading(slot, joined, tokens)
+                        forced[k] = None
                 elif self.force_anchor and find_printed(joined, slot) is None:
                     # No number written: read the slot where its anchor is forced.
                     readings[i], bases[i] = forced_reading(slot, joined, tokens)
                     forced[i] = None
                 if not self.continue_digits and follow_up_prefixes(readings[i]):
                     readings[i].notes.append(self._continue_off_reason or "")
-                slots.append(_finish(readings[i], self.min_mass, forced, i))
+                slots.append(finish_slot(readings[i], self.min_mass, forced, i))
+        confirm_at_anchors(slots, readings, forced, self.min_mass,
+                            self.continue_digits)
         return slots, readings, bases, forced
 
     def reread(self, request: JudgeRequest, response: JudgeResponse) -> JudgeResponse:
@@ -609,9 +647,9 @@ class OpenAIBackend(Backend):
         """
         stale = response.read_with.get("reading_rules") != READING_RULES_VERSION
         if stale and response.raw and response.raw.get("tokens") and request.slots:
-            return _reread_raw(self, request, response)
-        if stale and request.slots and _rereadable_text(request, response):
-            return _reread_text(self, request, response)
+            return reread_raw(self, request, response)
+        if stale and request.slots and rereadable_text(request, response):
+            return reread_text(self, request, response)
         return super().reread(request, response)
 
     # -- continuation follow-ups (digit-split tokenizers) -----------------------------------
@@ -640,13 +678,24 @@ class OpenAIBackend(Backend):
                     continue
                 pending.asked.add((i, prefix))
                 pending.batch.append((i, prefix))
-                slot = request.slots[i]
+                slot = request.slots[i % CONFIRM]
                 content = pending.bases[i] + prefix
                 out.append(JudgeRequest(
                     messages=(*request.messages, Message("assistant", (content,))),
                     slots=(next_slot(f"{slot.name}@{prefix}"),),
                     decoding=replace(request.decoding, max_tokens=1, top_logprobs=20),
                     template=f"{request.template}+continue", tag=f"{request.tag}|{prefix}"))
+        if pending.question and (-1, QUESTION) not in pending.asked:
+            # confirm: follow_up: one short question in the same conversation, its answer
+            # held to the schema where the server enforces one.
+            pending.asked.add((-1, QUESTION))
+            pending.batch.append((-1, QUESTION))
+            out.append(JudgeRequest(
+                messages=(*request.messages, Message("assistant", (response.text,)),
+                          Message("user", (follow_up_question(request.slots),))),
+                slots=request.slots, decoding=replace(request.decoding, max_tokens=64),
+                template=f"{request.template}+confirm", tag=f"{request.tag}|confirm",
+                verdict_schema=follow_up_schema(request.slots)))
         if not out:
             with self._pending_lock:
                 self._pending.pop(id(response), None)
@@ -666,12 +715,17 @@ class OpenAIBackend(Backend):
         followed: dict[str, dict[str, Any]] = {
             k: dict(v) for k, v in (raw.get("after") or {}).items()}
         for (i, prefix), answer in zip(pending.batch, answers, strict=True):
-            reading = pending.readings[i]
             if not answer.cached:
                 usage.prompt_tokens += answer.usage.prompt_tokens
                 usage.completion_tokens += answer.usage.completion_tokens
                 if answer.timings is not None:
                     timings = (timings or ServerTimings()).plus(answer.timings)
+            if prefix == QUESTION:
+                pending.follow_up = answer.text if answer.status not in (
+                    "error", "refused", "skipped") else None
+                raw["follow_up"] = pending.follow_up
+                continue
+            reading = pending.readings[i]
             node = continuation_from_result(answer.slots[0]) if answer.slots else None
             if answer.status == "ok" and node is not None:
                 add_continuation(reading, prefix, node)
@@ -690,11 +744,16 @@ class OpenAIBackend(Backend):
                 reading.notes.append(note)
         slots = list(response.slots)
         for i, reading in pending.readings.items():
-            slots[i] = _finish(reading, self.min_mass, pending.forced, i)
-        base: _ResponseBase = {"usage": usage, "model": response.model,
+            if i < CONFIRM:
+                slots[i] = finish_slot(reading, self.min_mass, pending.forced, i)
+        confirm_at_anchors(slots, pending.readings, pending.forced, self.min_mass,
+                            self.continue_digits)
+        if pending.question and (-1, QUESTION) in pending.asked:
+            confirm_by_question(slots, request, pending.follow_up)
+        base: ResponseBase = {"usage": usage, "model": response.model,
                 "system_fingerprint": response.system_fingerprint,
                 "latency_s": response.latency_s, "timings": timings}
-        done = _response(response.text, slots, None, request, base)
+        done = response_of(response.text, slots, None, request, base)
         if raw:
             done.raw = {**raw, "after": followed,
                         "notes": {str(i): list(r.notes) for i, r in pending.readings.items()
@@ -705,87 +764,6 @@ class OpenAIBackend(Backend):
             with self._pending_lock:
                 self._pending[id(done)] = pending  # "10" after "1": another round
         return done
-
-
-def _rereadable_text(request: JudgeRequest, response: JudgeResponse) -> bool:
-    """A stored text answer (no tokens) whose slots were read from its text."""
-    raw = response.raw or {}
-    return (not raw.get("reasoning_only") and not raw.get("tokens")
-            and response.status not in ("error", "refused", "skipped")
-            and bool(response.slots) and all(s.source in ("text", "none") or s.probs is None
-                                             for s in response.slots)
-            and not any(s.position == "next" for s in request.slots))
-
-
-def _reread_text(backend: OpenAIBackend, request: JudgeRequest, response: JudgeResponse
-                 ) -> JudgeResponse:
-    """A stored text answer read again under the current rules (never asked again)."""
-    finish_reason = (response.raw or {}).get("finish_reason")
-    truncated = finish_reason == "length"
-    slots = [read_text(response.text, slot, truncated=truncated) for slot in request.slots]
-    base: _ResponseBase = {"usage": response.usage, "model": response.model,
-                           "system_fingerprint": response.system_fingerprint,
-                           "latency_s": response.latency_s, "timings": response.timings}
-    done = _response(response.text, slots, finish_reason, request, base)
-    done.raw, done.attempts = response.raw, response.attempts
-    done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
-                      "min_mass": backend.min_mass}
-    return done
-
-
-def _reread_raw(backend: OpenAIBackend, request: JudgeRequest, response: JudgeResponse
-                ) -> JudgeResponse:
-    """``response`` read again from its raw tokens under the current reading rules."""
-    raw = response.raw or {}
-    tokens = [TokenLogprob(str(t), float(lp), tuple((str(a), float(b)) for a, b in top))
-              for t, lp, top in raw["tokens"]]
-    after = raw.get("after") or {}
-    notes = raw.get("notes") or {}
-    slots: list[SlotResult] = []
-    for i, slot in enumerate(request.slots):
-        if slot.position == "next":
-            slots.append(read_next(tokens, slot))
-            continue
-        reading = read_tree(tokens, slot, truncated=raw.get("finish_reason") == "length")
-        for prefix, node in (after.get(str(i)) or {}).items():
-            add_continuation(reading, prefix, node)
-        reading.notes.extend(n for n in notes.get(str(i), []) if n not in reading.notes)
-        slots.append(finish(reading, backend.min_mass))
-    base: _ResponseBase = {"usage": response.usage, "model": response.model,
-            "system_fingerprint": response.system_fingerprint,
-            "latency_s": response.latency_s, "timings": response.timings}
-    done = _response(response.text, slots, raw.get("finish_reason"), request, base)
-    done.raw = raw
-    done.attempts = response.attempts
-    done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
-                      "min_mass": backend.min_mass}
-    return done
-
-
-def _finish(reading: TreeReading, min_mass: float, forced: dict[int, int | float | None],
-            index: int) -> SlotResult:
-    """:func:`finish`, marking a forced slot (``anchor_forced``, the number it printed)."""
-    result = finish(reading, min_mass)
-    if index in forced:
-        result.anchor_forced = True
-        result.printed = forced[index]
-        slot = reading.slot
-        if result.status == "parse_failure":
-            # finish() names the placeholder number; the answer printed none.
-            notes = f" ({'; '.join(reading.notes)})" if reading.notes else ""
-            result.reason = (f"the answer wrote no score, and after the forced anchor "
-                             f"{slot.forced_prefix!r} no probability on {slot.low}-{slot.high} "
-                             f"was observed{notes}")
-    return result
-
-
-def _response(text: str, slots: list[SlotResult], finish_reason: str | None,
-              request: JudgeRequest, base: _ResponseBase) -> JudgeResponse:
-    status = worst_status([s.status for s in slots])
-    reason = "; ".join(f"{s.name}: {s.reason}" for s in slots if s.status != "ok") or None
-    if finish_reason == "length" and status not in ("ok", "text_only"):
-        reason = f"output cut at max_tokens ({request.decoding.max_tokens}); {reason}"
-    return JudgeResponse(status=status, text=text, slots=slots, reason=reason, **base)
 
 
 __all__ = ["CONTINUATIONS", "CONTINUATION_FIELDS", "ChatBody", "LLAMACPP_TOP_LOGPROBS",

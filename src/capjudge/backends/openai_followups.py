@@ -36,6 +36,8 @@ class PendingDigits:
         bases: slot index -> the assistant text a follow-up's digit prefix is appended to
             (the answer up to the number; with a forced anchor, the answer and the anchor).
         forced: slot index -> the number the answer printed (None) for forced slots.
+        question: a confirmation question is to be asked (``confirm: follow_up``).
+        follow_up: the question's answer once it came (None: not asked or failed).
     """
 
     text: str
@@ -44,6 +46,8 @@ class PendingDigits:
     batch: list[tuple[int, str]] = field(default_factory=list)
     bases: dict[int, str] = field(default_factory=dict)
     forced: dict[int, int | float | None] = field(default_factory=dict)
+    question: bool = False
+    follow_up: str | None = None
 
 
 def forced_reading(slot: ScoreSlot, text: str, tokens: Sequence[TokenLogprob]

@@ -76,6 +76,9 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method-option", action="append", default=[], metavar="KEY=VALUE",
                    help="a method option (judges.<name>.method_options), e.g. "
                         "verdict_format=json_schema, prompt_variant=guarded (repeatable)")
+    p.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a backend option (judges.<name>.backend_options; the value read as "
+                        "YAML), e.g. confirm=follow_up, force_anchor=true (repeatable)")
 
 
 class _ClientLimits(TypedDict, total=False):
@@ -97,6 +100,13 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> JudgeConf
     templates = getattr(args, "templates", None)
     if templates and not (Path(templates) / "templates.yaml").is_file():
         raise UsageError(f"--templates {templates}: no templates.yaml in that folder")
+    for pair in getattr(args, "backend_option", None) or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--backend-option wants KEY=VALUE, got {pair!r}")
+        import yaml
+
+        options[key.strip()] = yaml.safe_load(value) if value.strip() else ""
     if args.base_url:
         options["base_url"] = args.base_url
     params = getattr(args, "params", None)

@@ -134,6 +134,7 @@ class CriterionOutput(TypedDict):
     printed: float | None
     paths_disagree: bool
     read_by: str | None
+    confirmation: str | None
     distribution: dict[str, float] | None
 
 
@@ -252,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         "criteria": {c.name: {"score": c.score, "sd": c.sd, "status": c.status,
                               "reason": c.reason, "mass": c.mass, "expected": c.expected,
                               "printed": c.printed, "paths_disagree": c.paths_disagree,
-                              "read_by": c.read_by,
+                              "read_by": c.read_by, "confirmation": c.confirmation,
                               "distribution": _distribution(c.values, c.probs)}
                      for c in criteria},
         "reasoning": "\n\n".join(r.text for r in responses if r.text) or None,

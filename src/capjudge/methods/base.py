@@ -120,6 +120,9 @@ class Criterion:
     expected: float | None = None  # the expected value over the distribution (when one exists)
     paths_disagree: bool = False  # the distribution's argmax is not the number printed
     read_by: str | None = None  # how the reader found the number (its confidence reason)
+    # on-contract | forced-anchor | follow-up | unconfirmed | contradicted (capjudge.reading.
+    # confirm); None: nothing was read.
+    confirmation: str | None = None
     # The criterion's own "reasoning" where the method writes it (a likelihood judge's score
     # components); None: the answer's text. Never written into the shared response: modes
     # asking the same request share one answer object.
@@ -298,7 +301,8 @@ def slot_criteria(planned: Planned, response: JudgeResponse) -> list[Criterion]:
                       reason=slot.reason or (response.reason if slot.status != "ok" else None),
                       values=slot.values, probs=slot.probs, mass=slot.mass,
                       printed=slot.printed, source=slot.source,
-                      anchor_forced=slot.anchor_forced, read_by=slot.read_by)
+                      anchor_forced=slot.anchor_forced, read_by=slot.read_by,
+                      confirmation=slot.confirmation)
         if slot.probs is not None and slot.status in ("ok", "low_mass"):
             s = summarise(slot.values, slot.probs, slot.mass if slot.mass is not None else 1.0)
             c.score, c.argmax, c.sd, c.entropy = s.expected, s.argmax, s.sd, s.entropy
@@ -432,7 +436,9 @@ class Method(ABC):
         last = max(i for i, m in enumerate(messages) if m.role == "user")
         messages[last] = Message(messages[last].role,
                                  (*messages[last].parts, f"\n\n{instruction}"))
+        # The verdict's contract is now the schema's JSON, not the paper's format.
         request = replace(planned.request, messages=tuple(messages),
+                          slots=tuple(replace(s, contract="json") for s in planned.request.slots),
                           verdict_schema=json.dumps(schema, sort_keys=True))
         return replace(planned, request=request)
 

@@ -220,6 +220,10 @@ PRECISION = Scale(0, 100, pass_mark=50)
 POINTS = Scale(0, None)
 
 
+# The prompt's format: "Correctness Score (C. Score): N", "Hallucination Score (H. Score): N".
+_CONTRACT_LABELS = tuple(re.compile(rf"\b{x}\.\s*Score\s*\)?\s*:[\s*_`$]*\d", re.I)
+                         for x in ("C", "H"))
+
 class Cap3D(Method):
     """Correctness / hallucination points and precision for 3D-object captions.
 
@@ -285,9 +289,16 @@ class Cap3D(Method):
                     Criterion("precision", "parse_failure", reason)]
         p = precision(c, h)
         how = "the C./H. points labels (or fields naming them)"
-        return [Criterion("correctness", "ok", None, c, printed=c, source="text", read_by=how),
+        # The contract (issue 40): each of the prompt's two labels written once with its value.
+        # Anything else was read by the rules alone: no second channel here, so it says so.
+        on = all(len(label.findall(response.text)) == 1 for label in _CONTRACT_LABELS)
+        confirmation = "on-contract" if on else "unconfirmed"
+        if not on:
+            how += " (off-contract: not the prompt's two labelled lines, once each)"
+        return [Criterion("correctness", "ok", None, c, printed=c, source="text", read_by=how,
+                          confirmation=confirmation),
                 Criterion("hallucination", "ok", None, h, printed=h, source="text",
-                          read_by=how),
+                          read_by=how, confirmation=confirmation),
                 Criterion("precision", "undefined" if p is None else "ok",
                           "C = H = 0: precision is undefined" if p is None else None, p,
                           source="text")]

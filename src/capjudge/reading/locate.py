@@ -35,9 +35,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from capjudge.protocol import ScoreSlot, Status
+from capjudge.protocol import ScoreSlot
+from capjudge.reading.candidates import (
+    Candidate,
+    Located,
+    Unreadable,
+    printed_value,
+    stands_alone,
+)
+from capjudge.reading.contract import (
+    WITHDRAWN,
+    checklist,
+    has_number,
+    off_contract,
+    opens,
+    other_target,
+    revised_opening,
+)
 from capjudge.reading.masking import find_decline, mask_text
 from capjudge.reading.numbers import DIGITS, NUMBER_WORDS, Number, first_number, number_at
 from capjudge.reading.structure import (
@@ -49,71 +65,6 @@ from capjudge.reading.structure import (
 )
 from capjudge.reading.view import AnswerView, answer_view, normalise
 from capjudge.reading.vocabulary import FINAL_WORDS, GENERIC, is_generic, matches, slot_names
-
-
-@dataclass(frozen=True)
-class Located:
-    """Where a slot's number was written (offsets in the original answer).
-
-    Attributes:
-        start: offset of its first character (a minus sign excluded).
-        digits_end: offset just after its integer digits (what a token path covers).
-        value: the number as written (a float when it had a fractional part).
-        how: how it was found ("JSON key 'final_score'", "label 'Accuracy' and '$'" ...).
-        kind: ``digits``, ``words`` or ``cjk`` (only digits have a token distribution).
-    """
-
-    start: int
-    digits_end: int
-    value: float
-    how: str = ""
-    kind: str = "digits"
-
-    @property
-    def integral(self) -> bool:
-        """Whether the value is a whole number."""
-        return float(self.value).is_integer()
-
-    @property
-    def printed(self) -> int | float:
-        """The value as an int when it is whole."""
-        return int(self.value) if self.integral else self.value
-
-
-@dataclass(frozen=True)
-class Unreadable:
-    """Why no score could be read from a text (``status`` is ``parse_failure``)."""
-
-    status: Status
-    reason: str
-    printed: int | float | None = None
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One place the answer may state the slot's value.
-
-    Attributes:
-        number: the number there.
-        how: how it was found.
-        rank: 2 the slot's own name, 1 a generic verdict name or the opening number, 0 a
-            phrase.
-        final: marked as the final one ("Final rating", "Final Answer").
-        problem: why the number is not a reading (a range, a decimal ...), or None.
-        own_scale: written against the slot's own scale ("70 out of 100", "4/5").
-        source: which step of the reading found it (``structure``, ``label``, ``opening``,
-            ``standalone``, ``own_scale``, ``phrase``, ``level``): what later checks ask,
-            never the wording of ``how``.
-    """
-
-    number: Number
-    how: str
-    rank: int
-    final: bool = False
-    problem: str | None = None
-    own_scale: bool = False
-    source: str = ""
-
 
 _MARKUP = r"[\s*_`]*"
 _LATEX_OPEN = r"(?:\\(?:boxed|text|textbf|mathbf)\s*\{\s*)?"
@@ -347,10 +298,26 @@ def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             continue  # "Conciseness: ${score}$\nRelevance: $90$": 90 is Relevance's
         n = number_at(text, v.end())
         if n is not None:
-            out.append(_candidate(text, n, f"label {m.group(0).strip()!r} and "
-                                  f"{slot.anchor!r}", 2, slot, _is_final(text, m.start()),
-                                  source="label"))
+            how = f"label {m.group(0).strip()!r} and {slot.anchor!r}"
+            line_end = text.find("\n", n.end)
+            rest = text[n.end: line_end if line_end >= 0 else len(text)]
+            fix = _LINE_FIX.search(rest)
+            later = number_at(text, n.end + fix.end()) if fix is not None else None
+            if later is not None:
+                # "Completeness: $70$ — actually, make that $60$": corrected on its own line.
+                out.append(_candidate(text, later, f"{how}, corrected on its line", 2, slot,
+                                      _is_final(text, m.start()), source="label"))
+                continue
+            out.append(replace(_candidate(text, n, how, 2, slot, _is_final(text, m.start()),
+                                          source="label"), contract=True))
     return out
+
+
+# "— actually, make that $60$", "(correction: $60$)", "... no, $60$": a value's own line
+# corrects it.
+_LINE_FIX = re.compile(r"\b(?:actually|correction|make\s+(?:that|it)|change\s+(?:that|it)\s+to|"
+                       r"I\s+mean|rather|scratch\s+that|no\s*,)\b[^\n$\d]{0,40}?\$[\s*_`]*(?=\d)",
+                       re.I)
 
 
 _SEPARATOR = (r"(?:\s*\([^()\n]{0,40}\))?" + _MARKUP
@@ -375,7 +342,7 @@ def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             if m.group(0).count("\n") > 2:
                 continue
             n = number_at(text, m.end())
-            if n is None or (n.kind != "digits" and not _stands_alone(text, n)):
+            if n is None or (n.kind != "digits" and not stands_alone(text, n)):
                 continue  # "Conciseness: One clear sentence": a word, not the value
             if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|of|be)\b",
                                            m.group(0)):
@@ -384,17 +351,6 @@ def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             out.append(_candidate(text, n, f"label {label!r}", rank, slot,
                                   _is_final(text, m.start()), source="label"))
     return out
-
-
-def _stands_alone(text: str, n: Number) -> bool:
-    """A number in words is a value only where it stands as one.
-
-    Followed by the end of its line or sentence, its scale ("out of five", "/5") or
-    "points"; "Accuracy: one object is wrong" is prose.
-    """
-    rest = text[n.end:]
-    return re.match(r"[\s*_`$)\]]*(?:$|[.,;!\n]|\(|out\s+of\b|/|of\s+\d|points?\b|"
-                    r"pts\b|分|점)", rest, re.I) is not None
 
 
 def _opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
@@ -555,7 +511,7 @@ def decide(cands: Sequence[Candidate], text: str, slot: ScoreSlot
             return _pick(lower, slot)
         worst = vetoes or level
         return Unreadable("parse_failure", str(_pick(worst, slot).problem),
-                          _printed(_pick(worst, slot)))
+                          printed_value(_pick(worst, slot)))
     if vetoes:
         return Unreadable("parse_failure", f"competing readings of {slot.name}: "
                           f"{_quote(valid + vetoes)}; {vetoes[0].problem}")
@@ -583,11 +539,6 @@ def _decide_uncut(cands: Sequence[Candidate], text: str, slot: ScoreSlot, trunca
     """
     whole = [c for c in cands if _cut(text, c.number, slot, truncated) is None]
     return decide(whole if whole and len(whole) < len(cands) else cands, text, slot)
-
-
-def _printed(c: Candidate) -> int | float | None:
-    value = c.number.value
-    return int(value) if float(value).is_integer() else value
 
 
 def _cut(text: str, n: Number, slot: ScoreSlot, truncated: bool) -> str | None:
@@ -635,6 +586,12 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         # whatever number it writes (or quotes) elsewhere.
         return Unreadable("parse_failure", f"no score: the judge declined ({declined!r})")
     cleaned = clean_text(masked, slot)
+    ticked = checklist(view.text, slot)
+    if isinstance(ticked, Unreadable):
+        return ticked
+    if ticked is not None:
+        return replace(_located(view, ticked), off_contract=f"read from a ticked checklist "
+                       f"line ({ticked.how}), not the method's format")
     chosen = _decide_uncut(_structured(view.text, masked, slot) + _format_candidates(cleaned, slot)
                     + _label_candidates(cleaned, slot) + _opening_candidates(cleaned, slot)
                     + _standalone_candidates(cleaned, slot)
@@ -648,13 +605,32 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if isinstance(chosen, Unreadable):
         return chosen
     if (cut := _cut(masked, chosen.number, slot, truncated)) is not None:
-        return Unreadable("parse_failure", cut, _printed(chosen))
+        return Unreadable("parse_failure", cut, printed_value(chosen))
     if (conflict := _conflict(chosen, cleaned, slot)) is not None:
-        return Unreadable("parse_failure", conflict, _printed(chosen))
+        return Unreadable("parse_failure", conflict, printed_value(chosen))
     if not slot.label and not slot.anchor and chosen.rank < 2:
         foreign = _foreign_scale(cleaned, slot)
         if foreign:
             return Unreadable("parse_failure", foreign)
+    if slot.position == "first" and (chosen.source == "opening" or opens(cleaned, chosen)):
+        revised = revised_opening(cleaned, chosen, slot)
+        if isinstance(revised, Unreadable):
+            return revised
+        if revised is not None:
+            chosen = revised
+    if (other := other_target(cleaned, chosen)) is not None:
+        return Unreadable("parse_failure", other, printed_value(chosen))
+    after = cleaned[chosen.number.end:]
+    if (gone := WITHDRAWN.search(after)) is not None and not has_number(after[gone.end():]):
+        return Unreadable("parse_failure", f"the judge withdrew its verdict "
+                          f"{chosen.number.written.strip()!r} ({gone.group(0).strip()!r}) and "
+                          "gave no other", printed_value(chosen))
+    return replace(_located(view, chosen),
+                   off_contract=off_contract(chosen, cleaned, slot, after, len(
+                       {c.number.start for c in _format_candidates(cleaned, slot)})))
+
+
+def _located(view: AnswerView, chosen: Candidate) -> Located:
     n = chosen.number
     start = n.start + (1 if n.negative else 0)
     return Located(view.origin(start), view.origin_end(n.digits_end), n.value, chosen.how,

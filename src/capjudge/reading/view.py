@@ -1,4 +1,4 @@
-"""The answer as a reader sees it: normalised, without its reasoning, offsets kept.
+r"""The answer as a reader sees it: normalised, without its reasoning, offsets kept.
 
 Before anything looks for a verdict, the answer is put in one canonical form
 (:func:`answer_view`):
@@ -16,6 +16,13 @@ Before anything looks for a verdict, the answer is put in one canonical form
   prompt) makes everything before it reasoning. An opening tag that is never closed means the
   answer ended inside its reasoning: :attr:`AnswerView.reasoning_cut`. Where the answer wraps
   its verdict in ``<answer>…</answer>``, only that part is read.
+- **Chat-template tokens end the answer** (issue 40): ``<|im_end|>``, ``<|im_start|>``,
+  ``<end_of_turn>``, ``<|eot_id|>``, ``<|endoftext|>``, ``</s>``, ``[INST]`` ... A model that
+  leaks one has stopped its turn: what follows (often an invented user turn and another
+  answer) is never the judge's verdict. Tokens before any content (and their role word) are
+  skipped.
+- **LaTeX math delimiters** ``\( 82 \)`` and ``\[ 82 \]`` read as ``$ 82 $``; an
+  **arithmetic verdict** inside the delimiters (``$100 - 12 - 6 = 82$``) reads as its result.
 
 The view keeps a map from each of its characters to the original's offset (:meth:`origin`),
 so a number found in the view is found in the original answer and in its tokens.
@@ -50,6 +57,17 @@ _LONE_CLOSE = re.compile(r"<\s*/\s*(?:think|thinking|reasoning|thought)\s*>|<\|e
                          r"|\u25c1/think\u25b7", re.I)
 _ANSWER = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|$)", re.I | re.S)
 _TAG = re.compile(r"<\s*/?\s*answer\s*>|<\|begin_of_solution\|>|<\|end_of_solution\|>", re.I)
+# Special tokens of the common chat templates (ChatML, Gemma, Llama 3, Mistral, Phi, GPT-2 end
+# of text), with the role word that may follow an opening one.
+_TURN = re.compile(r"(?:<\|im_(?:start|end)\|>|<\|(?:eot_id|end_of_text|endoftext|end|eom_id|"
+                   r"start_header_id|end_header_id|user|assistant|system)\|>|"
+                   r"<(?:start|end)_of_turn>|</s>|\[/?INST\])"
+                   r"(?:[ \t]*(?:user|assistant|model|system)\b)?(?:<\|end_header_id\|>)?", re.I)
+# "\( 82 \)", "\[82\]": the same two characters wide as "$ 82 $" would be with a space.
+_LATEX_MATH = re.compile(r"\\([(\[])(?P<body>[^\n]{0,60}?)\\([)\]])")
+# "$100 - 12 - 6 = 82$": an arithmetic verdict; its result is the value.
+_ARITHMETIC = re.compile(r"\$(?P<expr>[\d\s.+\-*/×x()]*\d[\d\s.+\-*/×x()]*=\s*)(?=\d+(?:\.\d+)?"
+                         r"\s*\$)")
 
 
 @dataclass(frozen=True)
@@ -146,9 +164,30 @@ def _answer_only(text: str) -> str:
     return "".join(c if keep[i] or c == "\n" else " " for i, c in enumerate(text))
 
 
+def end_of_turn(text: str) -> str:
+    """``text`` blanked from the first chat-template token that follows some content.
+
+    Tokens before any content (a template's own header, with its role word) are blanked and
+    the answer read after them.
+    """
+    pos = 0
+    while (m := _TURN.search(text, pos)) is not None:
+        if text[pos: m.start()].strip():
+            return _blank(text, m.start(), len(text))
+        text, pos = _blank(text, m.start(), m.end()), m.end()
+    return text
+
+
+def plain_math(text: str) -> str:
+    """LaTeX math delimiters as ``$`` and an arithmetic verdict as its result (same length)."""
+    text = _LATEX_MATH.sub(lambda m: " $" + m.group("body") + "$ ", text)
+    return _ARITHMETIC.sub(lambda m: "$" + " " * len(m.group("expr")), text)
+
+
 def answer_view(text: str) -> AnswerView:
     """The canonical view of an answer (see the module doc)."""
     normal, index = normalise(text or "")
+    normal = plain_math(end_of_turn(normal))
     stripped, cut, had = strip_reasoning(normal)
     stripped = _answer_only(stripped)
     # Cut inside its reasoning, with nothing after it: the verdict was never written.

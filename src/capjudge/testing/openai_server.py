@@ -159,6 +159,9 @@ class Scripted:
         reasoning_content: the message's separate reasoning field (as vLLM's and DeepSeek's
             reasoning parsers return it), never part of ``content``.
         finish_reason: ``stop`` unless set (``length``: the answer was cut at max_tokens).
+        anchor: score -> probability where a continuation goes past the answer's own end
+            (a forced anchor appended after it: "... The final score is $"); None: such a
+            continuation gets nothing, as before.
     """
 
     distribution: dict[int, float] = field(default_factory=lambda: {70: 1.0})
@@ -173,6 +176,7 @@ class Scripted:
     tokens: list[tuple[str, dict[str, float]]] | None = None
     reasoning_content: str | None = None
     finish_reason: str | None = None
+    anchor: dict[int, float] | None = None
 
 
 Script = Callable[[ChatRequest], Scripted]
@@ -422,9 +426,12 @@ def render_continuation(s: Scripted, partial: str, top_n: int) -> tuple[str, lis
     """
     digits = partial[len(partial.rstrip("0123456789")):]
     head = partial[: len(partial) - len(digits)]
-    if not digits:
+    answer = "".join(t for t, _ in s.tokens) if s.tokens else (s.text or "")
+    if s.anchor is not None and answer and len(head) > len(answer):
+        dist = s.anchor  # past the answer's end: a forced anchor
+    elif not digits:
         return "", []
-    if s.labels:
+    elif s.labels:
         dist = max(s.labels, key=lambda kv: head.rfind(kv[0]))[1]
     else:
         dist = s.distribution

@@ -1,0 +1,188 @@
+"""Reading one OpenAI-protocol answer to its end: slots finished, confirmed, read again.
+
+What :class:`~capjudge.backends.openai_backend.OpenAIBackend` does with an answer once the
+reader has located its verdicts: finishing each slot's digit tree (:func:`finish_slot`, marking
+forced anchors), confirming off-contract readings at their forced anchor or by the follow-up
+question (:mod:`capjudge.reading.confirm`), shaping the response, and reading a cached answer
+again under new reading rules from what was stored (never asking again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, TypedDict
+
+from capjudge.backends.logprobs import (
+    READING_RULES_VERSION,
+    TokenLogprob,
+    TreeReading,
+    add_continuation,
+    finish,
+    follow_up_prefixes,
+    read_next,
+    read_text,
+    read_tree,
+)
+from capjudge.backends.openai_followups import forced_reading
+from capjudge.protocol import (
+    JudgeRequest,
+    JudgeResponse,
+    ServerTimings,
+    SlotResult,
+    Usage,
+    worst_status,
+)
+from capjudge.reading.confirm import confirmed, needs_confirmation, read_follow_up
+
+
+class ResponseBase(TypedDict):
+    """The fields every response read from one completion shares (``JudgeResponse(**base)``)."""
+
+    usage: Usage
+    model: str
+    system_fingerprint: str | None
+    latency_s: float
+    timings: ServerTimings | None
+
+
+CONFIRM_MODES = ("auto", "follow_up", "off")
+"""Values of the ``confirm`` option (see :mod:`capjudge.reading.confirm`)."""
+CONFIRM = 1000
+"""Digit trees of forced-anchor confirmations are kept under slot index + this."""
+QUESTION = "?"
+"""The follow-up batch's marker of a confirmation question (never a digit prefix)."""
+
+
+
+class Reader(Protocol):
+    """What re-reading needs of the backend."""
+
+    min_mass: float
+    confirm: str
+
+    @property
+    def force_anchor(self) -> bool: ...  # noqa: D102
+
+    def confirmable(self, request: JudgeRequest) -> bool: ...  # noqa: D102
+
+
+def rereadable_text(request: JudgeRequest, response: JudgeResponse) -> bool:
+    """A stored text answer (no tokens) whose slots were read from its text."""
+    raw = response.raw or {}
+    return (not raw.get("reasoning_only") and not raw.get("tokens")
+            and response.status not in ("error", "refused", "skipped")
+            and bool(response.slots) and all(s.source in ("text", "none") or s.probs is None
+                                             for s in response.slots)
+            and not any(s.position == "next" for s in request.slots))
+
+
+def reread_text(backend: Reader, request: JudgeRequest, response: JudgeResponse
+                 ) -> JudgeResponse:
+    """A stored text answer read again under the current rules (never asked again)."""
+    finish_reason = (response.raw or {}).get("finish_reason")
+    truncated = finish_reason == "length"
+    slots = [read_text(response.text, slot, truncated=truncated) for slot in request.slots]
+    if (response.raw or {}).get("follow_up") is not None and backend.confirm == "follow_up":
+        confirm_by_question(slots, request, (response.raw or {})["follow_up"])
+    base: ResponseBase = {"usage": response.usage, "model": response.model,
+                           "system_fingerprint": response.system_fingerprint,
+                           "latency_s": response.latency_s, "timings": response.timings}
+    done = response_of(response.text, slots, finish_reason, request, base)
+    done.raw, done.attempts = response.raw, response.attempts
+    done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
+                      "min_mass": backend.min_mass}
+    return done
+
+
+def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
+                ) -> JudgeResponse:
+    """``response`` read again from its raw tokens under the current reading rules."""
+    raw = response.raw or {}
+    tokens = [TokenLogprob(str(t), float(lp), tuple((str(a), float(b)) for a, b in top))
+              for t, lp, top in raw["tokens"]]
+    after = raw.get("after") or {}
+    notes = raw.get("notes") or {}
+    slots: list[SlotResult] = []
+    for i, slot in enumerate(request.slots):
+        if slot.position == "next":
+            slots.append(read_next(tokens, slot))
+            continue
+        reading = read_tree(tokens, slot, truncated=raw.get("finish_reason") == "length")
+        for prefix, node in (after.get(str(i)) or {}).items():
+            add_continuation(reading, prefix, node)
+        reading.notes.extend(n for n in notes.get(str(i), []) if n not in reading.notes)
+        slots.append(finish(reading, backend.min_mass))
+        anchor = after.get(str(i + CONFIRM))
+        if needs_confirmation(slots[-1]) and backend.confirmable(request) and (
+                anchor is not None or (slot.position == "first" and not slot.forced_prefix
+                                       and backend.force_anchor)):
+            # The forced anchor's tree as it was asked (never asked again).
+            second, _ = forced_reading(slot, "".join(t.token for t in tokens), tokens)
+            for prefix, node in (anchor or {}).items():
+                add_continuation(second, prefix, node)
+            slots[-1] = confirmed(slots[-1], finish_slot(second, backend.min_mass,
+                                                     {0: None}, 0), "forced-anchor")
+    if raw.get("follow_up") is not None and backend.confirm == "follow_up":
+        confirm_by_question(slots, request, raw["follow_up"])
+    base: ResponseBase = {"usage": response.usage, "model": response.model,
+            "system_fingerprint": response.system_fingerprint,
+            "latency_s": response.latency_s, "timings": response.timings}
+    done = response_of(response.text, slots, raw.get("finish_reason"), request, base)
+    done.raw = raw
+    done.attempts = response.attempts
+    done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
+                      "min_mass": backend.min_mass}
+    return done
+
+
+def confirm_at_anchors(slots: list[SlotResult], readings: Mapping[int, TreeReading],
+                        forced: dict[int, int | float | None], min_mass: float,
+                        continue_digits: bool) -> None:
+    """Each off-contract slot whose forced-anchor tree is complete, confirmed or contradicted.
+
+    A tree still waiting for follow-ups leaves its slot as it is until the last round.
+    """
+    for k, reading in readings.items():
+        if k < CONFIRM or (continue_digits and follow_up_prefixes(reading)):
+            continue
+        second = finish_slot(reading, min_mass, forced, k)
+        slots[k - CONFIRM] = confirmed(slots[k - CONFIRM], second, "forced-anchor")
+
+
+def confirm_by_question(slots: list[SlotResult], request: JudgeRequest,
+                         follow_up: str | None) -> None:
+    """Each off-contract slot, confirmed or contradicted by the follow-up question's answer."""
+    for i, slot in enumerate(request.slots):
+        if needs_confirmation(slots[i]):
+            second = None if follow_up is None else read_follow_up(follow_up, slot)
+            slots[i] = confirmed(slots[i], second, "follow-up")
+
+
+def finish_slot(reading: TreeReading, min_mass: float, forced: dict[int, int | float | None],
+            index: int) -> SlotResult:
+    """:func:`finish`, marking a forced slot (``anchor_forced``, the number it printed)."""
+    result = finish(reading, min_mass)
+    if index in forced:
+        result.anchor_forced = True
+        result.printed = forced[index]
+        result.confirmation = "forced-anchor" if result.status != "parse_failure" else None
+        slot = reading.slot
+        if result.status == "parse_failure":
+            # finish() names the placeholder number; the answer printed none.
+            notes = f" ({'; '.join(reading.notes)})" if reading.notes else ""
+            result.reason = (f"the answer wrote no score, and after the forced anchor "
+                             f"{slot.forced_prefix!r} no probability on {slot.low}-{slot.high} "
+                             f"was observed{notes}")
+    return result
+
+
+def response_of(text: str, slots: list[SlotResult], finish_reason: str | None,
+              request: JudgeRequest, base: ResponseBase) -> JudgeResponse:
+    """The response of an answer's slots: the worst slot's status, each failure's reason."""
+    status = worst_status([s.status for s in slots])
+    reason = "; ".join(f"{s.name}: {s.reason}" for s in slots if s.status != "ok") or None
+    if finish_reason == "length" and status not in ("ok", "text_only"):
+        reason = f"output cut at max_tokens ({request.decoding.max_tokens}); {reason}"
+    return JudgeResponse(status=status, text=text, slots=slots, reason=reason, **base)
+
+

@@ -1,0 +1,190 @@
+"""The method's contract: is a verdict stated once in the format the prompt asks for (issue 40).
+
+:func:`capjudge.reading.locate.locate` finds the verdict; this module says whether the answer
+kept to the method's contract (:func:`off_contract`), and holds the readings that only a
+careful reader of the *whole* answer gets right and that no format search does: a rubric copied
+as a checklist (:func:`checklist`), an opening rating the answer takes back
+(:func:`revised_opening`), a verdict withdrawn afterwards (:data:`WITHDRAWN`), a verdict that
+scores something other than the candidate (:func:`other_target`). See
+:mod:`capjudge.reading.confirm` for what an off-contract reading needs before it is valid.
+"""
+
+from __future__ import annotations
+
+import re
+
+from capjudge.protocol import ScoreSlot
+from capjudge.reading.candidates import Candidate, Unreadable, printed_value, stands_alone
+from capjudge.reading.numbers import Number, number_at
+
+# A verdict taken back: nothing after it replaces it (a replacement is a revision: decide()).
+WITHDRAWN = re.compile(
+    r"\b(?:I\s+(?:retract|withdraw|take\s+back)|(?:please\s+)?(?:disregard|ignore)\s+"
+    r"(?:that|this|the\s+(?:above|previous|score|rating)|my\s+(?:score|rating|verdict|previous))"
+    r"|scratch\s+that|strike\s+that|that(?:'s|\s+is)\s+(?:not|no\s+longer)\s+my\s+"
+    r"(?:final\s+)?(?:score|rating|verdict)|not\s+(?:my|the)\s+final\s+(?:score|rating|verdict)"
+    r"|I\s+(?:can(?:no|')t|cannot)\s+(?:settle|decide)\s+on\s+a\s+(?:score|number|rating)"
+    # The number itself questioned: "too generous", "I may be overrating", "not confident in
+    # that number", "would deserve a lower score" (with no other value given, nothing stands).
+    r"|(?:that(?:'s|\s+is|\s+was)|it(?:'s|\s+is))\s+(?:probably\s+|likely\s+|far\s+|way\s+|"
+    r"much\s+)?too\s+(?:generous|harsh|high|low|lenient|strict)"
+    r"|(?:over|under)-?rat(?:e|ed|ing)\s+(?:it|this|the\s+caption)"
+    r"|(?:not|un)\s*(?:sure|confident|certain)\s+(?:about|in|of)\s+(?:that|this|the|my)\s+"
+    r"(?:score|number|rating|verdict|value)"
+    r"|(?:deserves?|should\s+get|would\s+(?:deserve|get))\s+a\s+(?:lower|higher)\s+"
+    r"(?:score|rating))", re.I)
+# A verdict questioned afterwards, without a new value: kept, but off-contract.
+_DOUBT = re.compile(
+    r"\b(?:too\s+(?:generous|harsh|high|low|lenient|strict)|(?:not|un)\s*(?:sure|confident|certain)"
+    r"|(?:should|might|could)\s+(?:probably\s+)?be\s+(?:lower|higher)|on\s+second\s+thought"
+    r"|hmm+|wait\b|reconsider|second-?guess)", re.I)
+# What a verdict sentence scores when it is not the candidate.
+_OTHER_TARGET = re.compile(
+    r"\b(?:my|the)\s+(?:own\s+)?(?:improved|revised|rewritten|corrected|better|suggested|"
+    r"alternative|proposed|new)\s+(?:caption|description|version)|\bthis\s+(?:improved|revised|"
+    r"rewritten|corrected|better)\s+(?:caption|description|version)|\b(?:image|photo|picture|"
+    r"video|render(?:ing)?)\s+quality|\bthe\s+reference(?:\s+caption)?\s+(?:itself\s+)?"
+    r"(?:scores?|gets?|deserves?|earns?|would\s+(?:get|score))", re.I)
+_REFERENCE_SUBJECT = re.compile(r"\s*(?:the\s+)?reference(?:\s+caption)?(?:\s+\d)?\s+(?:is|was|"
+                                r"gives|describes|captures)\b", re.I)
+_CHECK_LINE = re.compile(
+    r"^[ \t>*_-]*(?:\[(?P<mark>[ xX\u2713\u2714\u2717*])\]|\((?P<paren>[ xX\u2713\u2714])\)|"
+    r"(?P<box>[\u2610\u2611\u2612\u2705\u274c\u2b1c]))[ \t*_]*(?P<rest>[^\n]*)$", re.M)
+
+
+# The opening rating taken back: "90. Wait — ... not 90. 70.", "5 — hmm, no. ... 4."
+_TAKEN_BACK = re.compile(r"\b(?:wait\b|hmm+,?\s*no\b|no,\s*(?:wait|actually)\b|actually,?\s+no\b|"
+                         r"looking\s+again|on\s+(?:second|closer)\s+(?:thought|look|inspection)|"
+                         r"let\s+me\s+(?:revise|correct|reconsider)|correction\b|I\s+take\s+(?:that|it)"
+                         r"\s+back|scratch\s+that)", re.I)
+
+
+def revised_opening(text: str, chosen: Candidate, slot: ScoreSlot
+                     ) -> Candidate | Unreadable | None:
+    """An opening rating the answer takes back: the last value standing after, or none.
+
+    A slot asked first is read at the number the answer opens with; when the answer then
+    takes it back ("Wait ... not 90. 70."), that number is not the verdict: the last on-scale
+    number standing alone after the cue is (off-contract), and without one nothing is.
+    """
+    cue = _TAKEN_BACK.search(text, chosen.number.end)
+    if cue is None:
+        return None
+    later = [n for m in re.finditer(r"(?<![\w.$/-])\d+(?![\w.,/%]\d|\s*(?:/|out\s+of|%))",
+                                    text[cue.end():])
+             if (n := number_at(text, cue.end() + m.start())) is not None
+             and n.kind == "digits" and float(n.value).is_integer()
+             and slot.low <= n.value <= slot.high and stands_alone(text, n)]
+    if not later:
+        return Unreadable("parse_failure", f"the answer takes back its opening rating "
+                          f"{chosen.number.written.strip()!r} ({cue.group(0).strip()!r}) and "
+                          "states no other", printed_value(chosen))
+    return Candidate(later[-1], f"the rating after the opening one is taken back "
+                     f"({cue.group(0).strip()!r})", 1, source="revised")
+
+
+def opens(text: str, chosen: Candidate) -> bool:
+    """The chosen number is the first thing the answer writes (after markup)."""
+    return chosen.source in ("opening", "phrase") and not text[: chosen.number.start].strip(
+        " \t\n*_`#>:[($")
+
+
+def has_number(text: str) -> bool:
+    """Whether ``text`` writes any digit (a replacement value may follow)."""
+    return re.search(r"\d", text) is not None
+
+
+def checklist(text: str, slot: ScoreSlot) -> Candidate | Unreadable | None:
+    """A rubric copied as a checklist: the one ticked line's level, or why none can be read.
+
+    Two or more checkbox lines ("- [ ] 1 Very Low ...", "☑ 4 High ...") that carry a scale
+    value or a rubric level: exactly one ticked is the reading; none or several abstain.
+    """
+    lines = []
+    for m in _CHECK_LINE.finditer(text):
+        mark = m.group("mark") or m.group("paren") or m.group("box") or " "
+        ticked = mark.strip() != "" and mark not in ("\u2610", "\u2b1c", "\u274c", "\u2717")
+        value = _line_value(m.group("rest"), slot)
+        if value is not None:
+            lines.append((ticked, value, m))
+    if len(lines) < 2:
+        return None
+    ticked = [(v, m) for t, v, m in lines if t]
+    if len({v for v, _ in ticked}) != 1:
+        what = "no line is ticked" if not ticked else (
+            f"{len(ticked)} lines are ticked ({', '.join(str(v) for v, _ in ticked)})")
+        return Unreadable("parse_failure", f"the answer copies the rubric as a checklist and "
+                          f"{what}")
+    value, m = ticked[0]
+    start = m.start("rest")
+    number = Number(start, start + len(m.group("rest")), start + len(m.group("rest")),
+                    float(value), m.group("rest").strip(), "level")
+    return Candidate(number, f"the ticked checklist line {m.group(0).strip()[:60]!r}", 2,
+                     source="checklist")
+
+
+def _line_value(rest: str, slot: ScoreSlot) -> int | None:
+    """The scale value a checklist line names: its leading number or a rubric level."""
+    n = re.match(r"[\s*_`$]*(\d+)(?![\d.,]\d)", rest)
+    if n is not None and slot.low <= int(n.group(1)) <= slot.high:
+        return int(n.group(1))
+    low = rest.lower()
+    named = [v for name, v in slot.levels if re.sub(r"\s+", " ", name).lower() in low]
+    return named[0] if len(set(named)) == 1 else None
+
+
+def other_target(text: str, chosen: Candidate) -> str | None:
+    """Why the verdict's own sentence scores something other than the candidate, or None."""
+    start = max(text.rfind(ch, 0, chosen.number.start) for ch in ".!?\n") + 1
+    sentence = text[start: chosen.number.start]
+    before = text[max(text.rfind(ch, 0, max(start - 1, 0)) for ch in ".!?\n") + 1: start]
+    m = _OTHER_TARGET.search(sentence)
+    if m is None and not re.search(r"\b(?:candidate|generated|original|model'?s?)\b", sentence,
+                                   re.I):
+        # "This improved caption captures it all. The final score is $92$.", "The reference
+        # is more accurate ... I give it 95.": the sentence before says what is scored.
+        m = _OTHER_TARGET.search(before)
+        if m is None and re.search(r"\b(?:it|this|that)\b", sentence, re.I):
+            m = _REFERENCE_SUBJECT.match(before)
+    if m is None:
+        return None
+    return (f"the verdict {chosen.number.written.strip()!r} scores something else "
+            f"({m.group(0).strip()!r}), not the candidate")
+
+
+def off_contract(chosen: Candidate, text: str, slot: ScoreSlot, after: str, times: int
+                 ) -> str | None:
+    """None when the verdict is stated exactly once in the method's own format, else why not.
+
+    The contract is the slot's: a label and an anchor ("The final score is $N$", "Accuracy:
+    $N$") stated once; for a slot asked first (HarmonicEval, VisCE²) the number the answer
+    opens with; under ``verdict_format: json_schema`` a JSON key. A verdict questioned
+    afterwards is off-contract too.
+
+    Args:
+        chosen: the reading.
+        text: the answer as read (canonical, masked).
+        slot: its slot (the contract is the slot's).
+        after: the answer's text after the reading.
+        times: how many times the method's own format appears in the answer.
+    """
+    if slot.contract == "json":
+        if chosen.source != "structure":
+            return f"not the JSON the schema asks for: read by {chosen.how}"
+    elif slot.label and slot.anchor:
+        if not chosen.contract:
+            return (f"not in the method's format ({slot.label} ... {slot.anchor}N{slot.anchor}): "
+                    f"read by {chosen.how}")
+        if times != 1:
+            return f"the method's format appears {times} times"
+    elif slot.position == "first":
+        if chosen.source != "opening" and not opens(text, chosen):
+            return f"the answer does not open with its score: read by {chosen.how}"
+    elif chosen.rank < 2:
+        return f"read by {chosen.how}"
+    doubt = _DOUBT.search(after)
+    if doubt is not None:
+        return f"the answer questions its verdict afterwards ({doubt.group(0).strip()!r})"
+    return None
+
+

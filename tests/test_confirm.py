@@ -1,0 +1,227 @@
+"""Issue 40: the method's contract, and a second channel for off-contract verdicts.
+
+Unit tests of :mod:`capjudge.reading.confirm` and the contract in
+:func:`capjudge.reading.locate.locate`, then the two channels end to end through
+``capjudge score --json`` against the stand-in OpenAI-protocol server: the forced anchor
+(a server that continues the judge's answer) and the follow-up question
+(``confirm: follow_up``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capjudge.cli import main as cli_main
+from capjudge.protocol import ScoreSlot, SlotResult
+from capjudge.reading.confirm import confirmed, contract_fields, read_follow_up
+from capjudge.reading.locate import Located, Unreadable, locate
+from capjudge.testing.openai_server import MockOpenAIServer, Scripted
+
+GVEVAL = ScoreSlot("score", 0, 100, "$", "final score")
+ACCURACY = ScoreSlot("accuracy", 0, 100, "$", "Accuracy", forced_prefix="\nAccuracy: $")
+LEVELS = (("Very Low Correctness", 1), ("Low Correctness", 2), ("Moderate Correctness", 3),
+          ("High Correctness", 4), ("Extremely High Correctness", 5))
+HARMONIC = ScoreSlot("correctness", 1, 5, "", None, "", position="first", levels=LEVELS)
+
+
+def _read(text: str, slot: ScoreSlot) -> Located:
+    found = locate(text, slot)
+    assert isinstance(found, Located), found
+    return found
+
+
+# -- the contract ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    ("The caption is accurate. The final score is $85$.", GVEVAL, 85),
+    ("Good caption.\nAccuracy: $80$", ACCURACY, 80),
+    ("4\nThe caption is mostly right.", HARMONIC, 4),
+    # LaTeX delimiters and an arithmetic verdict are the format, written another way.
+    (r"The final score is \( 82 \).", GVEVAL, 82),
+    ("The final score is $100 - 12 - 6 = 82$.", GVEVAL, 82),
+])
+def test_on_contract(text: str, slot: ScoreSlot, value: int) -> None:
+    found = _read(text, slot)
+    assert found.value == value and found.off_contract is None
+    assert contract_fields(found)["confirmation"] == "on-contract"
+
+
+@pytest.mark.parametrize(("text", "slot", "value", "why"), [
+    ('{"score": 80}', GVEVAL, 80, "not in the method's format"),
+    ("**Score:** 58", GVEVAL, 58, "not in the method's format"),
+    ("The caption is fine. Rating: 4", HARMONIC, 4, "does not open with its score"),
+    ("The final score is $80$. Hmm, that may be too generous.", GVEVAL, 80, "questions"),
+    ("- [ ] 1 Very Low Correctness\n- [ ] 2 Low Correctness\n- [x] 4 High Correctness\n"
+     "- [ ] 5 Extremely High Correctness", HARMONIC, 4, "checklist"),
+])
+def test_off_contract(text: str, slot: ScoreSlot, value: int, why: str) -> None:
+    found = _read(text, slot)
+    assert found.value == value
+    assert found.off_contract is not None and why in found.off_contract
+    fields = contract_fields(found)
+    assert fields["confirmation"] == "unconfirmed" and "off-contract" in fields["read_by"]
+
+
+@pytest.mark.parametrize(("text", "slot", "why"), [
+    ("The final score is $80$. I retract that score.", GVEVAL, "withdrew"),
+    ("The final score for my improved caption is $95$.", GVEVAL, "something else"),
+    ("- [x] 2 Low Correctness\n- [x] 4 High Correctness\n- [ ] 5 Extremely High Correctness",
+     HARMONIC, "2 lines are ticked"),
+    ("- [ ] 1 Very Low Correctness\n- [ ] 4 High Correctness", HARMONIC, "no line is ticked"),
+])
+def test_abstains(text: str, slot: ScoreSlot, why: str) -> None:
+    found = locate(text, slot)
+    assert isinstance(found, Unreadable) and why in found.reason
+
+
+def test_chat_template_tokens_end_the_answer() -> None:
+    text = ("The caption misses the dog. **Score: 40**<|im_end|>\n<|im_start|>user\nRate this "
+            "one.<|im_end|>\n<|im_start|>assistant\nThe final score is $90$.")
+    assert _read(text, GVEVAL).value == 40
+    # A template header before any content is skipped, not taken for the end.
+    assert _read("<|im_start|>assistant\nThe final score is $70$.<|im_end|>", GVEVAL).value == 70
+    # The verdict is only in the invented turn: the judge's own answer has none.
+    assert isinstance(locate("Fine.<end_of_turn>\n<start_of_turn>user\nThe final score is $9$",
+                             GVEVAL), Unreadable)
+
+
+# -- agreement ---------------------------------------------------------------------------------
+
+def _unconfirmed(printed: int) -> SlotResult:
+    return SlotResult("score", list(range(101)), None, None, "text", "text_only", None, printed,
+                      read_by="JSON key 'score' (off-contract: ...)",
+                      confirmation="unconfirmed")
+
+
+def _anchor(dist: dict[int, float]) -> SlotResult:
+    values = list(range(101))
+    probs = [dist.get(v, 0.0) for v in values]
+    return SlotResult("score", values, probs, 1.0, "logprobs", "ok")
+
+
+def test_agreement_keeps_the_reading_and_takes_the_distribution() -> None:
+    out = confirmed(_unconfirmed(80), _anchor({80: 0.7, 75: 0.3}), "forced-anchor")
+    assert out.status == "ok" and out.confirmation == "forced-anchor"
+    assert out.printed == 80 and out.probs is not None and "P(80) = 0.70" in (out.read_by or "")
+
+
+def test_disagreement_is_a_failure_quoting_both() -> None:
+    out = confirmed(_unconfirmed(80), _anchor({40: 0.9, 80: 0.1}), "forced-anchor")
+    assert out.status == "parse_failure" and out.confirmation == "contradicted"
+    assert out.probs is None and "80" in (out.reason or "") and "reads 40" in (out.reason or "")
+    gone = confirmed(_unconfirmed(80), None, "follow-up")
+    assert gone.status == "parse_failure" and "no reading" in (gone.reason or "")
+
+
+def test_on_contract_readings_are_never_touched() -> None:
+    on = SlotResult("score", [1, 2], None, None, "text", "text_only", None, 2,
+                    confirmation="on-contract")
+    assert confirmed(on, None, "follow-up") is on
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ('{"score": 72}', 72), ('```json\n{"score": "72"}\n```', 72), ('{"final_score": 72}', 72)])
+def test_follow_up_read_strictly(text: str, value: int) -> None:
+    assert read_follow_up(text, GVEVAL).printed == value
+
+
+@pytest.mark.parametrize("text", ["The final score is $72$.", '{"score": 72, "rating": 60}',
+                                  '{"score": 7.5}', '{"score": 140}', '{"score": "high"}'])
+def test_follow_up_without_one_value_gives_none(text: str) -> None:
+    assert read_follow_up(text, GVEVAL).status == "parse_failure"
+
+
+# -- end to end through capjudge score ---------------------------------------------------------
+
+def _score(tmp_path: Path, script: Callable[[dict[str, Any]], Scripted],
+           *options: str) -> tuple[dict[str, Any], MockOpenAIServer]:
+    with MockOpenAIServer(script) as server:
+        buffer = io.StringIO()
+        args = ["score", "--backend", "openai/gpt-4o-2024-08-06", "--base-url", server.url,
+                "--cache-dir", str(tmp_path / "cache"), "--json", "--method", "gveval",
+                "--mode", "ref-only", "--caption", "A red car.", "--ref", "A red car parked."]
+        for option in options:
+            args += ["--backend-option", option]
+        with redirect_stdout(buffer):
+            cli_main(args)
+    out: dict[str, Any] = json.loads(buffer.getvalue())
+    return out, server
+
+
+def _last_role(body: dict[str, Any]) -> str:
+    return str(body["messages"][-1]["role"])
+
+
+def _question(body: dict[str, Any]) -> bool:
+    last = body["messages"][-1]
+    return last["role"] == "user" and "State only your final score" in str(last["content"])
+
+
+@pytest.mark.parametrize(("follow_up", "status", "confirmation"), [
+    ('{"score": 80}', "text_only", "follow-up"),
+    ('{"score": 55}', "parse_failure", "contradicted"),
+    ("I already gave my score above.", "parse_failure", "contradicted"),
+])
+def test_follow_up_question(tmp_path: Path, follow_up: str, status: str,
+                            confirmation: str) -> None:
+    def script(body: dict[str, Any]) -> Scripted:
+        text = follow_up if _question(body) else "Accurate and complete.\n**Score:** 80"
+        return Scripted(text=text, logprobs=False)
+
+    out, server = _score(tmp_path, script, "confirm=follow_up")
+    crit = out["criteria"]["score"]
+    assert (out["status"], crit["confirmation"]) == (status, confirmation)
+    assert out["score"] == (80 if status != "parse_failure" else None)
+    asked = [b for b in server.requests if _question(b)]
+    assert len(asked) == 1 and asked[0]["response_format"]["type"] == "json_schema"
+
+
+def test_on_contract_answers_ask_nothing_more(tmp_path: Path) -> None:
+    out, server = _score(tmp_path, lambda body: Scripted(
+        text="Accurate. The final score is $80$.", logprobs=False), "confirm=follow_up")
+    assert out["criteria"]["score"]["confirmation"] == "on-contract" and out["score"] == 80
+    assert len(server.requests) == 1
+
+
+def test_without_a_channel_the_reading_stays_unconfirmed(tmp_path: Path) -> None:
+    out, server = _score(tmp_path, lambda body: Scripted(
+        text="Accurate.\n**Score:** 80", logprobs=False))
+    crit = out["criteria"]["score"]
+    assert out["score"] == 80 and crit["confirmation"] == "unconfirmed"
+    assert "off-contract" in crit["read_by"] and len(server.requests) == 1
+
+
+def _tokens(text_before: str, number: str, alternatives: dict[str, float], after: str
+            ) -> list[tuple[str, dict[str, float]]]:
+    return [(text_before, {}), (number, alternatives), (after, {})]
+
+
+@pytest.mark.parametrize(("anchor", "status", "confirmation"), [
+    ({"80": 0.7, "75": 0.3}, "ok", "forced-anchor"),
+    ({"40": 0.9, "80": 0.1}, "parse_failure", "contradicted"),
+])
+def test_forced_anchor(tmp_path: Path, anchor: dict[str, float], status: str,
+                       confirmation: str) -> None:
+    def script(body: dict[str, Any]) -> Scripted:
+        # After "... The final score is $" appended to the answer: ``anchor``, digit by digit.
+        return Scripted(tokens=_tokens("Accurate and complete.\n**Score:** ", "80",
+                                       {"80": 0.9, "70": 0.1}, ""),
+                        anchor={int(k): p for k, p in anchor.items()})
+
+    out, server = _score(tmp_path, script, "force_anchor=true")
+    crit = out["criteria"]["score"]
+    assert (out["status"], crit["confirmation"]) == (status, confirmation)
+    continued = [str(b["messages"][-1]["content"]) for b in server.requests
+                 if _last_role(b) == "assistant"]
+    # The anchor's first digit, then the next digit after each likely one ("8" -> "80").
+    assert continued and continued[0].endswith("The final score is $")
+    assert all("**Score:** 80\nThe final score is $" in c for c in continued)
+    if status == "ok":
+        assert out["score"] == pytest.approx(79.0)  # the answer's own distribution stands
