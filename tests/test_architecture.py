@@ -228,6 +228,17 @@ def test_the_graph_sees_relative_and_function_level_imports(tmp_path: Path) -> N
             < layer_of("capjudge.report.run") < layer_of("capjudge.cli.judge"))
 
 
+def test_backends_read_answers_through_the_reading_seam_only() -> None:
+    # Issue 40: a backend sends requests and hands what the judge sent to capjudge.reading; it
+    # runs no reading step of its own, so it imports the package's names, never its modules.
+    graph = import_graph()
+    found = sorted(f"{module} imports {target}" for module, targets in graph.items()
+                   if module.startswith("capjudge.backends")
+                   for target in targets if target.startswith("capjudge.reading."))
+    assert found == []
+    assert "capjudge.reading" in graph["capjudge.backends.openai_backend"]
+    assert "capjudge.reading" in graph["capjudge.backends.hf"]
+
 
 # -- function length -------------------------------------------------------------------------
 

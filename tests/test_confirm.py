@@ -225,3 +225,11 @@ def test_forced_anchor(tmp_path: Path, anchor: dict[str, float], status: str,
     assert all("**Score:** 80\nThe final score is $" in c for c in continued)
     if status == "ok":
         assert out["score"] == pytest.approx(79.0)  # the answer's own distribution stands
+
+
+def test_every_method_states_its_verdict_contract() -> None:
+    # Components own their metadata: each registered method says what its prompt asks for.
+    from capjudge.methods import get_method
+
+    for name in ("gveval", "gveval-accr", "visce2", "harmoniceval", "cap3d", "likelihood"):
+        assert get_method(name).verdict_contract, name

@@ -7,7 +7,7 @@ its method must give, worked out by hand: the item's status and score, and per c
 status, score, printed number and captured mass.
 
 Each answer goes through the same steps as a real one: the backend's slot reader
-(:func:`~capjudge.backends.logprobs.read_slot`, with the digits continuation follow-ups would
+(:func:`~capjudge.reading.tokens.read_slot`, with the digits continuation follow-ups would
 return), then the method's ``interpret`` and the one status rule, ``verdict``.
 """
 
@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from capjudge.backends.logprobs import END, TokenLogprob, read_slot
 from capjudge.methods import Planned, get_method, verdict
 from capjudge.protocol import JudgeRequest, JudgeResponse, worst_status
+from capjudge.reading.tokens import END, TokenLogprob, read_slot
 
 CORPUS = json.loads((Path(__file__).parent / "data" / "judge_answers.json").read_text())
 ANSWERS: list[dict[str, Any]] = CORPUS["answers"]

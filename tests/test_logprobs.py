@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from capjudge.backends.logprobs import TokenLogprob, read_slot
 from capjudge.protocol import ScoreSlot
+from capjudge.reading.tokens import TokenLogprob, read_slot
 from capjudge.scoring import normalise, summarise
 
 SLOT = ScoreSlot("score", 0, 100)

@@ -235,7 +235,7 @@ def test_user_slots_read_the_official_accr_format(tmp_path: Path) -> None:
     assert "'A ball rolls left." in p.request.messages[0].text()  # its reference quoting
     text = ("Reasons. The Accuracy score is α80α. The Completeness score is β60β. "
             "The Conciseness score is ψ90ψ. The Relevance score is δ70δ.")
-    from capjudge.backends.logprobs import read_slot
+    from capjudge.reading.tokens import read_slot
 
     slots = [read_slot(None, text, s, 0.5) for s in p.request.slots]
     assert [s.printed for s in slots] == [80, 60, 90, 70]

@@ -650,7 +650,7 @@ class JudgeClient:
 
     def _read_with(self) -> dict[str, JSONValue]:
         """The settings an answer's statuses are derived with (stored with the answer)."""
-        from capjudge.backends.logprobs import READING_RULES_VERSION
+        from capjudge.reading.tokens import READING_RULES_VERSION
 
         out: dict[str, JSONValue] = {"reading_rules": READING_RULES_VERSION}
         min_mass = getattr(self.backend, "min_mass", None)

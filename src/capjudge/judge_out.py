@@ -236,6 +236,18 @@ def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
     if cut and cut_note:
         notes.append(f"reasoning cut at max_tokens ({config.max_tokens}) in {cut} of {judged} "
                      f"judgements: {cut_note}")
+    confirmations = Counter(c for c, s in zip(
+        table.column("confirmation").to_pylist() if "confirmation" in table.column_names
+        else [], status, strict=False) if c and s != "skipped")
+    if confirmations.get("unconfirmed") or confirmations.get("contradicted"):
+        # Issue 40: a reading off the method's contract is trusted once a second channel
+        # agrees; the report says how many stand on the rules alone, and how many were refused.
+        notes.append(f"{confirmations.get('unconfirmed', 0)} of "
+                     f"{sum(confirmations.values())} readings are off the method's contract "
+                     "with no second channel to confirm them (their values stand, "
+                     "confirmation: unconfirmed); "
+                     f"{confirmations.get('contradicted', 0)} were contradicted by it "
+                     "(parse_failure)")
     return {
         "method": config.method, "backend": backend, "modes_ran": modes_ran,
         "modes_skipped": {m: v for m, v in skipped_modes.items() if m not in modes_ran},
@@ -251,6 +263,7 @@ def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
         "templates": templates, "settings": settings, "seconds": round(seconds, 2),
         "text_only_rate": by_status.get("text_only", 0) / max(1, judged),
         "reasoning_cut": cut, "notes": notes,
+        "by_confirmation": dict(sorted(confirmations.items())),
     }
 
 

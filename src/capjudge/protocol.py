@@ -83,7 +83,7 @@ class ScoreSlot:
     with ``"first"`` the first integer once the canonical scale phrasings are removed
     (HarmonicEval asks for the score first; VisCE² takes the first integer). ``"next"`` marks
     a continuation follow-up: the distribution of the first generated token over "the number
-    ends" (-1) and the next digit (see :mod:`capjudge.backends.logprobs`). The reading rules
+    ends" (-1) and the next digit (see :mod:`capjudge.reading.tokens`). The reading rules
     are in :func:`capjudge.reading.locate.locate`.
     ``forced_prefix`` is what a local model is teacher-forced with when its text never reached
     the anchor (for ``"first"`` slots: appended to the prompt alone, i.e. the answer's start).

@@ -537,6 +537,9 @@ class JudgeSummary(TypedDict):
     settings: list[str]
     seconds: float
     text_only_rate: float
+    by_confirmation: NotRequired[dict[str, int]]
+    """Criterion rows by ``confirmation`` (issue 40): on-contract, forced-anchor, follow-up,
+    unconfirmed, contradicted."""
     chunk_size: NotRequired[int]
     """Items per chunk of the stage (a rerun that must batch the same way reads it)."""
     reasoning_cut: int

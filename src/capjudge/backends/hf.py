@@ -66,8 +66,7 @@ from capjudge.protocol import (
     Usage,
     worst_status,
 )
-from capjudge.reading.confirm import confirmed, contract_fields, needs_confirmation
-from capjudge.reading.locate import find_printed
+from capjudge.reading import confirmed, contract_fields, find_printed, needs_confirmation
 from capjudge.scoring import normalise
 
 # Nodes per row of a context pass (contexts as one trie): fuller rows, fewer passes.

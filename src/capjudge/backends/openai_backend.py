@@ -9,7 +9,7 @@ what is uploaded is exactly the bytes ingest hashed. The client is created with
 ``max_retries=0``: retries, backoff and rate limiting are done once, for every backend, by
 :class:`capjudge.client.JudgeClient`.
 
-Reading: each score slot is read by :mod:`capjudge.backends.logprobs` (where the prompt puts
+Reading: each score slot is read by :mod:`capjudge.reading.tokens` (where the prompt puts
 it; whole-number and digit-split tokens). A digit-split score's other leading digits are
 completed with continuation follow-ups (:meth:`OpenAIBackend.follow_ups`: the assistant's own
 text up to a digit), which the client asks like any request; option ``continue_digits``
@@ -50,33 +50,6 @@ from dataclasses import replace
 from typing import Any
 
 from capjudge.backends.base import Backend, Capabilities
-from capjudge.backends.logprobs import (
-    READING_RULES_VERSION,
-    TokenLogprob,
-    TreeReading,
-    add_continuation,
-    continuation_from_result,
-    follow_up_prefixes,
-    next_slot,
-    read_next,
-    read_text,
-    read_tree,
-    reasoning_only,
-)
-from capjudge.backends.openai_followups import PendingDigits, forced_reading
-from capjudge.backends.openai_reading import (
-    CONFIRM,
-    CONFIRM_MODES,
-    QUESTION,
-    ResponseBase,
-    confirm_at_anchors,
-    confirm_by_question,
-    finish_slot,
-    reread_raw,
-    reread_text,
-    rereadable_text,
-    response_of,
-)
 from capjudge.backends.openai_wire import (
     CONTINUATION_FIELDS,
     CONTINUATIONS,
@@ -115,12 +88,30 @@ from capjudge.protocol import (
     SlotResult,
     Usage,
 )
-from capjudge.reading.confirm import (
-    follow_up_question,
-    follow_up_schema,
+from capjudge.reading import (
+    CONFIRM,
+    CONFIRM_MODES,
+    QUESTION,
+    READING_RULES_VERSION,
+    PendingDigits,
+    ResponseBase,
+    TokenLogprob,
+    TreeReading,
+    add_continuation,
+    confirm_at_anchors,
+    confirm_by_question,
+    continuation_from_result,
+    finish_slot,
+    follow_up_prefixes,
+    follow_up_requests,
     needs_confirmation,
+    read_answer,
+    reasoning_only,
+    reread_raw,
+    reread_text,
+    rereadable_text,
+    response_of,
 )
-from capjudge.reading.locate import find_printed
 from capjudge.records import JSONValue
 
 log = logging.getLogger(__name__)
@@ -194,7 +185,7 @@ class OpenAIBackend(Backend):
         self.confirm = confirm
         self.min_mass = min_mass
         self.continue_digits = continue_digits
-        self._continue_off_reason: str | None = None if self.continue_digits else (
+        self.continue_off_reason: str | None = None if self.continue_digits else (
             "continuation follow-ups are off for this backend (continue_digits: false)")
         # "auto" until an answer shows which convention the server honours.
         self.continuation = continuation
@@ -562,7 +553,7 @@ class OpenAIBackend(Backend):
                 for t in choice.logprobs.content
             ]
         joined = "".join(t.token for t in tokens or [])
-        slots, readings, bases, forced = self._read_slots(request, text, tokens, truncated)
+        slots, readings, bases, forced = read_answer(self, request, text, tokens, truncated)
         question = self._asks_question(request, slots, readings)
         response = response_of(text, slots, choice.finish_reason, request, base)
         if tokens:
@@ -595,49 +586,6 @@ class OpenAIBackend(Backend):
                 and any(needs_confirmation(s) and i + CONFIRM not in readings
                         for i, s in enumerate(slots)))
 
-    def _read_slots(self, request: JudgeRequest, text: str,
-                    tokens: list[TokenLogprob] | None, truncated: bool
-                    ) -> tuple[list[SlotResult], dict[int, TreeReading], dict[int, str],
-                               dict[int, int | float | None]]:
-        """Each slot read from the answer.
-
-        Returns its result, and for token answers the digit tree, the text a follow-up's
-        prefix is appended to and which slots had their anchor forced.
-        """
-        slots: list[SlotResult] = []
-        readings: dict[int, TreeReading] = {}
-        joined = "".join(t.token for t in tokens or [])
-        bases: dict[int, str] = {}
-        forced: dict[int, int | float | None] = {}
-        confirmable = self.confirmable(request)
-        for i, slot in enumerate(request.slots):
-            if slot.position == "next":
-                slots.append(read_next(tokens, slot))
-            elif not tokens:
-                # text_only: no distribution
-                slots.append(read_text(text, slot, truncated=truncated))
-            else:
-                readings[i] = read_tree(tokens, slot, truncated=truncated)
-                located = readings[i].located
-                if located is not None:
-                    bases[i] = joined[: located.start]
-                    if confirmable and located.off_contract is not None and self.force_anchor:
-                        # Off-contract: the same judge, asked at its verdict's forced anchor
-                        # after its own answer, must agree (capjudge.reading.confirm).
-                        k = i + CONFIRM
-                        readings[k], bases[k] = forced_reading(slot, joined, tokens)
-                        forced[k] = None
-                elif self.force_anchor and find_printed(joined, slot) is None:
-                    # No number written: read the slot where its anchor is forced.
-                    readings[i], bases[i] = forced_reading(slot, joined, tokens)
-                    forced[i] = None
-                if not self.continue_digits and follow_up_prefixes(readings[i]):
-                    readings[i].notes.append(self._continue_off_reason or "")
-                slots.append(finish_slot(readings[i], self.min_mass, forced, i))
-        confirm_at_anchors(slots, readings, forced, self.min_mass,
-                            self.continue_digits)
-        return slots, readings, bases, forced
-
     def reread(self, request: JudgeRequest, response: JudgeResponse) -> JudgeResponse:
         """A cached answer under the current settings and reading rules (never asked again).
 
@@ -656,46 +604,16 @@ class OpenAIBackend(Backend):
 
     def follow_ups(self, request: JudgeRequest, response: JudgeResponse
                    ) -> list[JudgeRequest]:
-        """One continuation request per likely, unobserved leading-digit prefix.
+        """What the reading of ``response`` still needs asked.
 
-        A prefix qualifies with at least :data:`~capjudge.backends.logprobs.FOLLOW_UP_MIN_P`
-        probability. Each request is the conversation, then the assistant's own output up to
-        and including that prefix ("... The final score is $9"), asking for one token with its
-        top-20 alternatives (the next digit or the end of the number). A slot whose anchor is
-        forced first asks the empty prefix: the answer, the slot's ``forced_prefix``, and the
-        first digit's distribution.
+        See :func:`capjudge.reading.pending.follow_up_requests`: digit continuations, forced
+        anchors, the confirmation question.
         """
         with self._pending_lock:
             pending = self._pending.get(id(response))
-        if pending is None or not self.continue_digits:
+        if pending is None:
             return []
-        out: list[JudgeRequest] = []
-        pending.batch = []
-        for i, reading in sorted(pending.readings.items()):
-            assert reading.located is not None
-            for prefix in follow_up_prefixes(reading):
-                if (i, prefix) in pending.asked:
-                    continue
-                pending.asked.add((i, prefix))
-                pending.batch.append((i, prefix))
-                slot = request.slots[i % CONFIRM]
-                content = pending.bases[i] + prefix
-                out.append(JudgeRequest(
-                    messages=(*request.messages, Message("assistant", (content,))),
-                    slots=(next_slot(f"{slot.name}@{prefix}"),),
-                    decoding=replace(request.decoding, max_tokens=1, top_logprobs=20),
-                    template=f"{request.template}+continue", tag=f"{request.tag}|{prefix}"))
-        if pending.question and (-1, QUESTION) not in pending.asked:
-            # confirm: follow_up: one short question in the same conversation, its answer
-            # held to the schema where the server enforces one.
-            pending.asked.add((-1, QUESTION))
-            pending.batch.append((-1, QUESTION))
-            out.append(JudgeRequest(
-                messages=(*request.messages, Message("assistant", (response.text,)),
-                          Message("user", (follow_up_question(request.slots),))),
-                slots=request.slots, decoding=replace(request.decoding, max_tokens=64),
-                template=f"{request.template}+confirm", tag=f"{request.tag}|confirm",
-                verdict_schema=follow_up_schema(request.slots)))
+        out = follow_up_requests(pending, request, response.text, self.continue_digits)
         if not out:
             with self._pending_lock:
                 self._pending.pop(id(response), None)
@@ -735,9 +653,9 @@ class OpenAIBackend(Backend):
             if answer.status == "error" and why and "HTTP 4" in why:
                 # The server refuses continuation requests: no more follow-ups from here on.
                 self.continue_digits = False
-                self._continue_off_reason = ("the server cannot continue an assistant message "
+                self.continue_off_reason = ("the server cannot continue an assistant message "
                                              f"({why}); continuation follow-ups turned off")
-                note = self._continue_off_reason
+                note = self.continue_off_reason
             else:
                 note = f"the follow-up for {prefix!r} failed ({why})"
             if note not in reading.notes:

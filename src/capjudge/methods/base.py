@@ -375,6 +375,11 @@ class Method(ABC):
         choices: the method's named options (``method_options`` keys) and their values, the
             first being the paper's default: ``prompt_variant`` (``paper`` | ``guarded``), and
             per method e.g. ``score``. Every row records the ones in force (``settings``).
+        verdict_contract: the verdict format the method's prompt asks for, in words (issue
+            40). An answer that states its verdict exactly once in it is read as the paper
+            reads it; any other reading needs a second channel (:mod:`capjudge.reading.confirm`).
+            The reader applies it through the request's slots (label and anchor, or the score
+            first; ``verdict_format: json_schema`` makes it the schema's JSON).
     """
 
     name: ClassVar[str] = ""
@@ -391,6 +396,7 @@ class Method(ABC):
     profiles: ClassVar[dict[str, Profile]] = {}
     choices: ClassVar[dict[str, tuple[str, ...]]] = {"prompt_variant": ("paper", "guarded")}
     reads_verdict: ClassVar[bool] = True
+    verdict_contract: ClassVar[str] = ""
 
     def settings(self, options: MethodOptions) -> tuple[tuple[str, str], ...]:
         """The named options in force, validated (the first choice when not set).

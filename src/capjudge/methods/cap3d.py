@@ -231,6 +231,8 @@ class Cap3D(Method):
     """
 
     name = "cap3d"
+    verdict_contract = ("two labelled lines, once each: 'Correctness Score (C. Score): N' and "
+                        "'Hallucination Score (H. Score): N'")
     criteria = (
         CriterionSpec("correctness", POINTS, needs_image=True,
                       description="correct attribute points (partial credit)"),

@@ -187,6 +187,7 @@ class GVEval(Method):
     """
 
     name = "gveval"
+    verdict_contract = "one closing sentence 'The final score is $N$', N an integer 0-100"
     modes = MODES
     default_modes = MODES
     criteria: ClassVar[tuple[CriterionSpec, ...]] = (
@@ -251,6 +252,8 @@ class GVEvalACCR(GVEval):
     """G-VEval's ACCR dimensions (video captions; images work the same way)."""
 
     name = "gveval-accr"
+    verdict_contract = ("four closing lines 'Accuracy: $N$', 'Completeness: $N$', "
+                        "'Conciseness: $N$', 'Relevance: $N$', each N an integer 0-100, once")
     criteria = tuple(CriterionSpec(c, SCALE, description=f"ACCR {c}, 0-100") for c in ACCR)
     combination = "the mean of accuracy, completeness, conciseness and relevance"
 

@@ -102,6 +102,7 @@ class HarmonicEval(Method):
     """
 
     name = "harmoniceval"
+    verdict_contract = "the criterion's rating first, an integer 1-5, before any explanation"
     criteria = tuple(CriterionSpec(c, SCALE, needs_image=c in IMAGE_CRITERIA,
                                    description=f"{c}, 1-5") for c in CRITERIA)
     overall_scale = SCALE

@@ -121,6 +121,7 @@ class Likelihood(Method):
     """
 
     name = "likelihood"
+    verdict_contract = "none: no verdict is written (log-likelihoods of the caption)"
     choices: ClassVar[dict[str, tuple[str, ...]]] = {}  # not a paper prompt: no variants
     modes = MODES
     default_modes = ("npmi",)

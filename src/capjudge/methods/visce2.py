@@ -89,6 +89,7 @@ class VisCE2(Method):
     """VisCE² evaluation (step 2); step 1 is :mod:`capjudge.methods.visce2_context`."""
 
     name = "visce2"
+    verdict_contract = "the rating first, an integer 0-100 (the paper reads the first integer)"
     modes = MODES
     default_modes = MODES
     score_mode = "context"

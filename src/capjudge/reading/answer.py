@@ -9,10 +9,21 @@ again under new reading rules from what was stored (never asking again).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol, TypedDict
 
-from capjudge.backends.logprobs import (
+from capjudge.protocol import (
+    JudgeRequest,
+    JudgeResponse,
+    ServerTimings,
+    SlotResult,
+    Usage,
+    worst_status,
+)
+from capjudge.reading.confirm import confirmed, needs_confirmation, read_follow_up
+from capjudge.reading.locate import find_printed
+from capjudge.reading.pending import CONFIRM, forced_reading
+from capjudge.reading.tokens import (
     READING_RULES_VERSION,
     TokenLogprob,
     TreeReading,
@@ -23,16 +34,6 @@ from capjudge.backends.logprobs import (
     read_text,
     read_tree,
 )
-from capjudge.backends.openai_followups import forced_reading
-from capjudge.protocol import (
-    JudgeRequest,
-    JudgeResponse,
-    ServerTimings,
-    SlotResult,
-    Usage,
-    worst_status,
-)
-from capjudge.reading.confirm import confirmed, needs_confirmation, read_follow_up
 
 
 class ResponseBase(TypedDict):
@@ -47,23 +48,68 @@ class ResponseBase(TypedDict):
 
 CONFIRM_MODES = ("auto", "follow_up", "off")
 """Values of the ``confirm`` option (see :mod:`capjudge.reading.confirm`)."""
-CONFIRM = 1000
-"""Digit trees of forced-anchor confirmations are kept under slot index + this."""
-QUESTION = "?"
-"""The follow-up batch's marker of a confirmation question (never a digit prefix)."""
 
 
 
 class Reader(Protocol):
-    """What re-reading needs of the backend."""
+    """What reading an answer needs to know of the backend that got it."""
 
     min_mass: float
     confirm: str
+    continue_digits: bool  # it can ask continuation follow-ups (digit trees, anchors)
+    continue_off_reason: str | None  # why not, when it cannot
 
     @property
     def force_anchor(self) -> bool: ...  # noqa: D102
 
     def confirmable(self, request: JudgeRequest) -> bool: ...  # noqa: D102
+
+
+def read_answer(reader: Reader, request: JudgeRequest, text: str,
+                tokens: Sequence[TokenLogprob] | None, truncated: bool
+                ) -> tuple[list[SlotResult], dict[int, TreeReading], dict[int, str],
+                           dict[int, int | float | None]]:
+    """Each of the request's slots read from one answer: the reading entry point of a backend.
+
+    A backend passes what the judge sent (its text, its tokens with their alternatives when
+    it returned them, whether it was cut) and gets each slot's result. For token answers it also
+    gets what more the reading needs asked (:class:`~capjudge.reading.pending.PendingDigits`):
+    each slot's digit tree (under slot index + :data:`CONFIRM` for an off-contract verdict's
+    forced-anchor confirmation), the assistant text a follow-up's prefix is appended to, and
+    which slots had their anchor forced.
+    """
+    slots: list[SlotResult] = []
+    readings: dict[int, TreeReading] = {}
+    joined = "".join(t.token for t in tokens or [])
+    bases: dict[int, str] = {}
+    forced: dict[int, int | float | None] = {}
+    confirmable = reader.confirmable(request)
+    for i, slot in enumerate(request.slots):
+        if slot.position == "next":
+            slots.append(read_next(tokens, slot))
+        elif not tokens:
+            # text_only: no distribution
+            slots.append(read_text(text, slot, truncated=truncated))
+        else:
+            readings[i] = read_tree(tokens, slot, truncated=truncated)
+            located = readings[i].located
+            if located is not None:
+                bases[i] = joined[: located.start]
+                if confirmable and located.off_contract is not None and reader.force_anchor:
+                    # Off-contract: the same judge, asked at its verdict's forced anchor
+                    # after its own answer, must agree (capjudge.reading.confirm).
+                    k = i + CONFIRM
+                    readings[k], bases[k] = forced_reading(slot, joined, tokens)
+                    forced[k] = None
+            elif reader.force_anchor and find_printed(joined, slot) is None:
+                # No number written: read the slot where its anchor is forced.
+                readings[i], bases[i] = forced_reading(slot, joined, tokens)
+                forced[i] = None
+            if not reader.continue_digits and follow_up_prefixes(readings[i]):
+                readings[i].notes.append(reader.continue_off_reason or "")
+            slots.append(finish_slot(readings[i], reader.min_mass, forced, i))
+    confirm_at_anchors(slots, readings, forced, reader.min_mass, reader.continue_digits)
+    return slots, readings, bases, forced
 
 
 def rereadable_text(request: JudgeRequest, response: JudgeResponse) -> bool:
