@@ -233,3 +233,33 @@ def test_every_method_states_its_verdict_contract() -> None:
 
     for name in ("gveval", "gveval-accr", "visce2", "harmoniceval", "cap3d", "likelihood"):
         assert get_method(name).verdict_contract, name
+
+
+def test_the_question_is_asked_where_continuation_is_off(tmp_path: Path) -> None:
+    # OpenAI's own API cannot continue an answer (continue_digits off): the question is its
+    # one channel, and it is still asked.
+    def script(body: dict[str, Any]) -> Scripted:
+        text = '{"score": 80}' if _question(body) else "Accurate.\n**Score:** 80"
+        return Scripted(text=text, logprobs=False)
+
+    out, server = _score(tmp_path, script, "confirm=follow_up", "continue_digits=false")
+    assert out["criteria"]["score"]["confirmation"] == "follow-up" and out["score"] == 80
+    assert sum(_question(b) for b in server.requests) == 1
+
+
+def test_the_summary_counts_readings_by_confirmation() -> None:
+    import pyarrow as pa
+
+    from capjudge.client import ClientStats
+    from capjudge.judge_config import JudgeConfig
+    from capjudge.judge_out import summarise
+
+    table = pa.table({
+        "status": ["text_only", "text_only", "parse_failure", "skipped"],
+        "mode": ["ref-only"] * 4, "reason": [None, None, "unconfirmed: ...", "why"],
+        "cost_usd": [None] * 4, "template": ["t"] * 4, "completion_tokens": [10] * 4,
+        "confirmation": ["on-contract", "unconfirmed", "contradicted", None]})
+    summary = summarise(table, ClientStats(), JudgeConfig(backend="fake/x", method="gveval"),
+                        {"backend": "fake/x"}, 1.0)
+    assert summary["by_confirmation"] == {"contradicted": 1, "on-contract": 1, "unconfirmed": 1}
+    assert any("1 of 3 readings are off the method's contract" in n for n in summary["notes"])
