@@ -68,9 +68,25 @@ def test_harmoniceval_overall_uses_the_scored_criteria_and_says_what_is_missing(
     ("C. Score: 1/2\nH. Score: 0", 0.5, 0.0),
     ("C Score = 2½\nH Score = ½", 2.5, 0.5),
     ("correctness score: 3\nhallucination score: 0\nPrecision Score: 100%", 3.0, 0.0),
+    # Issue 40: a count in words, "None" for zero, a value corrected on its own line, a block
+    # of final scores after a review.
+    ("C. Score: three (chair, wooden, rocking)\nH. Score: None", 3.0, 0.0),
+    ("C. Score: 4\nH. Score: 1 — actually, on re-checking view 3 the handle is there, so "
+     "H. Score: 0.", 4.0, 0.0),
+    ("Initial:\n- C. Score: 4\n- H. Score: 2\nFinal scores after review:\nC. Score: 5\n"
+     "H. Score: 1", 5.0, 1.0),
 ])
 def test_ch_parsing(text: str, c: float, h: float) -> None:
     assert parse_ch(text) == (pytest.approx(c), pytest.approx(h))
+
+
+def test_ch_two_blocks_with_nothing_preferring_one_abstain() -> None:
+    # The judge scores the candidate, then its own corrected caption: which block is the
+    # candidate's is not for a reader to guess.
+    text = ("**Original caption**\nC. Score: 2\nH. Score: 2\n\n**Corrected caption:** ...\n"
+            "C. Score: 5\nH. Score: 0")
+    c, h = parse_ch(text)
+    assert c is None and h is None
 
 
 def test_ch_parse_failures_and_undefined_precision() -> None:

@@ -32,7 +32,9 @@ from capjudge.methods.base import (
 )
 from capjudge.prompts import get_template
 from capjudge.protocol import JudgeRequest, JudgeResponse
+from capjudge.reading.locate import REVISION
 from capjudge.reading.masking import find_decline, mask_text
+from capjudge.reading.numbers import number_at
 from capjudge.reading.structure import json_fields, table_fields, xml_fields
 from capjudge.reading.view import answer_view, normalise
 from capjudge.reading.vocabulary import TRANSLATIONS, key
@@ -106,6 +108,7 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
     line = _LATEX.sub(r"\1", line).replace("$", " ")
     line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
     line = re.sub(r"\s*(?:points?|pts?\.?)\b.*$", "", line, flags=re.I)
+    line = re.sub(r"(?<=\d)\.$", "", line)  # "so H. Score: 0.": the sentence's full stop
     if re.match(rf"{_SIGNED}\s*(?:%|percent\b)", line, re.I):
         return None, (f"the {name} score is a percentage ({rest.strip()[:40]!r}), not a count "
                       "of points")
@@ -118,6 +121,11 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
         elif (m := _SUM.match(line)) is not None:
             value = sum(parse_points(term) for term in
                         re.split(r"\s*\+\s*", m.group("expr")))
+        elif _NONE.match(line):
+            value = 0.0  # "None", "zero", "无": no attribute of that kind
+        elif (n := number_at(line, 0)) is not None and n.kind != "digits" and re.match(
+                r"\s*(?:$|[.,;(\-\u2014])", line[n.end:]):
+            value = n.value  # "three (chair, wooden, rocking)": a count in words
         else:
             return None, f"no number after the {name} score label ({rest.strip()[:40]!r})"
     except ValueError as exc:
@@ -127,6 +135,10 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
             return -value, None  # "-2": two points deducted, i.e. two hallucination points
         return None, f"negative {name} points ({rest.strip()[:40]!r})"
     return value, None
+
+
+_NONE = re.compile(r"(?:none|zero|nil|no\s+(?:hallucinat\w*|errors?|incorrect\w*|correct\w*)|"
+                   r"无|没有|なし|없음)\s*(?:$|[.,;(\-\u2014])", re.I)
 
 
 def _value_after(text: str, end: int) -> str:
@@ -197,17 +209,62 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
     masked = mask_text(view.text, [normalise(q)[0] for q in quotes])
     out: dict[str, tuple[float | None, str | None]] = {}
     for name, rx in _PATTERNS.items():
-        matches = list(rx.finditer(masked))
-        values = [_read_points(name, _value_after(masked, m.start("rest"))) for m in matches]
-        if truncated and matches and not masked[matches[-1].end():].strip():
+        places = _occurrences(rx, masked)
+        values = [_read_points(name, _value_after(masked, start)) for start, _ in places]
+        if truncated and places and not masked[places[-1][1]:].strip():
             values[-1] = (None, f"the answer was cut at max_tokens right after the {name} "
                                 "points: the number may be unfinished")
         if not values:
             values = _structured_points(masked, name)
-        readable = [v for v in values if v[0] is not None]
-        out[name] = (readable[-1] if readable and values[-1][0] is not None else
-                     values[-1] if values else (None, f"no {name} score in the output"))
+            places = [(0, 0)] * len(values)
+        out[name] = _decide(name, masked, values, places)
     return out
+
+
+# What introduces a later block of points as the revision of an earlier one ("Final scores
+# after review:"); never "Corrected caption:" (that scores another caption).
+_REVISED_BLOCK = re.compile(r"\b(?:re-?check\w*|after\s+all|final\s+(?:scores?|review|"
+                            r"assessment|answer|points|counts?)|after\s+(?:review|re-?check\w*)|"
+                            r"updated\s+(?:scores?|points|counts?))\b", re.I)
+
+
+def _occurrences(rx: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """Where each label's value starts and where its stretch ends.
+
+    A second label on the same line ("H. Score: 1 — actually ... so H. Score: 0") is an
+    occurrence of its own.
+    """
+    out = []
+    pos = 0
+    while (m := rx.search(text, pos)) is not None:
+        inner = rx.search(text, m.start("rest"), m.end("rest"))
+        out.append((m.start("rest"), inner.start() if inner else m.end("rest")))
+        pos = inner.start() if inner else m.end()
+    return out
+
+
+def _decide(name: str, text: str, values: list[tuple[float | None, str | None]],
+            places: list[tuple[int, int]]) -> tuple[float | None, str | None]:
+    """One count from its labelled values: all alike, or a later one introduced as a revision.
+
+    Different values with nothing preferring the last (a judge that also scores its own
+    rewrite, or a second caption) abstain, quoting them.
+    """
+    if not values:
+        return None, f"no {name} score in the output"
+    if values[-1][0] is None:
+        return values[-1]
+    readable = [(v, p) for v, p in zip(values, places, strict=True) if v[0] is not None]
+    last, (last_start, _) = readable[-1]
+    differing = [(v, p) for v, p in readable if v[0] != last[0]]
+    if not differing:
+        return last
+    between = text[differing[-1][1][0]: last_start]
+    if REVISION.search(between) or _REVISED_BLOCK.search(between):
+        return last
+    shown = ", ".join(f"{v[0]:g}" for v, _ in readable[:4])
+    return None, (f"{len({v[0] for v, _ in readable})} different {name} points ({shown}) and "
+                  "nothing says which is the verdict")
 
 
 def parse_ch(text: str) -> tuple[float | None, float | None]:

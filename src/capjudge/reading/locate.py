@@ -89,6 +89,9 @@ _REVISION = re.compile(
     r"re-?(?:consider|read|evaluat|assess|examin|think|check)\w*|"
     r"let\s+me\s+(?:adjust|revise|correct|lower|raise)|adjust(?:ed|ing)?\s+(?:the\s+)?"
     r"(?:score|rating)|updated?\s+(?:score|rating)|however,?\s+looking)\b", re.I)
+REVISION = _REVISION
+"""What introduces a revised verdict ("actually", "on reflection", "correcting my ..."): public
+for the methods that read their own points (cap3d)."""
 _REFUSAL = re.compile(
     r"\b(?:I(?:'|\u2019)?m sorry|I am sorry|I (?:cannot|can(?:'|\u2019)?t|am unable to|'m "
     r"unable to|won(?:'|\u2019)?t)|(?:cannot|unable to) (?:assist|help|evaluate|rate|comply))",
