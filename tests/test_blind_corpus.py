@@ -67,14 +67,13 @@ def test_corpus_d_no_wrong_value_as_valid_and_read_right_but_for_abstentions(
 # Corpus E (issue 40: a fifth writer, after the contract and the second channel were designed,
 # committed before it was measured; each case also carries the judge's reply to the follow-up
 # question). Before the change: 76/129 read right, 20 wrong values returned as valid. Replayed
-# with ``confirm: follow_up`` (an OpenAI-protocol server without logprobs): 96/129, 4 wrong
-# values returned as valid, listed here so that no other slips in. Two are cap3d (its reader has
-# no second channel yet), one is VisCE²'s literal first-integer rule that the follow-up repeats,
-# one an on-contract verdict that praises the references only.
+# with ``confirm: follow_up`` (an OpenAI-protocol server without logprobs): 99/129, 2 wrong
+# values returned as valid, listed here so that no other slips in: VisCE²'s literal
+# first-integer reading that the follow-up repeats, and an on-contract verdict after praise of
+# the references alone.
 CORPUS_E = load(DATA / "blind_answers_e.json") \
     if (DATA / "blind_answers_e.json").is_file() else []
-KNOWN_WRONG_E = {"E-gv-scores-references-only", "E-vc-single-digit-literal", "E-c3-withdraw-h",
-                 "E-c3-rewrite-scored-too"}
+KNOWN_WRONG_E = {"E-gv-scores-references-only", "E-vc-single-digit-literal"}
 
 
 def test_corpus_e_with_confirmation(tmp_path: Path) -> None:
@@ -89,4 +88,4 @@ def test_corpus_e_with_confirmation(tmp_path: Path) -> None:
     assert wrong <= KNOWN_WRONG_E, "NEW WRONG VALUES RETURNED AS VALID: " + ", ".join(
         sorted(wrong - KNOWN_WRONG_E))
     right = sum(o.right for o in outcomes.values())
-    assert right >= 96, right  # measured: 96/129
+    assert right >= 99, right  # measured: 99/129

@@ -112,6 +112,16 @@ def test_agreement_keeps_the_reading_and_takes_the_distribution() -> None:
     assert out.printed == 80 and out.probs is not None and "P(80) = 0.70" in (out.read_by or "")
 
 
+def test_a_weak_anchor_confirms_weakly() -> None:
+    own = SlotResult("score", list(range(101)), [0.0] * 80 + [1.0] + [0.0] * 20, 1.0,
+                     "logprobs", "ok", None, 80, confirmation="unconfirmed")
+    weak = _anchor({80: 0.6, 40: 0.4})
+    weak.status, weak.reason = "low_mass", "captured mass 0.030 < 0.5"
+    out = confirmed(own, weak, "forced-anchor")
+    assert out.status == "low_mass" and out.confirmation == "forced-anchor"
+    assert "captured mass 0.030" in (out.reason or "")
+
+
 def test_disagreement_is_a_failure_quoting_both() -> None:
     out = confirmed(_unconfirmed(80), _anchor({40: 0.9, 80: 0.1}), "forced-anchor")
     assert out.status == "parse_failure" and out.confirmation == "contradicted"

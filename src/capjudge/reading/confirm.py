@@ -96,7 +96,7 @@ def confirmed(result: SlotResult, second: SlotResult | None, channel: str) -> Sl
     printed = result.printed
     if second is None or second.status not in ("ok", "low_mass", "text_only"):
         why = second.reason if second is not None and second.reason else "no reading"
-        return _contradicted(result, f"the {channel} gave no reading ({why})")
+        return _contradicted(result, f"the {channel} gives no reading ({why})")
     other: int | float | None = second.printed if channel == "follow-up" else _most_likely(second)
     if other is None or printed is None or float(other) != float(printed):
         p = ""
@@ -107,6 +107,11 @@ def confirmed(result: SlotResult, second: SlotResult | None, channel: str) -> Sl
     if channel == "forced-anchor" and second.probs is not None:
         note += f" (P({printed}) = {second.probs[second.values.index(int(printed))]:.2f})"
     out = replace(result, confirmation=channel, read_by=(result.read_by or "") + note)
+    if second.status == "low_mass" and out.status == "ok":
+        # A confirmation is no surer than its channel: an anchor that captured little
+        # probability agrees weakly, and the row is flagged as such.
+        out = replace(out, status="low_mass", reason=f"confirmed at a forced anchor that "
+                      f"captured little probability ({second.reason})")
     if result.probs is None and second.probs is not None and channel == "forced-anchor":
         # A verdict without a digit distribution (a rubric word, a number in words) takes the
         # anchor's: the server gave one, and the value it confirms is the printed one.
@@ -117,8 +122,8 @@ def confirmed(result: SlotResult, second: SlotResult | None, channel: str) -> Sl
 
 def _contradicted(result: SlotResult, why: str) -> SlotResult:
     return replace(result, status="parse_failure", probs=None, confirmation="contradicted",
-                   reason=f"unconfirmed: the answer's off-contract reading {result.printed} "
-                          f"({result.read_by}) and {why} disagree")
+                   reason=f"unconfirmed: the answer reads {result.printed} ({result.read_by}), "
+                          f"and {why}")
 
 
 def follow_up_question(slots: Sequence[ScoreSlot]) -> str:
