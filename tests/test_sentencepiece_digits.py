@@ -142,3 +142,34 @@ def test_a_batch_of_mixed_lengths_is_generated_in_length_sorted_batches(
         assert answer.text == alone.text
         assert answer.usage.prompt_tokens == alone.usage.prompt_tokens
         assert answer.slots[0].probs == pytest.approx(alone.slots[0].probs, abs=1e-5)
+
+
+def test_an_off_contract_verdict_is_confirmed_at_the_forced_anchor(
+        llama: HFBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 40 on transformers: the verdict in the method's format is read where it was
+    # written; one off it (a labelled line, not "The final score is $N$") also asks the exact
+    # distribution after the whole answer and the slot's forced prefix, which must agree.
+    from capjudge.protocol import JudgeRequest, Message
+
+    request = JudgeRequest(messages=(Message("user", ("Rate it.",)),), slots=(GVEVAL,))
+    prompt = _ids(llama, "Rate it.")
+    contexts: list[list[int]] = []
+    real = llama.distribution
+
+    def spy(context: list[int], values: list[int], extras: object = None) -> dict[int, float]:
+        contexts.append(list(context))
+        return real(context, values, extras)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(llama, "distribution", spy)
+    on = llama._score(request, prompt, _ids(llama, "Good. The final score is $85$."), {})
+    assert on.slots[0].confirmation == "on-contract" and len(contexts) == 1
+    contexts.clear()
+    answer = _ids(llama, "The final score: 85")
+    off = llama._score(request, prompt, answer, {})
+    slot = off.slots[0]
+    assert len(contexts) == 2  # where it was written, then the forced anchor
+    forced = llama.tokenizer.encode(GVEVAL.forced_prefix, add_special_tokens=False)
+    assert contexts[1] == prompt + answer + forced
+    assert slot.confirmation in ("forced-anchor", "contradicted")
+    assert (slot.status == "parse_failure") == (slot.confirmation == "contradicted")
+    assert "off-contract" in (slot.read_by or "")

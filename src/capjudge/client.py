@@ -656,6 +656,11 @@ class JudgeClient:
         min_mass = getattr(self.backend, "min_mass", None)
         if isinstance(min_mass, (int, float)):
             out["min_mass"] = float(min_mass)
+        confirm = getattr(self.backend, "confirm", None)
+        if isinstance(confirm, str):
+            # How off-contract verdicts were confirmed (capjudge.reading.confirm): a change
+            # re-reads the stored answer (what it cannot confirm from it stays unconfirmed).
+            out["confirm"] = confirm
         return out
 
     def _wait_for_pause(self) -> str | None:

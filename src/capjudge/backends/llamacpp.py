@@ -366,7 +366,7 @@ class LlamaCppBackend(OpenAIBackend):
 
     options = frozenset({"mmproj", "parallel", "threads", "poll", "ctx", "min_mass",
                          "concurrency", "continue_digits", "force_anchor", "determinism",
-                         "engines"})
+                         "engines", "confirm"})
     default_concurrency = 1
     shared = True
     pipelined = False  # an item's follow-ups keep their engine's cached prompt
@@ -376,7 +376,8 @@ class LlamaCppBackend(OpenAIBackend):
                  poll: int | None = None,
                  ctx: int | None = None, min_mass: float = 0.5, concurrency: int | None = None,
                  continue_digits: bool = True, force_anchor: bool | None = None,
-                 determinism: str = "deterministic", engines: int | None = None) -> None:
+                 determinism: str = "deterministic", engines: int | None = None,
+                 confirm: str = "auto") -> None:
         gguf, alias = resolve_model(model)
         self.model = alias
         self.backend_id = f"llamacpp/{model}"
@@ -413,7 +414,7 @@ class LlamaCppBackend(OpenAIBackend):
                                          json_schema=True)
         # The engine continues a final assistant message (prefill) and can force anchors.
         self._init_reading(min_mass, continue_digits, "prefill", force_anchor,
-                           server="llama.cpp")
+                           server="llama.cpp", confirm=confirm)
 
     @classmethod
     def concurrency_for(cls, options: Mapping[str, object]) -> int:

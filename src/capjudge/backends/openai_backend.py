@@ -593,7 +593,8 @@ class OpenAIBackend(Backend):
         again from its raw tokens and follow-up continuations; otherwise only ``min_mass`` is
         re-applied (:meth:`Backend.reread`).
         """
-        stale = response.read_with.get("reading_rules") != READING_RULES_VERSION
+        stale = (response.read_with.get("reading_rules") != READING_RULES_VERSION
+                 or response.read_with.get("confirm", self.confirm) != self.confirm)
         if stale and response.raw and response.raw.get("tokens") and request.slots:
             return reread_raw(self, request, response)
         if stale and request.slots and rereadable_text(request, response):

@@ -136,6 +136,7 @@ def reread_text(backend: Reader, request: JudgeRequest, response: JudgeResponse
     done = response_of(response.text, slots, finish_reason, request, base)
     done.raw, done.attempts = response.raw, response.attempts
     done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
+                      "confirm": backend.confirm,
                       "min_mass": backend.min_mass}
     return done
 
@@ -177,6 +178,7 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
     done.raw = raw
     done.attempts = response.attempts
     done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
+                      "confirm": backend.confirm,
                       "min_mass": backend.min_mass}
     return done
 
