@@ -237,7 +237,7 @@ def test_backends_read_answers_through_the_reading_seam_only() -> None:
                    for target in targets if target.startswith("capjudge.reading."))
     assert found == []
     assert "capjudge.reading" in graph["capjudge.backends.openai_backend"]
-    assert "capjudge.reading" in graph["capjudge.backends.hf"]
+    assert "capjudge.reading" in graph["capjudge.backends.hf_digits"]
 
 
 # -- function length -------------------------------------------------------------------------
