@@ -81,6 +81,46 @@ def test_abstains(text: str, slot: ScoreSlot, why: str) -> None:
     assert isinstance(found, Unreadable) and why in found.reason
 
 
+VISCE2 = ScoreSlot("score", 0, 100, "", None, "", position="first")
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    # Struck-through text is deleted text.
+    ("**Final score:** ~~$85$~~ $74$ (corrected after re-checking the colour).", GVEVAL, 74),
+    # A correction that says "should be" is not a hypothetical.
+    ("Accuracy: $85$\n\nCorrection: on a second look it does mention the kite, so accuracy "
+     "should be higher — Accuracy: $90$.", ACCURACY, 90),
+])
+def test_corrections_are_read(text: str, slot: ScoreSlot, value: int) -> None:
+    assert _read(text, slot).value == value
+
+
+@pytest.mark.parametrize(("text", "slot", "why"), [
+    ("The given caption is too generic. An improved caption:\n\n\"A puppy chews a rope.\"\n\n"
+     "Evaluation of the improved caption: it names the breed and the toy.\n\n"
+     "The final score is $92$.", GVEVAL, "something else"),
+    ("Image clarity: 90/100. The caption is appropriate for the image.", VISCE2,
+     "something else"),
+    ("5\n\nMostly accurate, but the bus colour is wrong, so I'd put it at High Correctness "
+     "(4).", HARMONIC, "disagree"),
+])
+def test_more_abstentions(text: str, slot: ScoreSlot, why: str) -> None:
+    found = locate(text, slot)
+    assert isinstance(found, Unreadable) and why in found.reason
+
+
+def test_a_ticked_line_that_writes_its_number_is_read_at_the_digit() -> None:
+    text = "- [ ] 1 Very Low Correctness\n- [x] 4 High Correctness\n- [ ] 5 Extremely High"
+    found = _read(text, HARMONIC)
+    assert found.kind == "digits" and text[found.start: found.digits_end] == "4"
+
+
+def test_an_improved_caption_beside_a_scored_candidate_is_no_bar() -> None:
+    text = ('The candidate caption misses the dog. An improved caption would be: "A dog on a '
+            'mat."\n\nThe final score is $40$.')
+    assert _read(text, GVEVAL).value == 40
+
+
 def test_chat_template_tokens_end_the_answer() -> None:
     text = ("The caption misses the dog. **Score: 40**<|im_end|>\n<|im_start|>user\nRate this "
             "one.<|im_end|>\n<|im_start|>assistant\nThe final score is $90$.")

@@ -41,10 +41,13 @@ _DOUBT = re.compile(
 # What a verdict sentence scores when it is not the candidate.
 _OTHER_TARGET = re.compile(
     r"\b(?:my|the)\s+(?:own\s+)?(?:improved|revised|rewritten|corrected|better|suggested|"
-    r"alternative|proposed|new)\s+(?:caption|description|version)|\bthis\s+(?:improved|revised|"
-    r"rewritten|corrected|better)\s+(?:caption|description|version)|\b(?:image|photo|picture|"
-    r"video|render(?:ing)?)\s+quality|\bthe\s+reference(?:\s+caption)?\s+(?:itself\s+)?"
+    r"alternative|proposed|new)\s+(?:caption|description|version)|\b(?:this|the)\s+(?:improved|"
+    r"revised|rewritten|corrected|better)\s+(?:caption|description|version)|\b(?:image|photo|"
+    r"picture|video|render(?:ing)?)(?:'s)?\s+(?:quality|clarity|sharpness|resolution|"
+    r"composition|aesthetics?|lighting|exposure)|\bthe\s+reference(?:\s+caption)?\s+(?:itself\s+)?"
     r"(?:scores?|gets?|deserves?|earns?|would\s+(?:get|score))", re.I)
+_CANDIDATE = re.compile(r"\b(?:candidate|generated|given|original|model'?s?)\s+(?:caption|"
+                        r"description|text)|\bthe\s+candidate\b", re.I)
 _REFERENCE_SUBJECT = re.compile(r"\s*(?:the\s+)?reference(?:\s+caption)?(?:\s+\d)?\s+(?:is|was|"
                                 r"gives|describes|captures)\b", re.I)
 _CHECK_LINE = re.compile(
@@ -117,8 +120,15 @@ def checklist(text: str, slot: ScoreSlot) -> Candidate | Unreadable | None:
                           f"{what}")
     value, m = ticked[0]
     start = m.start("rest")
-    number = Number(start, start + len(m.group("rest")), start + len(m.group("rest")),
-                    float(value), m.group("rest").strip(), "level")
+    digits = re.match(r"[\s*_`$]*(\d+)", m.group("rest"))
+    if digits is not None and int(digits.group(1)) == value:
+        # The line writes its level's number: read there (with its tokens' distribution).
+        at = start + digits.start(1)
+        number = Number(at, at + len(digits.group(1)), at + len(digits.group(1)), float(value),
+                        digits.group(1), "digits")
+    else:
+        number = Number(start, start + len(m.group("rest")), start + len(m.group("rest")),
+                        float(value), m.group("rest").strip(), "level")
     return Candidate(number, f"the ticked checklist line {m.group(0).strip()[:60]!r}", 2,
                      source="checklist")
 
@@ -146,6 +156,14 @@ def other_target(text: str, chosen: Candidate) -> str | None:
         m = _OTHER_TARGET.search(before)
         if m is None and re.search(r"\b(?:it|this|that)\b", sentence, re.I):
             m = _REFERENCE_SUBJECT.match(before)
+        if m is None:
+            # "Evaluation of the improved caption: ... \n\nThe final score is $92$.": the
+            # paragraph before the verdict evaluates something else, and never the candidate.
+            head = text[:start].rstrip()  # the verdict's paragraph, or the one before it
+            paragraph = head[max(head.rfind("\n\n"), 0):]
+            found = _OTHER_TARGET.search(paragraph)
+            if found is not None and not _CANDIDATE.search(paragraph):
+                m = found
     if m is None:
         return None
     return (f"the verdict {chosen.number.written.strip()!r} scores something else "

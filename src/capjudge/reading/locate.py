@@ -621,6 +621,17 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
             return revised
         if revised is not None:
             chosen = revised
+        elif (named := [c for c in _level_candidates(cleaned, slot)
+                        if c.number.start > chosen.number.end
+                        and c.number.value != chosen.number.value]) and len(
+                {c.number.value for c in _level_candidates(cleaned, slot)}) == 1:
+            # "5 ... so I'd put it at High Correctness (4)": the opening rating and the level
+            # the answer names later compete, and nothing says which stands (several levels
+            # named are the scale restated, not a verdict).
+            return Unreadable("parse_failure", f"the opening rating "
+                              f"{chosen.number.written.strip()!r} and {named[0].how} "
+                              f"({int(named[0].number.value)}) "
+                              "disagree, and nothing says which stands", printed_value(chosen))
     if (other := other_target(cleaned, chosen)) is not None:
         return Unreadable("parse_failure", other, printed_value(chosen))
     after = cleaned[chosen.number.end:]

@@ -165,10 +165,19 @@ def mask_hypotheticals(text: str) -> str:
     "I would rate it 85" and "I'd give it a 4" are verdicts and stay.
     """
     for m in list(_SENTENCE.finditer(text)):
-        if m.group(0).strip() and _HYPOTHETICAL.search(m.group(0)) and \
-                _DIGITS.search(m.group(0)):
+        sentence = m.group(0)
+        if sentence.strip() and _HYPOTHETICAL.search(sentence) and _DIGITS.search(sentence) \
+                and not (_CORRECTION.search(sentence) and not _CONDITION.search(sentence)):
             text = _blank(text, m.start(), m.end())
     return text
+
+
+# "Correction: on a second look ... completeness should be higher — Completeness: $75$": a
+# correction that says "should be", not a hypothetical (no condition in it).
+_CORRECTION = re.compile(r"\b(?:correction|correcting|corrected|on\s+(?:a\s+)?(?:second|closer)\s+"
+                         r"(?:look|thought|reading)|re-?check\w*|I\s+was\s+wrong)\b", re.I)
+_CONDITION = re.compile(r"\b(?:if|had|unless|were|would\s+have|could\s+have|might\s+have|"
+                        r"assuming|suppose)\b", re.I)
 
 
 _DECLINE = re.compile(

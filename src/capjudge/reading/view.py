@@ -21,6 +21,7 @@ Before anything looks for a verdict, the answer is put in one canonical form
   leaks one has stopped its turn: what follows (often an invented user turn and another
   answer) is never the judge's verdict. Tokens before any content (and their role word) are
   skipped.
+- **Struck-through text** (``~~$85$~~``, ``<del>``, ``<s>``) is text the judge deleted: blanked.
 - **LaTeX math delimiters** ``\( 82 \)`` and ``\[ 82 \]`` read as ``$ 82 $``; an
   **arithmetic verdict** inside the delimiters (``$100 - 12 - 6 = 82$``) reads as its result.
 
@@ -178,6 +179,15 @@ def end_of_turn(text: str) -> str:
     return text
 
 
+# Markdown and HTML strikethrough: text the judge deleted ("~~$85$~~ $74$").
+_STRUCK = re.compile(r"~~(?!~)[^\n]*?~~|<\s*(s|del|strike)\s*>.*?<\s*/\s*\1\s*>", re.I | re.S)
+
+
+def strike_out(text: str) -> str:
+    """Struck-through text blanked (same length): the judge deleted it."""
+    return _STRUCK.sub(lambda m: " " * len(m.group(0)), text)
+
+
 def plain_math(text: str) -> str:
     """LaTeX math delimiters as ``$`` and an arithmetic verdict as its result (same length)."""
     text = _LATEX_MATH.sub(lambda m: " $" + m.group("body") + "$ ", text)
@@ -187,7 +197,7 @@ def plain_math(text: str) -> str:
 def answer_view(text: str) -> AnswerView:
     """The canonical view of an answer (see the module doc)."""
     normal, index = normalise(text or "")
-    normal = plain_math(end_of_turn(normal))
+    normal = plain_math(strike_out(end_of_turn(normal)))
     stripped, cut, had = strip_reasoning(normal)
     stripped = _answer_only(stripped)
     # Cut inside its reasoning, with nothing after it: the verdict was never written.
