@@ -313,3 +313,17 @@ def test_the_summary_counts_readings_by_confirmation() -> None:
                         {"backend": "fake/x"}, 1.0)
     assert summary["by_confirmation"] == {"contradicted": 1, "on-contract": 1, "unconfirmed": 1}
     assert any("1 of 3 readings are off the method's contract" in n for n in summary["notes"])
+
+
+def test_the_stage_summary_sees_the_confirmation_column(tmp_path: Path) -> None:
+    # The pipeline's judge stage summarises the combined parts' columns: the counts by
+    # confirmation need the column there (a fresh clone's summary showed none without it).
+    import pyarrow.parquet as pq
+
+    from capjudge.judge_rows import rows_table
+    from capjudge.parts import combine_parts
+
+    part = tmp_path / "part-0.parquet"
+    pq.write_table(rows_table([]), part)
+    table = combine_parts([part], tmp_path / "judgements.parquet")
+    assert "confirmation" in table.column_names

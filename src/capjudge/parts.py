@@ -178,7 +178,8 @@ def combine_parts(parts: Iterable[str | Path], out: str | Path) -> pa.Table:
     """
     out = Path(out)
     kept: list[pa.Table] = []
-    summary_columns = ["status", "mode", "reason", "cost_usd", "template", "completion_tokens"]
+    summary_columns = ["status", "mode", "reason", "cost_usd", "template", "completion_tokens",
+                       "confirmation"]
     with atomic_path(out) as tmp, pq.ParquetWriter(tmp, JUDGEMENTS_SCHEMA) as writer:
         for part in parts:
             table = pq.read_table(part, schema=JUDGEMENTS_SCHEMA)

@@ -43,7 +43,7 @@ from capjudge.testing.scripted import Scripted as Scripted
 from capjudge.testing.scripted import Token as Token
 from capjudge.testing.scripted import TopLogprob as TopLogprob
 from capjudge.testing.scripted import Usage as Usage
-from capjudge.testing.scripted import _assistant_text as _assistant_text
+from capjudge.testing.scripted import assistant_text
 from capjudge.testing.scripted import default_script as default_script
 from capjudge.testing.scripted import is_continuation as is_continuation
 from capjudge.testing.scripted import original_request as original_request
@@ -422,7 +422,7 @@ class MockHandler(BaseHTTPRequestHandler):
         if is_continuation(body):
             # A digit follow-up: continue the original answer after the given prefix.
             scripted = server.script(original_request(body))
-            content, tokens = render_continuation(scripted, _assistant_text(body), top_n)
+            content, tokens = render_continuation(scripted, assistant_text(body), top_n)
             limit = int(body.get("max_tokens") or 0)
             if limit and len(tokens) > limit:
                 tokens, finish_reason = tokens[:limit], "length"

@@ -379,7 +379,8 @@ def original_request(body: ChatRequest) -> ChatRequest:
     return out
 
 
-def _assistant_text(body: ChatRequest) -> str:
+def assistant_text(body: ChatRequest) -> str:
+    """The text of a continuation request's last (assistant) message."""
     content = body["messages"][-1].get("content")
     if isinstance(content, list):
         return "".join(c.get("text", "") for c in content if c.get("type") == "text")
