@@ -7,7 +7,7 @@ import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from capjudge.backends.compute_thread import computes
 from capjudge.backends.hf_likelihood import HFLikelihood
@@ -21,7 +21,13 @@ from capjudge.protocol import (
     Usage,
     worst_status,
 )
-from capjudge.reading import confirmed, contract_fields, find_printed, needs_confirmation
+from capjudge.reading import (
+    Located,
+    confirmed,
+    contract_fields,
+    find_printed,
+    needs_confirmation,
+)
 from capjudge.scoring import normalise
 
 log = logging.getLogger(__name__)
@@ -35,9 +41,10 @@ class HFDigits(HFPrefix, HFLikelihood):
         text = self.tokenizer.decode(new_ids, skip_special_tokens=True)
         slots = []
         for slot in request.slots:
-            context, forced, printed = self._slot_context(slot, prompt_ids, new_ids, text)
+            found = find_printed(text, slot)  # located once: the context and the contract
+            context, forced, printed = self._slot_context(slot, prompt_ids, new_ids, text,
+                                                          found)
             result = self._teacher_forced(slot, context, extras, printed, forced)
-            found = find_printed(text, slot)
             if forced:
                 result.confirmation = "forced-anchor" if result.status != "parse_failure" \
                     else None
@@ -83,7 +90,8 @@ class HFDigits(HFPrefix, HFLikelihood):
         return prompt_ids + new_ids + forced
 
     def _slot_context(self, slot: ScoreSlot, prompt_ids: list[int], new_ids: list[int],
-                      text: str) -> tuple[list[int], bool, int | float | None]:
+                      text: str, found: Located | None | Literal[False] = False
+                      ) -> tuple[list[int], bool, int | float | None]:
         """Token ids up to the score position, whether it was forced, and the number printed.
 
         The number is the one the model printed, if any.
@@ -93,8 +101,10 @@ class HFDigits(HFPrefix, HFLikelihood):
         the row says so (``anchor_forced``): for ``"last"`` slots after the whole text and the
         slot's ``forced_prefix``, for ``"first"`` slots at the start of the answer (which is
         *not* where the model wrote its number when it wrote one later, e.g. "Rating: 4").
+        ``found``: the slot's reading of ``text`` when the caller has it (False: read here).
         """
-        found = find_printed(text, slot)
+        if found is False:
+            found = find_printed(text, slot)
         printed = found.printed if found is not None else None
         if found is not None:
             k = self._token_at(new_ids, found.start)

@@ -149,6 +149,7 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
               for t, lp, top in raw["tokens"]]
     after = raw.get("after") or {}
     notes = raw.get("notes") or {}
+    joined = "".join(t.token for t in tokens)
     slots: list[SlotResult] = []
     for i, slot in enumerate(request.slots):
         if slot.position == "next":
@@ -164,7 +165,7 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
                 anchor is not None or (slot.position == "first" and not slot.forced_prefix
                                        and backend.force_anchor)):
             # The forced anchor's tree as it was asked (never asked again).
-            second, _ = forced_reading(slot, "".join(t.token for t in tokens), tokens)
+            second, _ = forced_reading(slot, joined, tokens)
             for prefix, node in (anchor or {}).items():
                 add_continuation(second, prefix, node)
             slots[-1] = confirmed(slots[-1], finish_slot(second, backend.min_mass,

@@ -73,10 +73,10 @@ def needs_confirmation(result: SlotResult) -> bool:
 
 
 def _most_likely(result: SlotResult) -> int | None:
-    if result.probs is None or not result.mass:
+    probs = result.probs
+    if probs is None or not result.mass:
         return None
-    best = max(range(len(result.probs)), key=lambda k: result.probs[k])  # type: ignore[index]
-    return result.values[best]
+    return result.values[max(range(len(probs)), key=lambda k: probs[k])]
 
 
 def confirmed(result: SlotResult, second: SlotResult | None, channel: str) -> SlotResult:

@@ -595,14 +595,16 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if ticked is not None:
         return replace(_located(view, ticked), off_contract=f"read from a ticked checklist "
                        f"line ({ticked.how}), not the method's format")
-    chosen = _decide_uncut(_structured(view.text, masked, slot) + _format_candidates(cleaned, slot)
+    formats = _format_candidates(cleaned, slot)  # also what the contract counts
+    chosen = _decide_uncut(_structured(view.text, masked, slot) + formats
                     + _label_candidates(cleaned, slot) + _opening_candidates(cleaned, slot)
                     + _standalone_candidates(cleaned, slot)
                     + _own_scale_candidates(masked, slot), cleaned, slot, truncated)
     if chosen is None:
         chosen = _decide_uncut(_phrase_candidates(cleaned, slot), cleaned, slot, truncated)
+    levels = _level_candidates(cleaned, slot)
     if chosen is None:
-        chosen = decide(_level_candidates(cleaned, slot), cleaned, slot)
+        chosen = decide(levels, cleaned, slot)
     if chosen is None:
         return _nothing(masked, cleaned, slot, truncated)
     if isinstance(chosen, Unreadable):
@@ -621,10 +623,9 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
             return revised
         if revised is not None:
             chosen = revised
-        elif (named := [c for c in _level_candidates(cleaned, slot)
-                        if c.number.start > chosen.number.end
+        elif (named := [c for c in levels if c.number.start > chosen.number.end
                         and c.number.value != chosen.number.value]) and len(
-                {c.number.value for c in _level_candidates(cleaned, slot)}) == 1:
+                {c.number.value for c in levels}) == 1:
             # "5 ... so I'd put it at High Correctness (4)": the opening rating and the level
             # the answer names later compete, and nothing says which stands (several levels
             # named are the scale restated, not a verdict).
@@ -641,7 +642,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                           "gave no other", printed_value(chosen))
     return replace(_located(view, chosen),
                    off_contract=off_contract(chosen, cleaned, slot, after, len(
-                       {c.number.start for c in _format_candidates(cleaned, slot)})))
+                       {c.number.start for c in formats})))
 
 
 def _located(view: AnswerView, chosen: Candidate) -> Located:
