@@ -23,26 +23,39 @@ about *calling* them lives here, once:
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
 
 from capjudge.backends.base import Backend
-from capjudge.cache import RequestCache, is_cacheable
-from capjudge.cost import request_tokens
+from capjudge.cache import RequestCache
+from capjudge.client_cache import CachedAnswers
+from capjudge.client_guard import CONSERVATIVE_REQUEST_TOKENS, SendGuard
+from capjudge.client_stats import (
+    DEFAULT_MAX_RETRY_AFTER_S,
+    AuthError,
+    ClientStats,
+    ClientStatsDict,
+    RetryPolicy,
+    WrongServerError,
+    raise_if_stopped,
+)
 from capjudge.credentials import redact
 from capjudge.limits import Limiter, Pause, RateLimiter, SharedPause, shared_limits
 from capjudge.protocol import BackendError, JudgeRequest, JudgeResponse
-from capjudge.records import JSONValue
 from capjudge.stopping import on_stop
 
 log = logging.getLogger(__name__)
+
+# Re-exported: the statistics, the retry policy and the errors live in capjudge.client_stats,
+# the sending rules in capjudge.client_guard.
+__all__ = ["CONSERVATIVE_REQUEST_TOKENS", "DEFAULT_LEASE_S", "DEFAULT_MAX_RETRY_AFTER_S",
+           "MAX_FOLLOW_UP_ROUNDS", "AuthError", "ClientStats", "ClientStatsDict", "JudgeClient",
+           "RetryPolicy", "SendGuard", "WrongServerError", "build_client", "raise_if_stopped",
+           "stop_all", "warn_unpinned"]
 
 # Every client alive in this process: a SIGINT/SIGTERM stops them all (capjudge.stopping).
 _LIVE: weakref.WeakSet[JudgeClient] = weakref.WeakSet()
@@ -56,27 +69,14 @@ def stop_all(reason: str = "interrupted") -> None:
 
 on_stop(stop_all)
 
-# What the limiter charges for a request whose estimate failed: a high-detail image at the
-# largest tile count (1445) plus a long prompt, so the budget errs on the safe side.
-CONSERVATIVE_REQUEST_TOKENS = 4000
-
 # Rounds of follow-ups an answer may take (a 0-100 score needs at most two: the leading digits,
 # then "10" on the way to "100").
 MAX_FOLLOW_UP_ROUNDS = 4
 
 
-DEFAULT_MAX_RETRY_AFTER_S = 120.0
-
 # How long a claim on a request (a cache lease, see RequestCache.claim) may stand before
 # another process asks the question itself: longer than any one call with its retries.
 DEFAULT_LEASE_S = 900.0
-
-
-class AuthError(RuntimeError):
-    """The server rejected the credentials (401, or 403 about the key): the run stopped.
-
-    The message is the server's, redacted of credentials.
-    """
 
 
 _WARNED_UNPINNED: set[tuple[str, str]] = set()
@@ -87,131 +87,6 @@ def warn_unpinned(backend_id: str, why: str) -> None:
     if (backend_id, why) not in _WARNED_UNPINNED:
         _WARNED_UNPINNED.add((backend_id, why))
         log.warning("unpinned snapshot: %s: %s", backend_id, why)
-
-
-class WrongServerError(RuntimeError):
-    """The base URL does not answer as an OpenAI-compatible API: the run stopped."""
-
-
-def raise_if_stopped(stats: ClientStats) -> None:
-    """End the run when its client stopped for good: credentials rejected, or not the API.
-
-    Nothing is written: every row after the failure would be a copy of it. The answers that
-    came before it are in the request cache; the next run reads them from there.
-
-    Raises:
-        AuthError: the server rejected the credentials.
-        WrongServerError: the server is not an OpenAI-compatible API.
-    """
-    if stats.auth_failure:
-        raise AuthError(f"the server rejected the credentials, the run stopped: "
-                        f"{stats.auth_failure}")
-    if stats.fatal_failure:
-        raise WrongServerError(f"the run stopped: {stats.fatal_failure}")
-
-
-@dataclass
-class RetryPolicy:
-    """Exponential backoff with full jitter; ``Retry-After`` is a floor when given.
-
-    Attributes:
-        max_attempts: tries per request, the first included.
-        base_s: the first backoff's upper bound (doubling per attempt, up to ``max_s``).
-        max_s: the largest backoff without a ``Retry-After``.
-        max_retry_after_s: the longest ``Retry-After`` the client waits; a request asked to
-            wait longer fails with the reason (a daily quota's "come back tomorrow" must not
-            hang a stage for a day).
-    """
-
-    max_attempts: int = 5
-    base_s: float = 0.5
-    max_s: float = 30.0
-    max_retry_after_s: float = DEFAULT_MAX_RETRY_AFTER_S
-
-    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
-        """Seconds to wait after failed attempt ``attempt`` (1: the first) before the next try.
-
-        A uniform draw from ``rng`` up to the attempt's backoff, raised to ``retry_after``
-        when that is longer.
-        """
-        backoff = min(self.max_s, self.base_s * 2 ** (attempt - 1))
-        jittered = rng.uniform(0, backoff)
-        return max(jittered, retry_after or 0.0)
-
-
-class ClientStatsDict(TypedDict, total=False):
-    """:class:`ClientStats` as JSON (what tasks return to their flow)."""
-
-    requests: int
-    cache_hits: int
-    calls: int
-    retries: int
-    statuses: dict[str, int]
-    prompt_tokens: int
-    completion_tokens: int
-    cache_write_failures: int
-    auth_failure: str | None
-    fatal_failure: str | None
-    interrupted: bool
-
-
-@dataclass
-class ClientStats:
-    """What a run did: calls made, cache hits, retries, statuses.
-
-    Every :meth:`JudgeClient.run` counts into a fresh instance and returns it, so a task on any
-    worker (thread, process, host) reports exactly its own work; a flow adds them up with
-    :meth:`merge`. Nothing here depends on which process the client lives in.
-    """
-
-    requests: int = 0
-    cache_hits: int = 0
-    calls: int = 0  # backend.generate() invocations x batch size (i.e. requests sent)
-    retries: int = 0
-    statuses: dict[str, int] = field(default_factory=dict)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_write_failures: int = 0
-    # Why the server rejected our credentials (the first such failure); the run must stop.
-    auth_failure: str | None = None
-    # Why the run stopped because the server is not what was asked for (not the API).
-    fatal_failure: str | None = None
-    # The run was stopped by a signal (Ctrl-C, SIGTERM): what was not answered was not sent.
-    interrupted: bool = False
-
-    def merge(self, other: ClientStats) -> ClientStats:
-        """Add ``other``'s counts to this one (in place); returns self."""
-        self.auth_failure = self.auth_failure or other.auth_failure
-        self.fatal_failure = self.fatal_failure or other.fatal_failure
-        self.interrupted = self.interrupted or other.interrupted
-        self.requests += other.requests
-        self.cache_hits += other.cache_hits
-        self.calls += other.calls
-        self.retries += other.retries
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.cache_write_failures += other.cache_write_failures
-        for status, n in other.statuses.items():
-            self.statuses[status] = self.statuses.get(status, 0) + n
-        return self
-
-    def to_dict(self) -> ClientStatsDict:
-        """A JSON-able copy (what tasks return to their flow)."""
-        return {"requests": self.requests, "cache_hits": self.cache_hits, "calls": self.calls,
-                "retries": self.retries, "statuses": dict(self.statuses),
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
-                "cache_write_failures": self.cache_write_failures,
-                "auth_failure": self.auth_failure, "fatal_failure": self.fatal_failure,
-                "interrupted": self.interrupted}
-
-    @classmethod
-    def from_dict(cls, data: ClientStatsDict) -> ClientStats:
-        """The inverse of :meth:`to_dict`."""
-        fields = data.copy()
-        if "statuses" in fields:
-            fields["statuses"] = dict(fields["statuses"])
-        return cls(**fields)
 
 
 class JudgeClient:
@@ -245,9 +120,6 @@ class JudgeClient:
         """
         self.backend = backend
         self.cache = cache
-        self.retry = retry or RetryPolicy()
-        self.limiter: Limiter = limiter or RateLimiter(rpm, tpm)
-        self.pause: Pause = pause or SharedPause()
         self._sleep = sleep
         self.concurrency = max(1, concurrency or backend.capabilities.concurrency)
         # Bounds the backend calls in flight across *every* run of this client: a flow runs
@@ -256,24 +128,21 @@ class JudgeClient:
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self.progress = progress
         self.stats = ClientStats()
-        self._rng = random.Random(seed)
         self._lock = threading.Lock()
+        # Stop, credentials, Retry-After, rpm/tpm and backoff: capjudge.client_guard.
+        self.guard = SendGuard(retry or RetryPolicy(), limiter or RateLimiter(rpm, tpm),
+                               pause or SharedPause(), sleep, seed, self._lock)
         # Asks a remote server what it serves (a server that cannot be reached stops the run
         # here, before any cache look-up could answer for it).
-        self._snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
+        snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
+        # Keys, look-ups (re-read under the current settings) and writes: capjudge.client_cache.
+        self.answers = CachedAnswers(backend, cache, snapshot)
         verified = backend.verified()
         pinned, how = backend.pinning()
         # Not for a server that did not even list its models: the first request stops the
         # run with what it is instead (one line, not a warning about weights besides it).
         if not pinned and verified:
             warn_unpinned(backend.backend_id, how)
-        # Set by the first authentication failure: nothing more is sent by this client.
-        self.auth_failure: str | None = None
-        # Set by an answer showing the server is not the API asked for: nothing more is sent.
-        self.fatal_failure: str | None = None
-        # Set by stop() (a signal): nothing new is sent; requests in flight finish.
-        self._stop = threading.Event()
-        self.stop_reason: str | None = None
         # Until one answer came back, the first request of a run goes alone: a wrong server
         # (an HTML page, a rejected key) costs one request, not `concurrency` of them. A
         # backend whose server already proved itself (it listed its models to this key) needs
@@ -291,37 +160,50 @@ class JudgeClient:
         Requests not yet sent fail as not sent; those in flight finish (their answers are
         cached). Called on SIGINT/SIGTERM for every live client.
         """
-        self.stop_reason = self.stop_reason or reason
-        self._stop.set()
+        self.guard.stop(reason)
 
     @property
     def stopped(self) -> bool:
         """Whether :meth:`stop` was called."""
-        return self._stop.is_set()
+        return self.guard.stopped
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the client was stopped (None: it was not)."""
+        return self.guard.stop_reason
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy."""
+        return self.guard.retry
+
+    @property
+    def limiter(self) -> Limiter:
+        """The rpm/tpm limiter every request is charged against."""
+        return self.guard.limiter
+
+    @property
+    def pause(self) -> Pause:
+        """The ``Retry-After`` window every worker honours."""
+        return self.guard.pause
 
     def lookup(self, request: JudgeRequest, key: str) -> JudgeResponse | None:
-        """The cached answer to ``request``, its statuses derived from the current settings.
+        """The cached answer to ``request``, re-read under the current settings, or None.
 
-        The cache stores the answer (and, where the backend keeps it, its raw form); whether
-        it is ``low_mass`` is decided now by :meth:`Backend.reread`, so changing ``min_mass``
-        or the reading rules re-reads cached answers and never asks again.
+        See :meth:`capjudge.client_cache.CachedAnswers.lookup`.
         """
-        if self.cache is None:
-            return None
-        hit = self.cache.get(key)
-        if hit is None:
-            return None
-        try:
-            hit = self.backend.reread(request, hit)
-        except Exception:  # noqa: BLE001 - a re-read that fails keeps the stored reading
-            log.exception("re-reading a cached answer failed; its stored reading is kept")
-        hit.cached = True
-        hit.cache_key = key
-        return hit
+        return self.answers.lookup(request, key)
 
     def key(self, request: JudgeRequest) -> str:
         """The request's cache key under this backend and model snapshot."""
-        return request.cache_key(self.backend.backend_id, self._snapshot)
+        return self.answers.key(request)
+
+    def _store(self, key: str, answer: JudgeResponse, request: JudgeRequest,
+               stats: ClientStats) -> None:
+        """Cache a finished answer; a failed write is counted in ``stats``."""
+        if not self.answers.store(key, answer, request):
+            with self._lock:
+                stats.cache_write_failures += 1
 
     def run(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse]:
         """Answer every request (order preserved); never raises for a failed request.
@@ -372,9 +254,7 @@ class JudgeClient:
         stats.interrupted = self.stopped
         for i, j in duplicates.items():
             results[i] = results[j]
-        unanswered = ("not sent: the run was stopped" + (f" ({self.stop_reason})"
-                                                          if self.stop_reason else "")
-                      if self.stopped else "not answered")
+        unanswered = self.guard.stopped_reason() if self.stopped else "not answered"
         final = [r if r is not None else JudgeResponse(status="error", reason=unanswered)
                  for r in results]
         for r, key in zip(final, keys, strict=True):
@@ -385,8 +265,8 @@ class JudgeClient:
         with self._lock:
             for r in final:
                 stats.statuses[r.status] = stats.statuses.get(r.status, 0) + 1
-            stats.auth_failure = stats.auth_failure or self.auth_failure
-            stats.fatal_failure = stats.fatal_failure or self.fatal_failure
+            stats.auth_failure = stats.auth_failure or self.guard.auth_failure
+            stats.fatal_failure = stats.fatal_failure or self.guard.fatal_failure
             self.stats.merge(stats)
         return final, stats
 
@@ -484,13 +364,12 @@ class JudgeClient:
         attempt = 0
         while todo:
             attempt += 1
-            not_sent = self._not_sent_reason()
+            not_sent = self.guard.not_sent_reason()
             if not_sent is not None:
                 for i in todo:
                     out[i] = JudgeResponse(status="error", reason=not_sent, attempts=attempt - 1)
                 break
-            # Every request of the batch counts against rpm (a batch of 16 is 16 requests).
-            self.limiter.acquire(sum(self._tokens(batch[i]) for i in todo), len(todo))
+            self.guard.charge([batch[i] for i in todo])
             answers, elapsed = self._generate([batch[i] for i in todo])
             with self._lock:
                 stats.calls += len(todo)
@@ -503,7 +382,7 @@ class JudgeClient:
                         out[i] = self._accept(batch[i], keys[i], answer, attempt,
                                               elapsed / len(todo), stats)
                         continue
-                    final = self._failed(answer, attempt, stats)
+                    final = self.guard.failed(answer, attempt, stats)
                     if final is not None:
                         out[i] = final
                         continue
@@ -517,25 +396,9 @@ class JudgeClient:
                     self.backend.end_of_chain()
             todo = retry_later
             if todo:
-                self._back_off(len(todo), attempt, retry_after, stats)
+                self.guard.back_off(len(todo), attempt, retry_after, stats)
         return [o if o is not None else JudgeResponse(status="error", reason="not answered")
                 for o in out]
-
-    def _not_sent_reason(self) -> str | None:
-        """Why nothing more may be sent, or None.
-
-        Stopped, credentials rejected, not the API asked for, or a pause past the cap.
-        """
-        if self.stopped:
-            return "not sent: the run was stopped" + (f" ({self.stop_reason})"
-                                                       if self.stop_reason else "")
-        if self.auth_failure is not None:
-            return f"not sent: the server rejected the credentials ({self.auth_failure})"
-        if self.fatal_failure is not None:
-            return f"not sent: {self.fatal_failure}"
-        # The server asked every worker to stay away longer than we may wait: fail what is
-        # left with that reason rather than send into the window.
-        return self._wait_for_pause()
 
     def _generate(self, requests: list[JudgeRequest]
                   ) -> tuple[list[JudgeResponse | BackendError], float]:
@@ -567,53 +430,8 @@ class JudgeClient:
             stats.prompt_tokens += answer.usage.prompt_tokens
             stats.completion_tokens += answer.usage.completion_tokens
         if self.cache is not None:
-            answer.read_with = self._read_with()
             self._store(key, answer, request, stats)
         return answer
-
-    def _failed(self, error: BackendError, attempt: int, stats: ClientStats
-                ) -> JudgeResponse | None:
-        """A failed request's final response, or None when it is to be retried."""
-        if getattr(error, "auth", False):
-            # Stop at once: every further request would be rejected the same way.
-            with self._lock:
-                self.auth_failure = self.auth_failure or str(error)
-                stats.auth_failure = stats.auth_failure or str(error)
-            return JudgeResponse(status="error", attempts=attempt, reason=(
-                f"authentication failed: {error}"))
-        if getattr(error, "fatal", False):
-            # The server is not what was asked for: every request would get the same.
-            with self._lock:
-                self.fatal_failure = self.fatal_failure or str(error)
-                stats.fatal_failure = stats.fatal_failure or str(error)
-            return JudgeResponse(status="error", attempts=attempt, reason=str(error))
-        if (error.transient and error.retry_after is not None
-                and error.retry_after > self.retry.max_retry_after_s):
-            # Everyone else stays away too (see _wait_for_pause).
-            self.pause.pause_for(error.retry_after)
-            return JudgeResponse(status=error.status, attempts=attempt, reason=(
-                f"{error} (the server asked to retry after {error.retry_after:g} s, "
-                f"over the {self.retry.max_retry_after_s:g} s cap, max_retry_after_s; "
-                f"not retried; after {attempt} attempt{'s' if attempt > 1 else ''})"))
-        if error.transient and attempt < self.retry.max_attempts:
-            return None
-        why = f"{error} (after {attempt} attempt{'s' if attempt > 1 else ''})"
-        return JudgeResponse(status=error.status, reason=why, attempts=attempt)
-
-    def _back_off(self, n: int, attempt: int, retry_after: float | None,
-                  stats: ClientStats) -> None:
-        """Wait before retrying ``n`` requests (a ``Retry-After`` pauses every worker)."""
-        if retry_after is not None:
-            # The window is the server's, not this worker's: every worker waits it out.
-            self.pause.pause_for(retry_after)
-        with self._lock:
-            stats.retries += n
-            delay = self.retry.delay(attempt, retry_after, self._rng)
-        log.info("retrying %d request(s) in %.2f s (attempt %d)", n, delay, attempt + 1)
-        if self._sleep is time.sleep:
-            self._stop.wait(delay)  # a stop wakes the wait: nothing is retried after it
-        else:
-            self._sleep(delay)
 
     def _follow_up(self, request: JudgeRequest, answer: JudgeResponse, stats: ClientStats
                    ) -> JudgeResponse:
@@ -648,67 +466,6 @@ class JudgeClient:
             answer = self.backend.complete(request, answer, follow, replies)
         return answer
 
-    def _read_with(self) -> dict[str, JSONValue]:
-        """The settings an answer's statuses are derived with (stored with the answer)."""
-        from capjudge.reading.tokens import READING_RULES_VERSION
-
-        out: dict[str, JSONValue] = {"reading_rules": READING_RULES_VERSION}
-        min_mass = getattr(self.backend, "min_mass", None)
-        if isinstance(min_mass, (int, float)):
-            out["min_mass"] = float(min_mass)
-        confirm = getattr(self.backend, "confirm", None)
-        if isinstance(confirm, str):
-            # How off-contract verdicts were confirmed (capjudge.reading.confirm): a change
-            # re-reads the stored answer (what it cannot confirm from it stays unconfirmed).
-            out["confirm"] = confirm
-        return out
-
-    def _wait_for_pause(self) -> str | None:
-        """Wait until the shared ``Retry-After`` window ends.
-
-        Returns None, or the reason to give up when what is left of the window is longer than
-        the cap.
-        """
-        while (left := self.pause.remaining()) > 0:
-            if left > self.retry.max_retry_after_s:
-                return (f"rate limited: the server asked every request to wait {left:.0f} s "
-                        f"more (Retry-After), over the {self.retry.max_retry_after_s:g} s cap "
-                        "(max_retry_after_s); not sent")
-            self._sleep(left)
-        return None
-
-    def _tokens(self, request: JudgeRequest) -> int:
-        """The request's estimated tokens for the limiter.
-
-        Never fails the batch: a picture that cannot be read is the backend's to report, with
-        the item's reason.
-        """
-        try:
-            return sum(request_tokens(request))
-        except Exception as exc:  # noqa: BLE001 - an estimate must not end the stage
-            log.warning("token estimate failed (%s: %s); assuming a conservative %d tokens",
-                        type(exc).__name__, exc, CONSERVATIVE_REQUEST_TOKENS)
-            return CONSERVATIVE_REQUEST_TOKENS + request.decoding.max_tokens
-
-    def _store(self, key: str, answer: JudgeResponse, request: JudgeRequest,
-               stats: ClientStats) -> None:
-        """Cache an answer.
-
-        A failed write is counted and logged, never fatal (the answer is still returned and
-        written to the stage's output).
-        """
-        assert self.cache is not None
-        meta = {"backend": self.backend.backend_id, "template": request.template,
-                "tag": request.tag}
-        try:
-            stored = self.cache.put(key, answer, meta)
-        except OSError as exc:  # a blocked shard directory, a full or read-only disk
-            log.warning("request cache write failed (%s); the answer is kept in this run's "
-                        "output but will be asked again next time", exc)
-            stored = None
-        if stored is None or (stored is False and is_cacheable(answer)):
-            with self._lock:
-                stats.cache_write_failures += 1
 
 
 _CLEANED: set[str] = set()
