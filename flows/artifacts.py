@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from uuid import UUID
 
 from prefect.artifacts import (
     create_link_artifact,
@@ -26,6 +26,8 @@ from prefect.artifacts import (
     create_table_artifact,
     update_progress_artifact,
 )
+
+from capjudge.records import PublishedHeadline
 
 HEADLINE_KEY = "capjudge-headline"
 REPORT_KEY = "capjudge-report"
@@ -51,21 +53,21 @@ def _tau(value: float | None, ci: Sequence[float | None] | None) -> str:
     return text
 
 
-def headline_rows(headline: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def headline_rows(headline: Sequence[PublishedHeadline]) -> list[dict[str, str | int]]:
     """The table artifact's rows from the report's headline entries."""
-    rows = []
+    rows: list[dict[str, str | int]] = []
     for h in headline:
         entry = h["entry"]
         rows.append({"judge/mode": h["series"], "method": h["method"], "n": h["n"],
                      "Kendall tau-b x100 [95 % CI]": _tau(
                          entry.get("kendall_tau_b"),
                          (entry.get("ci95") or {}).get("kendall_tau_b")),
-                     "failure rate": _pct(h.get("failure_rate")),
-                     "low-mass rate": _pct(h.get("low_mass_rate"))})
+                     "failure rate": _pct(h["failure_rate"]),
+                     "low-mass rate": _pct(h["low_mass_rate"])})
     return rows
 
 
-def publish_report(headline: Sequence[dict[str, Any]], report_html: Path) -> dict[str, str]:
+def publish_report(headline: Sequence[PublishedHeadline], report_html: Path) -> dict[str, str]:
     """The report stage's artifacts: the headline table (overall and per judge) and the link.
 
     Returns:
@@ -103,8 +105,13 @@ class Progress:
     def __init__(self, judge: str, chunks: int) -> None:
         self.chunks = max(1, chunks)
         self.key = artifact_key("judge-progress", judge)
-        self.id = create_progress_artifact(0.0, key=self.key,
+        created = create_progress_artifact(0.0, key=self.key,
                                            description=f"{judge}: chunks judged")
+        # Called from a synchronous flow, Prefect's sync-compatible API returns the id itself
+        # (its stubs also allow a coroutine, for async callers).
+        if not isinstance(created, UUID):
+            raise TypeError(f"expected an artifact id, got {type(created).__name__}")
+        self.id: UUID = created
 
     def update(self, done: int) -> None:
         """Set the progress to ``done`` of the chunks (as a percentage)."""

@@ -10,8 +10,9 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from prefect import flow, get_run_logger
 
@@ -19,6 +20,7 @@ from capjudge.atomic import stage_outputs
 from capjudge.judge import env_settings
 from capjudge.methods import context_method_names, default_context_method, get_method
 from capjudge.parts import combine_part_dirs
+from capjudge.records import ContextSummary
 from flows.params import load_params
 from flows.runner import RunnerConfig, task_runner
 from tasks.context import extract_shard_task, extract_task
@@ -26,7 +28,7 @@ from tasks.context import extract_shard_task, extract_task
 
 @flow(name="capjudge-context")
 def context_flow(name: str, method: str, items_path: str, out_dir: str,
-                 section: dict[str, Any], workers: int = 1) -> dict[str, Any]:
+                 section: Mapping[str, object], workers: int = 1) -> ContextSummary:
     """Run a method's context stage for every distinct picture of the ingested items.
 
     With ``workers > 1`` the pictures are split into contiguous shards run as parallel tasks,
@@ -45,7 +47,9 @@ def context_flow(name: str, method: str, items_path: str, out_dir: str,
         for future in futures:
             future.result()
         with stage_outputs(out_dir):  # contexts.parquet + summary.json: one set
-            summary = combine_part_dirs(dirs, out_dir, time.perf_counter() - started)
+            # The shards' summaries (each a ContextSummary) merged key by key: counts added.
+            summary = cast(ContextSummary, combine_part_dirs(dirs, out_dir,
+                                                             time.perf_counter() - started))
         shutil.rmtree(parts, ignore_errors=True)
     get_run_logger().info("%s: %s over %d pictures; %d model calls, %d cache hits", name,
                           summary["by_status"], summary["pictures"], summary["model_calls"],

@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from dataclasses import asdict
 
 from prefect import flow, get_run_logger
 
-from capjudge.ingest import IngestConfig, video_jobs
+from capjudge.ingest import IngestConfig, IngestResult, video_jobs
 from capjudge.manifest import ManifestError
 from flows.params import load_params
 from flows.runner import RunnerConfig, task_runner
@@ -23,20 +23,21 @@ from tasks.ingest import ingest_task, sample_tiles_task
 
 
 @flow(name="capjudge-ingest")
-def ingest_flow(manifest: str, media_root: str, out: str, config: dict[str, Any],
-                workers: int = 1) -> dict[str, Any]:
+def ingest_flow(manifest: str, media_root: str, out: str, config: IngestConfig | None = None,
+                workers: int = 1) -> IngestResult:
     """Validate a manifest, hash media and sample frames; quarantined rows are reported.
 
     Args:
         manifest: the manifest file.
         media_root: where relative media paths resolve.
         out: the ingest folder (every worker must see it at this path).
-        config: :class:`~capjudge.ingest.IngestConfig` settings.
+        config: the ingest settings (default: the papers' defaults).
         workers: tasks the runner runs at once; above 1, videos are sampled in parallel first.
     """
     logger = get_run_logger()
+    config = config or IngestConfig()
     failures: dict[str, str] = {}
-    videos = video_jobs(manifest, media_root, IngestConfig(**config)) if workers > 1 else []
+    videos = video_jobs(manifest, media_root, config) if workers > 1 else []
     if len(videos) > 1:
         # A few videos per task: enough tasks to keep every worker busy to the end, few enough
         # that orchestration stays small next to decoding.
@@ -49,8 +50,8 @@ def ingest_flow(manifest: str, media_root: str, out: str, config: dict[str, Any]
             failures.update(future.result())
     result = ingest_task(manifest, media_root, out, config, failures)
     logger.info("ingest: %(n_rows)s rows -> %(n_items)s items, %(n_quarantined)s quarantined",
-                result)
-    for reason, count in sorted(result["reasons"].items()):
+                asdict(result))
+    for reason, count in sorted(result.reasons.items()):
         logger.warning("quarantined: %d x %s", count, reason)
     return result
 
@@ -66,11 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ingest: error: {exc}", file=sys.stderr)
         return 2
     p = params["ingest"]
-    config = {k: p[k] for k in ("frame_policy", "uniform_frames", "decode_timeout_s",
-                                "max_candidate_chars", "max_reference_chars", "max_references",
-                                "label_scales") if k in p}
+    settings = {k: p[k] for k in ("frame_policy", "uniform_frames", "decode_timeout_s",
+                                  "max_candidate_chars", "max_reference_chars",
+                                  "max_references", "label_scales") if k in p}
     try:
-        IngestConfig(**config)  # every setting checked before Prefect starts
+        config = IngestConfig(**settings)  # every setting checked before Prefect starts
     except (TypeError, ValueError) as exc:
         print(f"ingest: error: {exc}", file=sys.stderr)
         return 2

@@ -39,6 +39,7 @@ from capjudge.judge import (
 from capjudge.judge import judge_section as library_judge_section
 from capjudge.parts import ChunkResult
 from capjudge.protocol import BackendError
+from capjudge.records import JudgeSummary
 from capjudge.stopping import exit_promptly_on_signals, stop_requested, terminate_children
 from flows.artifacts import Progress
 from flows.params import load_params
@@ -59,7 +60,7 @@ def judge_config(params: dict[str, Any], name: str) -> JudgeConfig:
 @flow(name="capjudge-judge")
 def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
                chunk_size: int | None = None, workers: int = 1,
-               shared_dir: str | None = None) -> dict[str, Any]:
+               shared_dir: str | None = None) -> JudgeSummary:
     """Judge every ingested item with one method/backend; write judgements and summary.
 
     Args:

@@ -18,13 +18,13 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from prefect import flow, get_run_logger
 
 from capjudge.cache import default_cache_dir
 from capjudge.judge import JudgeConfig, run_judge
 from capjudge.protocol import BackendError
+from capjudge.records import JudgeSummary
 
 
 def batch_state_dir(config: JudgeConfig, name: str) -> Path:
@@ -38,7 +38,7 @@ def batch_state_dir(config: JudgeConfig, name: str) -> Path:
 
 @flow(name="capjudge-judge-batch")
 def judge_batch_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig
-                     ) -> dict[str, Any]:
+                     ) -> JudgeSummary:
     """Judge through the Batch API in this process; write judgements and summary."""
     logger = get_run_logger()
     state = batch_state_dir(config, name)

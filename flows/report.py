@@ -14,6 +14,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from capjudge.aggregate import AggregateConfig
+from capjudge.records import AggregateSummary, ReportOutcome
 from capjudge.report import ReportConfig
 from capjudge.validate import ValidateConfig, ValidationFailed
 from flows.artifacts import publish_report
@@ -31,7 +32,8 @@ def judge_dirs(params: dict[str, Any]) -> list[str]:
 
 
 @flow(name="capjudge-aggregate")
-def aggregate_flow(dirs: list[str], out_dir: str, config: AggregateConfig) -> dict[str, Any]:
+def aggregate_flow(dirs: list[str], out_dir: str, config: AggregateConfig
+                   ) -> AggregateSummary:
     """Per-item and per-system scores from the judges' raw distributions."""
     summary = aggregate_task(dirs, out_dir, config)
     get_run_logger().info("aggregate: %s", summary["item_status"])
@@ -47,7 +49,7 @@ def validate_flow(items_path: str, dirs: list[str], out_dir: str, config: Valida
 
 @flow(name="capjudge-report")
 def report_flow(ingest_dir: str, dirs: list[str], aggregate_dir: str, out_dir: str,
-                config: ReportConfig) -> dict[str, Any]:
+                config: ReportConfig) -> ReportOutcome:
     """Agreement with humans, plots, Markdown/HTML report and DVC metrics.
 
     Publishes the headline as a table artifact and a link to the HTML report

@@ -130,10 +130,12 @@ def task_runner(runner: RunnerConfig, default_workers: int) -> TaskRunner[Any]:
                            "large): pip install -c requirements.lock -e '.[ray]'") from exc
     # Ray writes usage statistics unless told not to; nothing should leave the machine.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    if runner.address:
-        return RayTaskRunner(address=runner.address)
-    return RayTaskRunner(init_kwargs={"num_cpus": workers * runner.threads_per_worker,
-                                      "include_dashboard": False})
+    # (prefect-ray ships no type information: the runner is typed here.)
+    ray: TaskRunner[Any] = (RayTaskRunner(address=runner.address) if runner.address else
+                            RayTaskRunner(init_kwargs={
+                                "num_cpus": workers * runner.threads_per_worker,
+                                "include_dashboard": False}))
+    return ray
 
 
 __all__ = ["KINDS", "RunnerConfig", "task_runner"]

@@ -33,6 +33,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,9 +42,17 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from capjudge.cli.common import EXIT_ALERT
-from capjudge.history import alerts, load_history, rate_alerts
+from capjudge.history import HistoryEntry, alerts, load_history, rate_alerts
 from capjudge.params import flow_style_hazards
-from capjudge.watch import WatchAlert, WatchState, classify, fingerprint
+from capjudge.watch import (
+    Fingerprint,
+    WatchAlert,
+    WatchLimits,
+    WatchState,
+    WatchSummary,
+    classify,
+    fingerprint,
+)
 from flows.artifacts import publish_verdict
 from flows.params import load_params
 
@@ -58,8 +67,9 @@ def judges_of(params: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
 
 
 @task(name="backend-fingerprint", retries=1, retry_delay_seconds=5, cache_policy=NO_CACHE)
-def fingerprint_task(judge: str, backend: str, options: dict[str, Any], probe: bool
-                     ) -> dict[str, Any]:
+def fingerprint_task(judge: str, backend: str, options: Mapping[str, object], probe: bool
+                     ) -> Fingerprint:
+    """The judge's backend fingerprint now (an ``error`` entry when it cannot be reached)."""
     return fingerprint(judge, backend, options, probe)
 
 
@@ -93,19 +103,22 @@ def compare_task(registry: str, previous: str, out_dir: str, params_path: str = 
 
 @flow(name="capjudge-watch")
 def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs",
-               probe: bool = True, report_dir: str = "reports/watch") -> dict[str, Any]:
+               probe: bool = True, report_dir: str = "reports/watch") -> WatchSummary:
     """Check every judge's backend; re-evaluate (through DVC) the ones whose model changed."""
     logger = get_run_logger()
     params = load_params(params_path)
     state = WatchState(registry)
     previous = state.load()
     judges = judges_of(params)
-    current: dict[str, dict[str, Any]] = {}
+    current: dict[str, Fingerprint] = {}
     for name, (_, section) in judges.items():
         options = dict(section.get("backend_options") or {})
         current[name] = fingerprint_task(name, section["backend"], options, probe)
     groups = classify(current, previous)
-    summary: dict[str, Any] = {"checked": sorted(judges), **groups}
+    summary: WatchSummary = {"checked": sorted(judges), "changed": groups["changed"],
+                             "unchanged": groups["unchanged"], "new": groups["new"],
+                             "unreachable": groups["unreachable"],
+                             "unwatchable": groups["unwatchable"]}
     for judge in groups["unreachable"]:
         logger.error("%s: backend %s unreachable: %s", judge, current[judge]["backend"],
                      current[judge]["error"])
@@ -142,8 +155,8 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
             # The validate stage stops the pipeline when a judge fails too often: that is
             # an alert with the judge's figures (from its summary), not an opaque DVC error.
             rates = [line for j in groups["changed"] for line in rate_alerts(
-                j, judge_summary(judges[j][1], j), **{k: v for k, v in limits.items()
-                                                      if k != "alert_drop"})]
+                j, judge_summary(judges[j][1], j), max_failure_rate=limits["max_failure_rate"],
+                max_low_mass_rate=limits["max_low_mass_rate"])]
             if not rates:
                 raise
             state.record({"event": "alert", "judges": groups["changed"], "alerts": rates,
@@ -156,7 +169,7 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
         if before is not None:
             comparison = compare_task(registry, before, f"{report_dir}/{stamp}", params_path)
             logger.info("comparison against run %s: %s", before, comparison)
-        summary.update(comparison=comparison, previous_run=before)
+        summary["comparison"], summary["previous_run"] = comparison, before
         after = list_runs(Path(registry))
         run_id = after[-1]["run_id"] if after and after[-1]["run_id"] != before else None
         entries = [e for e in load_history(Path(registry)) if e["run_id"] == run_id
@@ -165,8 +178,10 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
             logger.warning("no history entry for %s after the re-evaluation (report.registry "
                            "off, or a different registry than %s?): no alert check",
                            ", ".join(groups["changed"]), registry)
-        alert_lines = alerts(entries, **limits)
-        summary.update(run=run_id, alerts=alert_lines)
+        alert_lines = alerts(entries, alert_drop=limits["alert_drop"],
+                             max_failure_rate=limits["max_failure_rate"],
+                             max_low_mass_rate=limits["max_low_mass_rate"])
+        summary["run"], summary["alerts"] = run_id, alert_lines
         markdown, per_judge = verdict_markdown(groups["changed"], previous, current, entries,
                                                alert_lines, limits, run_id, before)
         publish_verdict(markdown, per_judge)
@@ -203,14 +218,14 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
     return summary
 
 
-def judge_summary(section: dict[str, Any], name: str) -> dict[str, Any]:
+def judge_summary(section: Mapping[str, object], name: str) -> Mapping[str, object]:
     """The judge stage's ``summary.json`` in the workspace (empty when it is missing)."""
-    path = Path(section.get("out", f"data/judge/{name}")) / "summary.json"
-    data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+    path = Path(str(section.get("out", f"data/judge/{name}"))) / "summary.json"
+    data: dict[str, object] = json.loads(path.read_text()) if path.is_file() else {}
     return data
 
 
-def watch_limits(params: dict[str, Any]) -> dict[str, float | None]:
+def watch_limits(params: dict[str, Any]) -> WatchLimits:
     """The alert thresholds: ``watch.alert_drop``, ``watch.max_low_mass_rate`` and
     ``validate.max_failure_rate`` (the limit the validate stage enforces)."""
     watch = params.get("watch") or {}
@@ -219,9 +234,9 @@ def watch_limits(params: dict[str, Any]) -> dict[str, float | None]:
             "max_low_mass_rate": watch.get("max_low_mass_rate", 0.2)}
 
 
-def verdict_markdown(changed: list[str], previous: dict[str, Any],
-                     current: dict[str, dict[str, Any]], entries: list[dict[str, Any]],
-                     alert_lines: list[str], limits: dict[str, float | None],
+def verdict_markdown(changed: list[str], previous: Mapping[str, Fingerprint],
+                     current: Mapping[str, Fingerprint], entries: Sequence[HistoryEntry],
+                     alert_lines: list[str], limits: WatchLimits,
                      run_id: str | None, before: str | None) -> tuple[str, dict[str, str]]:
     """The verdict as Markdown: overall, and per re-evaluated judge."""
     def pct(v: float | None) -> str:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
-
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from capjudge.ingest import IngestConfig, ingest, sample_tiles
+from capjudge.ingest import IngestConfig, IngestResult, ingest, sample_tiles
 from capjudge.sample import generate_sample
 
 
@@ -19,16 +16,15 @@ def generate_sample_task(out: str, seed: int, images: int) -> dict[str, int]:
 
 
 @task(name="ingest-manifest")
-def ingest_task(manifest: str, media_root: str, out: str, config: dict[str, Any],
-                video_failures: dict[str, str] | None = None) -> dict[str, Any]:
+def ingest_task(manifest: str, media_root: str, out: str, config: IngestConfig,
+                video_failures: dict[str, str] | None = None) -> IngestResult:
     """Validate the manifest and write items/quarantine/tiles (deterministic: no retries).
     ``video_failures``: videos whose sampling failed in :func:`sample_tiles_task`."""
-    return asdict(ingest(manifest, media_root, out, IngestConfig(**config),
-                         video_failures=video_failures))
+    return ingest(manifest, media_root, out, config, video_failures=video_failures)
 
 
 @task(name="sample-tiles", cache_policy=NO_CACHE)
-def sample_tiles_task(videos: list[str], out: str, config: dict[str, Any]) -> dict[str, str]:
+def sample_tiles_task(videos: list[str], out: str, config: IngestConfig) -> dict[str, str]:
     """Make the frame tiles of ``videos`` in ``out/tiles`` (each decode in its own child
     process); returns content hash -> reason for the ones that failed."""
-    return sample_tiles(videos, out, IngestConfig(**config))
+    return sample_tiles(videos, out, config)

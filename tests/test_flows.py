@@ -19,14 +19,15 @@ def harness() -> Iterator[None]:
 
 @pytest.mark.slow
 def test_sample_then_ingest_flows(harness: None, tmp_path: Path) -> None:
+    from capjudge.ingest import IngestConfig
     from flows.ingest import ingest_flow
     from flows.sample import sample_flow
 
     counts = sample_flow(str(tmp_path / "sample"), 0, 4)
     assert counts["images"] == 4
     result = ingest_flow(str(tmp_path / "sample" / "manifest.jsonl"), str(tmp_path / "sample"),
-                         str(tmp_path / "ingest"), {"frame_policy": "gveval_code"})
-    assert result["n_quarantined"] == 0 and result["n_items"] == counts["items"]
+                         str(tmp_path / "ingest"), IngestConfig(frame_policy="gveval_code"))
+    assert result.n_quarantined == 0 and result.n_items == counts["items"]
     items = pq.read_table(tmp_path / "ingest" / "items.parquet").to_pylist()
     videos = [i for i in items if i["media_kind"] == "video"]
     assert videos and all(v["frame_policy"] == "gveval_code" for v in videos)

@@ -19,6 +19,7 @@ from PIL import Image
 import capjudge.ingest as ingest_module
 from capjudge.atomic import INCOMPLETE_MARKER, OutputWriteError
 from capjudge.cli import main as cli_main
+from capjudge.ingest import IngestConfig, IngestResult
 
 FULL = os.strerror(errno.ENOSPC)  # "No space left on device"
 
@@ -120,12 +121,12 @@ def test_the_ingest_flow_stops_with_the_same_line(
     monkeypatch.setattr(ingest_module.pq, "write_table", full)
     out = tmp_path / "out"
     with pytest.raises(OutputWriteError, match=f"cannot write {out}"):
-        ingest_task.fn(str(manifest), str(manifest.parent), str(out), {})
+        ingest_task.fn(str(manifest), str(manifest.parent), str(out), IngestConfig())
 
     class Direct:
         def with_options(self, **_: Any) -> Any:
-            def run(manifest: str, media_root: str, out: str, config: dict[str, Any],
-                    workers: int) -> dict[str, Any]:
+            def run(manifest: str, media_root: str, out: str, config: IngestConfig,
+                    workers: int) -> IngestResult:
                 return ingest_task.fn(manifest, media_root, out, config)
             return run
 

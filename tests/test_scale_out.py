@@ -271,8 +271,8 @@ def test_ingest_flow_samples_videos_in_parallel_with_the_serial_result(
     serial = ingest(media / "manifest.jsonl", media, tmp_path / "serial")
     threads: Any = ThreadPoolTaskRunner(max_workers=2)  # Prefect's stubs want a future type
     parallel = ingest_flow.with_options(task_runner=threads)(
-        str(media / "manifest.jsonl"), str(media), str(tmp_path / "parallel"), {}, 2)
-    assert parallel["n_items"] == serial.n_items and parallel["reasons"] == serial.reasons
+        str(media / "manifest.jsonl"), str(media), str(tmp_path / "parallel"), None, 2)
+    assert parallel.n_items == serial.n_items and parallel.reasons == serial.reasons
     assert _items(tmp_path / "parallel") == _items(tmp_path / "serial")
     bad = pq.read_table(tmp_path / "parallel" / "quarantine.parquet").to_pylist()
     serial_bad = pq.read_table(tmp_path / "serial" / "quarantine.parquet").to_pylist()

@@ -547,6 +547,21 @@ class JudgeSummary(TypedDict):
     items: NotRequired[ItemCounts]
 
 
+class ContextSummary(TypedDict):
+    """A context stage's ``summary.json`` (VisCE²'s visual-context extraction)."""
+
+    backend: Mapping[str, object]
+    """What the backend says about itself (:meth:`capjudge.backends.base.Backend.describe`)."""
+    kinds: list[str]
+    pictures: int
+    rows: int
+    by_status: dict[str, int]
+    requests: int
+    model_calls: int
+    cache_hits: int
+    seconds: float
+
+
 class AggregateSummary(TypedDict):
     """The aggregate stage's ``summary.json``."""
 
@@ -555,6 +570,39 @@ class AggregateSummary(TypedDict):
     judges: list[str]
     item_status: dict[str, dict[str, int]]
     """``judge/mode`` -> item status -> items."""
+
+
+class HeadlineFigure(TypedDict):
+    """A headline's agreement figure as the report stage publishes it: tau-b and its CI."""
+
+    kendall_tau_b: float | None
+    ci95: dict[str, list[float] | None]
+    """``{"kendall_tau_b": [low, high]}`` (None: no interval)."""
+
+
+class PublishedHeadline(TypedDict):
+    """One judge/mode series of the report's headline, as the report task returns it.
+
+    Its flow publishes it as a Prefect table artifact.
+    """
+
+    series: str
+    method: str
+    n: int
+    failure_rate: float | None
+    low_mass_rate: float | None
+    entry: HeadlineFigure
+
+
+class ReportOutcome(TypedDict):
+    """What the report stage returns to its flow: the headline, its size and the HTML."""
+
+    headline: list[PublishedHeadline]
+    series: int
+    """Scored judge/mode series in the agreement table."""
+    report_html: str
+    artifacts: NotRequired[dict[str, str]]
+    """Published artifact key -> id (set by the flow)."""
 
 
 class JudgedItem(TypedDict):

@@ -20,6 +20,7 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from capjudge.atomic import write_json
 from capjudge.records import JSONValue
@@ -83,7 +84,7 @@ class WatchState:
         # A per-process temporary name: two watchers saving at once cannot clash.
         write_json(self.path, state)
 
-    def record(self, event: Mapping[str, JSONValue]) -> None:
+    def record(self, event: Mapping[str, object]) -> None:
         """Append ``event``, stamped with the current UTC time, to the event log."""
         self.folder.mkdir(parents=True, exist_ok=True)
         event = {"time": datetime.now(UTC).isoformat(timespec="seconds"), **event}
@@ -97,6 +98,32 @@ class WatchState:
         events: list[dict[str, JSONValue]] = [
             json.loads(line) for line in self.events.read_text().splitlines() if line]
         return events
+
+
+class WatchLimits(TypedDict):
+    """The watch's alert thresholds (params.yaml: ``watch``, ``validate``)."""
+
+    alert_drop: float
+    """Alert when a paired delta tau-b's whole 95 % CI lies below ``-alert_drop``."""
+    max_failure_rate: float | None
+    max_low_mass_rate: float | None
+
+
+class WatchSummary(TypedDict):
+    """What one watch run found and did (the watch flow's result)."""
+
+    checked: list[str]
+    changed: list[str]
+    unchanged: list[str]
+    new: list[str]
+    unreachable: list[str]
+    unwatchable: list[str]
+    comparison: NotRequired[str | None]
+    """The comparison report against the previous run (None: no previous run)."""
+    previous_run: NotRequired[str | None]
+    run: NotRequired[str | None]
+    """The re-evaluation's run id in the registry (None: none was registered)."""
+    alerts: NotRequired[list[str]]
 
 
 def classify(current: Mapping[str, Fingerprint], previous: Mapping[str, Fingerprint]

@@ -30,7 +30,7 @@ from capjudge.protocol import (
     Message,
     Status,
 )
-from capjudge.records import JSONValue
+from capjudge.records import ContextSummary, JSONValue
 
 
 @dataclass(frozen=True)
@@ -512,7 +512,7 @@ class Method(ABC):
         return None
 
     def run_context(self, items: Sequence[Item], out_dir: str | Path,
-                    section: Mapping[str, object]) -> Mapping[str, object]:
+                    section: Mapping[str, object]) -> ContextSummary:
         """Run the method's context stage over ``items`` and write its outputs.
 
         ``section`` is ``params.yaml: contexts.<name>``. Returns the stage's summary. Methods

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from capjudge.item import Item
 from capjudge.methods.base import (
@@ -31,10 +31,7 @@ from capjudge.methods.base import (
 )
 from capjudge.prompts import get_template, method_spec
 from capjudge.protocol import JudgeRequest, JudgeResponse, ScoreSlot
-from capjudge.records import ContextRow
-
-if TYPE_CHECKING:
-    from capjudge.methods.visce2_context import ContextSummary
+from capjudge.records import ContextRow, ContextSummary
 
 MODES = ("vanilla", "references", "description", "context", "context-objects",
          "context-objects-attributes")

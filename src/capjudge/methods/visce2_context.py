@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -30,7 +30,7 @@ from capjudge.item import Item
 from capjudge.methods.base import item_image
 from capjudge.prompts import get_template
 from capjudge.protocol import BackendFacts, Decoding, JudgeRequest, JudgeResponse
-from capjudge.records import ContextRow
+from capjudge.records import ContextRow, ContextSummary
 
 KINDS = ("context", "description")
 
@@ -172,20 +172,6 @@ def extract_unbuilt(items: Sequence[Item], config: ContextConfig
         return None
     requests, uses = extraction_requests(items, config.kinds, config.detail, config.max_tokens)
     return skipped_rows(facts["backend"], facts["snapshot"], requests, uses, NO_VISION), facts
-
-
-class ContextSummary(TypedDict):
-    """The context stage's ``summary.json``."""
-
-    backend: Any  # as Backend.describe() gives it
-    kinds: list[str]
-    pictures: int
-    rows: int
-    by_status: dict[str, int]
-    requests: int
-    model_calls: int
-    cache_hits: int
-    seconds: float
 
 
 def write_contexts(out_dir: Path, rows: Sequence[ContextRow], summary: ContextSummary) -> None:
