@@ -76,7 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     out = section.pop("out", {"aggregate": "data/aggregate", "validate": "reports",
                               "report": "reports"}[args.stage])
     if args.stage == "aggregate":
-        aggregate_flow(dirs, out, AggregateConfig(**section))
+        try:
+            config = AggregateConfig.from_section(section)
+        except ValueError as exc:
+            print(f"aggregate: error: {exc}", file=sys.stderr)
+            return 2
+        aggregate_flow(dirs, out, config)
     elif args.stage == "validate":
         try:
             validate_flow(f"{ingest_dir}/items.parquet", dirs, out, ValidateConfig(**section))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,6 +22,8 @@ from capjudge.item import Item
 from capjudge.judge import JudgeConfig, run_judge
 from capjudge.methods import (
     METHOD_REGISTRY,
+    AggregateOptions,
+    AggregateSetting,
     Criterion,
     CriterionSpec,
     Method,
@@ -54,6 +55,9 @@ class ToyMethod(Method):
     overall_scale = TEN
     combination = "the minimum of brevity and overlap"
     aggregates = ("share_passing",)
+    # Its own aggregate setting: params.yaml `aggregate: {toy_cap: 4}`, no shared type edited.
+    aggregate_settings = {"toy_cap": AggregateSetting(10.0, 0.0, 10.0,
+                                                      doc="the highest overall score")}
 
     def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
         self.check_mode(mode)
@@ -67,12 +71,12 @@ class ToyMethod(Method):
                                decoding=options.decoding, template="toy@1", tag=item.id)
         return [Planned(item.id, mode, request)]
 
-    def overall(self, criteria: Sequence[Criterion], options: dict[str, Any]
+    def overall(self, criteria: Sequence[Criterion], options: AggregateOptions
                 ) -> tuple[float | None, str | None]:
         scores = [c.score for c in criteria if c.score is not None]
         if len(scores) < 2:
             return None, "a criterion is missing"
-        return min(scores), None
+        return min(*scores, self.setting(options, "toy_cap")), None
 
     def system_aggregates(self, criteria: Sequence[Sequence[Criterion]]
                           ) -> dict[str, float | None]:
@@ -198,3 +202,36 @@ def test_likelihood_answers_are_cached(tmp_path: Path) -> None:
     hit = cache.get("ab" * 32)
     assert hit is not None and hit.logliks == [-3.5, -7.0] and hit.lengths == [2, 3]
     assert not cache.put("cd" * 32, JudgeResponse("ok"))  # empty: never stored
+
+
+def test_a_method_owns_its_aggregate_setting(registered: None, ingested: Path,
+                                             tmp_path: Path) -> None:
+    """The toy's ``toy_cap`` is a key of params.yaml's aggregate section, checked against its
+    bounds and read by its ``overall()``, with no shared type or stage edited for it."""
+    from capjudge.params import ParamsError, validate_params
+
+    root = Path(__file__).resolve().parents[1]
+    import yaml
+
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["aggregate"]["toy_cap"] = 4
+    validate_params(params)  # the schema takes the method's own key
+    params["aggregate"]["toy_cap"] = "high"
+    with pytest.raises(ParamsError, match="toy_cap"):
+        validate_params(params)
+    with pytest.raises(ValueError, match=r"aggregate.toy_cap must be in \[0, 10\], got 11"):
+        AggregateConfig.from_section({"toy_cap": 11})
+    with pytest.raises(ValueError, match="aggregate.toy_capp: no method declares"):
+        AggregateConfig.from_section({"toy_capp": 4})
+
+    config = JudgeConfig(method="toy-min", backend="toy/exact", cache_dir=str(tmp_path / "c"))
+    run_judge(ingested / "items.parquet", tmp_path / "toy", config)
+    summary = run_aggregate([tmp_path / "toy"], tmp_path / "agg",
+                            AggregateConfig.from_section({"toy_cap": 4}))
+    assert summary["settings"]["toy_cap"] == 4.0
+    assert summary["settings"]["gamma"] == 0.75  # HarmonicEval's default, recorded
+    scores = [i["score"] for i in pq.read_table(tmp_path / "agg" / "item_scores.parquet")
+              .to_pylist() if i["score"] is not None]
+    assert scores and max(scores) <= 4.0
+    crit = pq.read_table(tmp_path / "agg" / "criteria.parquet").to_pylist()
+    assert any(c["score"] > 4.0 for c in crit)  # the cap is the method's, not the criteria's

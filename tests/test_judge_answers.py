@@ -101,7 +101,7 @@ def test_every_answer_reads_as_worked_out_by_hand(entry: dict[str, Any]) -> None
     method = get_method(entry["method"])
     planned, response = answer(entry)
     criteria = method.interpret(planned, response)
-    v = verdict(method, criteria, {"gamma": 0.75})
+    v = verdict(method, criteria, {})
     expect = entry["expect"]
     assert v.detail == expect["status"], (entry["why"], v)
     if expect["score"] is None:

@@ -55,7 +55,7 @@ def test_harmoniceval_overall_uses_the_scored_criteria_and_says_what_is_missing(
     criteria = [Criterion("clarity", "ok", score=4.0, sd=0.5),
                 Criterion("fluency", "ok", score=2.0, sd=1.0),
                 Criterion("correctness", "skipped", "no vision")]
-    score, why = HarmonicEval().overall(criteria, {"gamma": 0.75})
+    score, why = HarmonicEval().overall(criteria, {"settings": {"gamma": 0.75}})
     assert score == pytest.approx(3.2270, abs=1e-4)
     assert why and "missing" in why and "correctness" in why
     assert HarmonicEval().overall([], {})[0] is None

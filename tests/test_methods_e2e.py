@@ -50,7 +50,7 @@ def test_score_every_method(capsys: pytest.CaptureFixture[str], server: MockOpen
 
     expected = harmonic_score([c["score"] for c in criteria.values()],
                               [c["sd"] for c in criteria.values()], 0.5)
-    assert out["score"] == pytest.approx(expected) and out["gamma"] == 0.5
+    assert out["score"] == pytest.approx(expected) and out["aggregate_settings"] == {"gamma": 0.5}
 
     code, out = score(capsys, server, tmp_path, "--method", "gveval-accr", "--mode",
                       "combined", "--video", video, "--caption", "A red circle moves right.",

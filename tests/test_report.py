@@ -36,8 +36,8 @@ def judged(ingested: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
 def test_aggregate_gamma_changes_scores_without_rejudging(judged: tuple[Path, list[Path]],
                                                           tmp_path: Path) -> None:
     _, dirs = judged
-    a = run_aggregate(dirs, tmp_path / "a", AggregateConfig(gamma=0.75))
-    run_aggregate(dirs, tmp_path / "b", AggregateConfig(gamma=1.0))
+    a = run_aggregate(dirs, tmp_path / "a", AggregateConfig(settings={"gamma": 0.75}))
+    run_aggregate(dirs, tmp_path / "b", AggregateConfig(settings={"gamma": 1.0}))
     assert a["item_status"]["he/default"]["ok"] > 0
     sa = {(r["judge"], r["item_id"]): r["score"]
           for r in pq.read_table(tmp_path / "a" / "item_scores.parquet").to_pylist()}

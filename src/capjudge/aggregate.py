@@ -25,15 +25,22 @@ from the one rule); every number for a judge run with one repeat is unchanged.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
 import pyarrow.parquet as pq
 
 from capjudge.atomic import atomic_path, check_complete, stage_outputs, write_json
-from capjudge.methods import AggregateOptions, Criterion, Verdict, get_method, verdict
+from capjudge.methods import (
+    AggregateOptions,
+    Criterion,
+    Verdict,
+    aggregate_settings,
+    get_method,
+    verdict,
+)
 from capjudge.protocol import Status
 from capjudge.records import (
     AggregateSummary,
@@ -50,14 +57,61 @@ REPEAT_SCHEMA = RepeatScore.schema()
 
 @dataclass(frozen=True)
 class AggregateConfig:
-    """``params.yaml: aggregate``."""
+    """``params.yaml: aggregate``.
 
-    gamma: float = 0.75  # HarmonicEval weighting: 1 uniform, 0.5 inverse variance, ->0 select
-    include_low_mass: bool = True  # low-mass judgements have a score; flagged, still used
+    Attributes:
+        include_low_mass: low-mass judgements have a score; flagged, still used (False: left
+            out, as if they had failed).
+        settings: the methods' own numbers (:attr:`capjudge.methods.Method.aggregate_settings`,
+            e.g. HarmonicEval's ``gamma``), written in params.yaml as keys of ``aggregate``
+            beside ``include_low_mass`` (:meth:`from_section`). Absent: each method's default.
+    """
+
+    include_low_mass: bool = True
+    settings: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _checked(self.settings)
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, object]) -> AggregateConfig:
+        """The config from ``params.yaml: aggregate`` (without ``out``).
+
+        Raises:
+            ValueError: a key no method declares, or a value out of its bounds.
+        """
+        include = section.get("include_low_mass", True)
+        if not isinstance(include, bool):
+            raise ValueError(f"aggregate.include_low_mass must be true or false, got "
+                             f"{include!r}")
+        return cls(include_low_mass=include, settings=_checked(
+            {k: v for k, v in section.items() if k != "include_low_mass"}))
 
     def options(self) -> AggregateOptions:
         """The options every method's ``overall`` and the status rule receive."""
-        return {"gamma": self.gamma, "include_low_mass": self.include_low_mass}
+        return {"include_low_mass": self.include_low_mass, "settings": dict(self.settings)}
+
+    def in_force(self) -> dict[str, float]:
+        """Every declared setting's value in this run (the default where not set)."""
+        return {name: float(self.settings.get(name, setting.default))
+                for name, (setting, _) in sorted(aggregate_settings().items())}
+
+
+def _checked(settings: Mapping[str, object]) -> dict[str, float]:
+    """``settings`` checked against what the methods declare (names, numbers, bounds).
+
+    Raises:
+        ValueError: a name no method declares, or a value out of its setting's bounds.
+    """
+    declared = aggregate_settings()
+    out: dict[str, float] = {}
+    for name, value in settings.items():
+        if name not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise ValueError(f"aggregate.{name}: no method declares this setting "
+                             f"(declared: {known})")
+        out[name] = declared[name][0].check(name, value)
+    return out
 
 
 def _criterion(row: Judgement) -> Criterion:
@@ -197,7 +251,7 @@ def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
     for it in all_items:
         counts[f"{it.judge}/{it.mode}"][it.status] += 1
     summary: AggregateSummary = {
-        "gamma": config.gamma, "include_low_mass": config.include_low_mass,
+        "settings": config.in_force(), "include_low_mass": config.include_low_mass,
         "judges": [Path(d).name for d in judge_dirs],
         "item_status": {k: dict(v) for k, v in sorted(counts.items())}}
     # The five files are one set (capjudge.atomic.stage_outputs).

@@ -94,15 +94,18 @@ STAGE_KEYS: dict[str, dict[str, type]] = {
 
 
 def _model_of(name: str, cls: type, extra: Mapping[str, type] | None = None,
-              required: tuple[str, ...] = ()) -> type[BaseModel]:
+              required: tuple[str, ...] = (), skip: tuple[str, ...] = ()
+              ) -> type[BaseModel]:
     """A strict pydantic model with ``cls``'s dataclass fields (+ ``extra`` keys).
 
     Every field is optional (the dataclass supplies defaults and checks what it requires),
-    except the ``required`` ones.
+    except the ``required`` ones; ``skip`` fields are not keys of the section.
     """
     hints = typing.get_type_hints(cls)
     fields: dict[str, Any] = {}  # Any: mypy cannot type create_model's field definitions
     for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
         hint = hints[f.name]
         fields[f.name] = (hint, ...) if f.name in required else (hint | None, None)
     for key, hint in (extra or {}).items():
@@ -116,6 +119,7 @@ def _sections() -> dict[str, type]:
     from capjudge.aggregate import AggregateConfig
     from capjudge.ingest import IngestConfig
     from capjudge.judge import JudgeConfig
+    from capjudge.methods import aggregate_settings
     from capjudge.report import ReportConfig
     from capjudge.validate import ValidateConfig
 
@@ -133,7 +137,12 @@ def _sections() -> dict[str, type]:
         "judges": dict[str, entry],  # type: ignore[valid-type]
         "context_judges": dict[str, context_entry],  # type: ignore[valid-type]
         "contexts": dict[str, dict[str, Any]],  # per method: see _check_contexts
-        "aggregate": _model_of("AggregateParams", AggregateConfig, STAGE_KEYS["aggregate"]),
+        # The methods' own settings (HarmonicEval's gamma) are keys of the section beside
+        # AggregateConfig's (Method.aggregate_settings), not fields of a shared type.
+        "aggregate": _model_of("AggregateParams", AggregateConfig,
+                               {**STAGE_KEYS["aggregate"],
+                                **{key: float for key in aggregate_settings()}},
+                               skip=("settings",)),
         "validate": _model_of("ValidateParams", ValidateConfig, STAGE_KEYS["validate"]),
         "report": _model_of("ReportParams", ReportConfig, STAGE_KEYS["report"]),
         "watch": WatchParams,

@@ -565,7 +565,8 @@ class ContextSummary(TypedDict):
 class AggregateSummary(TypedDict):
     """The aggregate stage's ``summary.json``."""
 
-    gamma: float
+    settings: dict[str, float]
+    """Every method's aggregate setting in force (HarmonicEval's ``gamma``)."""
     include_low_mass: bool
     judges: list[str]
     item_status: dict[str, dict[str, int]]

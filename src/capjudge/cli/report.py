@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     dirs = [*args.judge_dirs, *args.judge_dir]
     try:
         ctx = build_report(args.items, dirs, args.out, ReportConfig(**report),
-                           AggregateConfig(**aggregate))
-    except (ReportInputError, IncompleteOutputError, FileNotFoundError) as exc:
+                           AggregateConfig.from_section(aggregate))
+    except (ReportInputError, IncompleteOutputError, FileNotFoundError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if ctx.get("label_note"):
         print(f"capjudge report: {ctx['label_note']}", file=sys.stderr)

@@ -163,7 +163,8 @@ class ScoreOutput(TypedDict):
     template: str
     cached: bool
     usage: dict[str, int]
-    gamma: float
+    aggregate_settings: dict[str, float]
+    """The method's own aggregate settings in force (HarmonicEval's ``gamma``)."""
 
 
 def _distribution(values: list[int] | None, probs: list[float] | None) -> dict[str, float] | None:
@@ -173,21 +174,19 @@ def _distribution(values: list[int] | None, probs: list[float] | None) -> dict[s
 
 
 def _method_and_mode(args: argparse.Namespace) -> tuple[Any, str]:
-    """The method and mode asked for, after the checks of the caption, texts and gamma.
+    """The method and mode asked for, after the checks of the caption, texts and settings.
 
     Raises:
-        UsageError: an empty caption, a refused text, gamma out of range, an unknown mode.
+        UsageError: an empty caption, a refused text, an aggregate setting no method declares
+            or out of its bounds, an unknown mode.
     """
-    import math
-
     from capjudge.manifest import is_blank
     from capjudge.methods import get_method
 
     if is_blank(args.caption):
         raise UsageError("--caption is empty")
     check_texts(args)
-    if not (math.isfinite(args.gamma) and 0 < args.gamma <= 1):
-        raise UsageError(f"--gamma must be in (0, 1], got {args.gamma}")
+    args.settings = _aggregate_settings(args)
     method = get_method(args.method)
     mode = args.mode or method.score_mode or method.default_modes[0]
     try:
@@ -197,11 +196,40 @@ def _method_and_mode(args: argparse.Namespace) -> tuple[Any, str]:
     return method, mode
 
 
+def _aggregate_settings(args: argparse.Namespace) -> dict[str, float]:
+    """``--aggregate NAME=VALUE`` (and ``--gamma``), checked against what methods declare.
+
+    Raises:
+        UsageError: a malformed pair, a name no method declares, a value out of bounds.
+    """
+    from capjudge.aggregate import AggregateConfig
+
+    pairs: dict[str, object] = {}
+    for text in args.aggregate or []:
+        name, sep, value = text.partition("=")
+        try:
+            pairs[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise UsageError(f"--aggregate takes NAME=NUMBER, got {text!r}")
+    try:
+        settings = dict(AggregateConfig.from_section(pairs).settings)
+    except ValueError as exc:
+        raise UsageError(f"--aggregate: {exc}") from None
+    if args.gamma is not None:
+        try:
+            settings |= AggregateConfig.from_section({"gamma": args.gamma}).settings
+        except ValueError as exc:
+            raise UsageError(f"--gamma: {exc}") from None
+    return settings
+
+
 def run(args: argparse.Namespace) -> int:
     """Score the item; print the result (exit 3 when it got no score)."""
     from capjudge.client import AuthError, WrongServerError, raise_if_stopped
     from capjudge.judge import check_verdict_format, judge_items, make_backend, make_client
-    from capjudge.methods import MethodOptions, verdict
+    from capjudge.methods import AggregateOptions, MethodOptions, verdict
     from capjudge.protocol import BackendError
     from capjudge.stopping import exit_promptly_on_signals
 
@@ -232,7 +260,8 @@ def run(args: argparse.Namespace) -> int:
     except (AuthError, WrongServerError) as exc:
         raise UsageError(str(exc)) from exc
     criteria = result.criteria.get((item.id, mode), [])
-    v = verdict(method, criteria, {"gamma": args.gamma})
+    options: AggregateOptions = {"settings": args.settings}
+    v = verdict(method, criteria, options)
     rows = [r for r in result.rows if r.status != "skipped"]
     main = rows[0] if len(rows) == 1 else None
     responses = result.responses
@@ -266,7 +295,8 @@ def run(args: argparse.Namespace) -> int:
         "cached": bool(responses) and all(r.cached for r in responses),
         "usage": {"prompt_tokens": result.stats.prompt_tokens,
                   "completion_tokens": result.stats.completion_tokens},
-        "gamma": args.gamma,
+        "aggregate_settings": {name: method.setting(options, name)
+                               for name in method.aggregate_settings},
     }
     print_result(output, args.json)
     return EXIT_OK if v.score is not None else EXIT_STRICT
@@ -306,9 +336,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser("score", help="score one caption with one method/mode/backend")
     add_judge_options(p)
     p.add_argument("--mode", help="method mode (default: the method's own choice)")
-    p.add_argument("--gamma", type=float, default=0.75,
-                   help="criterion weighting for methods that combine criteria by it "
-                        "(HarmonicEval: 1 uniform, 0.5 inverse variance, ->0 select)")
+    p.add_argument("--aggregate", action="append", metavar="NAME=NUMBER",
+                   help="a method's own aggregate setting (params.yaml: aggregate.NAME; "
+                        "e.g. HarmonicEval's gamma=0.5); repeatable")
+    p.add_argument("--gamma", type=float, default=None,
+                   help="the same as --aggregate gamma=NUMBER (HarmonicEval's weighting: "
+                        "1 uniform, 0.5 inverse variance, ->0 select; default 0.75)")
     p.add_argument("--extractor", help="context-stage backend (default: --backend)")
     media = p.add_mutually_exclusive_group()
     media.add_argument("--image", type=Path)

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 
 from capjudge.methods.base import (
     AggregateOptions,
+    AggregateSetting,
     BaseMethod,
     Criterion,
     CriterionSpec,
@@ -111,6 +112,25 @@ def check_method_options(name: str, options: Mapping[str, object]
     return settings
 
 
+def aggregate_settings() -> dict[str, tuple[AggregateSetting, list[str]]]:
+    """Every loadable method's aggregate settings: name -> (setting, the methods declaring it).
+
+    The keys ``params.yaml: aggregate`` accepts beside its own (a method that cannot be loaded
+    is left out with a warning). Two methods may share a name only with the same bounds and
+    default (the first one's is kept).
+    """
+    found: dict[str, tuple[AggregateSetting, list[str]]] = {}
+    for name in method_names():
+        try:
+            declared = get_method(name).aggregate_settings
+        except RegistryError as exc:
+            log.warning("method %s left out of the aggregate settings: %s", name, exc)
+            continue
+        for key, setting in declared.items():
+            found.setdefault(key, (setting, []))[1].append(name)
+    return found
+
+
 def context_method_names() -> list[str]:
     """The registered methods that have a context stage (each method is loaded to ask it).
 
@@ -138,7 +158,8 @@ def default_context_method() -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-__all__ = ["DEFAULT_METHOD", "METHOD_REGISTRY", "AggregateOptions", "BaseMethod", "Criterion",
+__all__ = ["DEFAULT_METHOD", "METHOD_REGISTRY", "AggregateOptions", "AggregateSetting",
+           "BaseMethod", "Criterion", "aggregate_settings",
            "CriterionSpec", "Method", "MethodOptions", "Planned", "Scale", "Skip", "Verdict",
            "check_method_options", "context_method_names", "default_context_method",
            "get_method", "item_image", "method_names", "register_method", "slot_criteria",

@@ -186,13 +186,52 @@ class Profile(TypedDict, total=False):
     method_options: dict[str, str]
 
 
+@dataclass(frozen=True)
+class AggregateSetting:
+    """A number a method's :meth:`Method.overall` reads, declared by the method.
+
+    Its name is a key of ``params.yaml: aggregate`` (HarmonicEval's ``gamma``): the params
+    schema, the aggregate stage and the docs take it from the method, so no shared type names
+    one method's settings. A change re-aggregates and never re-runs a judge.
+
+    Attributes:
+        default: the paper's value.
+        low: the smallest value allowed.
+        high: the largest value allowed.
+        low_open: ``low`` itself is refused (gamma in (0, 1]).
+        doc: one line saying what it does.
+    """
+
+    default: float
+    low: float
+    high: float
+    low_open: bool = False
+    doc: str = ""
+
+    def check(self, name: str, value: object) -> float:
+        """``value`` as a float within the bounds.
+
+        Raises:
+            ValueError: not a finite number in range.
+        """
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"aggregate.{name} must be a number, got {value!r}")
+        number = float(value)
+        below = number <= self.low if self.low_open else number < self.low
+        if not math.isfinite(number) or below or number > self.high:
+            bounds = f"{'(' if self.low_open else '['}{self.low:g}, {self.high:g}]"
+            raise ValueError(f"aggregate.{name} must be in {bounds}, got {value!r}")
+        return number
+
+
 class AggregateOptions(TypedDict, total=False):
     """The options every method's :meth:`Method.overall` and :func:`verdict` receive."""
 
-    gamma: float
-    """HarmonicEval weighting: 1 uniform, 0.5 inverse variance, ->0 select."""
     include_low_mass: bool
     """When False a low-mass criterion's score is left out, as if it had failed."""
+    settings: Mapping[str, float]
+    """Values of methods' :attr:`Method.aggregate_settings` (absent: the method's default;
+    :meth:`Method.setting` reads them)."""
 
 
 def verdict(method: Method, criteria: Sequence[Criterion], options: AggregateOptions) -> Verdict:
@@ -201,8 +240,9 @@ def verdict(method: Method, criteria: Sequence[Criterion], options: AggregateOpt
     Args:
         method: the method whose :meth:`Method.overall` combines the criteria.
         criteria: every criterion planned for the item and mode, skipped ones included.
-        options: aggregation options (``gamma``; ``include_low_mass``: when False a low-mass
-            criterion's score is left out, as if it had failed).
+        options: aggregation options (``include_low_mass``: when False a low-mass
+            criterion's score is left out, as if it had failed; ``settings``: the methods'
+            own, e.g. HarmonicEval's ``gamma``).
     """
     total = len(criteria)
     judged = [c for c in criteria if c.status != "skipped"]
@@ -380,6 +420,8 @@ class Method(ABC):
             reads it; any other reading needs a second channel (:mod:`capjudge.reading.confirm`).
             The reader applies it through the request's slots (label and anchor, or the score
             first; ``verdict_format: json_schema`` makes it the schema's JSON).
+        aggregate_settings: the numbers :meth:`overall` reads (:class:`AggregateSetting`),
+            set under ``params.yaml: aggregate`` by name (HarmonicEval's ``gamma``).
     """
 
     name: ClassVar[str] = ""
@@ -397,6 +439,7 @@ class Method(ABC):
     choices: ClassVar[dict[str, tuple[str, ...]]] = {"prompt_variant": ("paper", "guarded")}
     reads_verdict: ClassVar[bool] = True
     verdict_contract: ClassVar[str] = ""
+    aggregate_settings: ClassVar[Mapping[str, AggregateSetting]] = {}
 
     def settings(self, options: MethodOptions) -> tuple[tuple[str, str], ...]:
         """The named options in force, validated (the first choice when not set).
@@ -459,6 +502,11 @@ class Method(ABC):
     def interpret(self, planned: Planned, response: JudgeResponse) -> list[Criterion]:
         """Per-criterion results of one answered request."""
         return slot_criteria(planned, response)
+
+    def setting(self, options: AggregateOptions, name: str) -> float:
+        """The value of the method's aggregate setting ``name`` under ``options``."""
+        value = (options.get("settings") or {}).get(name)
+        return self.aggregate_settings[name].default if value is None else float(value)
 
     def overall(self, criteria: Sequence[Criterion], options: AggregateOptions
                 ) -> tuple[float | None, str | None]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from capjudge.item import Item
 from capjudge.methods.base import (
     AggregateOptions,
+    AggregateSetting,
     Criterion,
     CriterionSpec,
     Method,
@@ -110,6 +111,11 @@ class HarmonicEval(Method):
                    "w_c ∝ σ_c^(-2(1-γ)/γ) (§2.2)")
     explains = True
     choices = {"prompt_variant": ("paper", "guarded"), "score": ("paper", "renormalised")}
+    # §2.2: gamma 0.75 in the paper's experiments; 1 weights uniformly, 0.5 by inverse
+    # variance, towards 0 selects the most confident criterion.
+    aggregate_settings = {"gamma": AggregateSetting(
+        0.75, 0.0, 1.0, low_open=True,
+        doc="harmonic weighting: 1 uniform, 0.5 inverse variance, towards 0 select")}
 
     def plan(self, item: Item, mode: str, options: MethodOptions) -> list[Planned | Skip]:
         """One request per criterion (image criteria skipped on a text-only backend)."""
@@ -194,7 +200,7 @@ class HarmonicEval(Method):
         criterion; when no criterion has a distribution the weights are uniform. (Taking its
         σ as 0 would give it nearly all the weight: the floor of σ is 1e-6.)
         """
-        gamma = float(options.get("gamma", 0.75))
+        gamma = self.setting(options, "gamma")
         scored = [c for c in criteria if c.score is not None]
         if not scored:
             return None, "no criterion was scored"

@@ -142,7 +142,7 @@ def injection_inflation(items: Sequence[Item], method: str, server: Any, cache_d
         result = judge_items(list(items), config)
         scores[quote] = {}
         for key, criteria in result.criteria.items():
-            v = verdict(m, criteria, {"gamma": 0.75})
+            v = verdict(m, criteria, {})
             if v.score is not None:
                 scores[quote][key] = float(v.score)
     both = sorted(set(scores[False]) & set(scores[True]))
