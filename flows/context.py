@@ -21,6 +21,7 @@ from capjudge.judge import env_settings
 from capjudge.methods import context_method_names, default_context_method, get_method
 from capjudge.parts import combine_part_dirs
 from capjudge.records import ContextSummary
+from capjudge.stage_files import default_dir, items_file
 from flows.params import load_params
 from flows.runner import RunnerConfig, task_runner
 from tasks.context import extract_shard_task, extract_task
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"context {args.name}: `method:` must name a method with a context stage "
               f"({', '.join(context_method_names())})", file=sys.stderr)
         return 2
-    out_dir = section.pop("out", f"data/context/{args.name}")
+    out_dir = section.pop("out", default_dir("context", args.name))
     # CAPJUDGE_CACHE_DIR wins over params.yaml (capjudge.judge.env_settings).
     section["cache_dir"] = (env_settings().get("cache_dir") or section.get("cache_dir")
                             or (params.get("judge") or {}).get("cache_dir"))
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             section["cache_dir"] = str(Path(section["cache_dir"]).absolute())
     try:
         context_flow.with_options(task_runner=task_runner(runner, workers))(
-            args.name, method, f"{params['ingest']['out']}/items.parquet", out_dir, section,
+            args.name, method, str(items_file(params["ingest"]["out"])), out_dir, section,
             workers)
     except RuntimeError as exc:
         print(f"context {args.name}: error: {exc}", file=sys.stderr)

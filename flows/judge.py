@@ -40,6 +40,7 @@ from capjudge.judge import judge_section as library_judge_section
 from capjudge.parts import ChunkResult
 from capjudge.protocol import BackendError
 from capjudge.records import JudgeSummary
+from capjudge.stage_files import default_dir, items_file, judgements_file
 from capjudge.stopping import exit_promptly_on_signals, stop_requested, terminate_children
 from flows.artifacts import Progress
 from flows.params import load_params
@@ -115,7 +116,7 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
                         stats.cache_hits, time.perf_counter() - started)
     # judgements.parquet and summary.json are one set (capjudge.atomic.stage_outputs).
     with stage_outputs(out):
-        table = combine_parts(parts, out / "judgements.parquet")
+        table = combine_parts(parts, judgements_file(out))
         # A built backend's facts (a chunk of recorded skips builds none and says less).
         facts = [r["backend"] for r in results if r]
         backend = next((f for f in facts if f.get("loaded", True)),
@@ -158,8 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     except (BackendError, ValueError) as exc:
         print(f"judge {args.name}: error: {exc}", file=sys.stderr)
         return 2
-    out_dir = judge_section(params, args.name).get("out", f"data/judge/{args.name}")
-    items_path = f"{params['ingest']['out']}/items.parquet"
+    out_dir = judge_section(params, args.name).get("out", default_dir("judge", args.name))
+    items_path = str(items_file(params["ingest"]["out"]))
     if config.submit == "batch":  # one process submits and polls: see flows/judge_batch.py
         from flows.judge_batch import run_batch_stage
 

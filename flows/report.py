@@ -16,6 +16,7 @@ from prefect import flow, get_run_logger
 from capjudge.aggregate import AggregateConfig
 from capjudge.records import AggregateSummary, ReportOutcome
 from capjudge.report import ReportConfig
+from capjudge.stage_files import default_dir, items_file
 from capjudge.validate import ValidateConfig, ValidationFailed
 from flows.artifacts import publish_report
 from flows.params import load_params
@@ -27,7 +28,7 @@ def judge_dirs(params: dict[str, Any]) -> list[str]:
     out = []
     for group in ("judges", "context_judges"):
         for name, section in (params.get(group) or {}).items():
-            out.append(section.get("out", f"data/judge/{name}"))
+            out.append(section.get("out", default_dir("judge", name)))
     return out
 
 
@@ -73,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     dirs = judge_dirs(params)
     ingest_dir = params["ingest"]["out"]
     section = dict(params.get(args.stage) or {})
-    out = section.pop("out", {"aggregate": "data/aggregate", "validate": "reports",
-                              "report": "reports"}[args.stage])
+    out = section.pop("out", default_dir(args.stage))
     if args.stage == "aggregate":
         try:
             config = AggregateConfig.from_section(section)
@@ -84,13 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         aggregate_flow(dirs, out, config)
     elif args.stage == "validate":
         try:
-            validate_flow(f"{ingest_dir}/items.parquet", dirs, out, ValidateConfig(**section))
+            validate_flow(str(items_file(ingest_dir)), dirs, out, ValidateConfig(**section))
         except ValidationFailed as exc:
             print(str(exc), file=sys.stderr)
             print(f"(details: {out}/validation.md, {out}/validation.json)", file=sys.stderr)
             return 1
     else:
-        aggregate_out = (params.get("aggregate") or {}).get("out", "data/aggregate")
+        aggregate_out = (params.get("aggregate") or {}).get("out", default_dir("aggregate"))
         report_flow(ingest_dir, dirs, aggregate_out, out, ReportConfig(**section))
     return 0
 

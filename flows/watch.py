@@ -44,6 +44,7 @@ from prefect.cache_policies import NO_CACHE
 from capjudge.cli.common import EXIT_ALERT
 from capjudge.history import HistoryEntry, alerts, load_history, rate_alerts
 from capjudge.params import flow_style_hazards
+from capjudge.stage_files import default_dir, summary_file
 from capjudge.watch import (
     Fingerprint,
     WatchAlert,
@@ -220,7 +221,7 @@ def watch_flow(params_path: str = "params.yaml", registry: str = ".capjudge-runs
 
 def judge_summary(section: Mapping[str, object], name: str) -> Mapping[str, object]:
     """The judge stage's ``summary.json`` in the workspace (empty when it is missing)."""
-    path = Path(str(section.get("out", f"data/judge/{name}"))) / "summary.json"
+    path = summary_file(str(section.get("out", default_dir("judge", name))))
     data: dict[str, object] = json.loads(path.read_text()) if path.is_file() else {}
     return data
 

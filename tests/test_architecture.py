@@ -136,7 +136,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("capjudge", "capjudge.atomic", "capjudge.credentials", "capjudge.registry",
               "capjudge.scoring", "capjudge.progress", "capjudge.stats", "capjudge.reliability",
               "capjudge.manifest", "capjudge.sample", "capjudge.item", "capjudge.media",
-              "capjudge.limits", "capjudge.records")),
+              "capjudge.limits", "capjudge.records", "capjudge.stage_files")),
     ("protocol", ("capjudge.protocol", "capjudge.cache", "capjudge.cost", "capjudge.reading",
                   "capjudge.media_check")),
     ("prompts", ("capjudge.prompts",)),

@@ -50,6 +50,14 @@ from capjudge.records import (
     RepeatScore,
     SystemScore,
 )
+from capjudge.stage_files import (
+    CRITERIA,
+    ITEM_SCORES,
+    REPEAT_SCORES,
+    SYSTEM_SCORES,
+    judgements_file,
+    summary_file,
+)
 
 REPEAT_SCHEMA = RepeatScore.schema()
 """The columns of ``repeat_scores.parquet`` (:class:`capjudge.records.RepeatScore`)."""
@@ -226,7 +234,7 @@ def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
     all_systems: list[SystemScore] = []
     all_repeats: list[RepeatScore] = []
     for d in judge_dirs:
-        path = Path(d) / "judgements.parquet"
+        path = judgements_file(d)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no judgements (did the judge stage run?)")
         check_complete(d, "the judge stage")  # not a set a killed run left half-written
@@ -242,10 +250,10 @@ def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
         all_systems += systems
         all_repeats += repeats
     tables = {
-        "criteria.parquet": CriterionScore.table(all_criteria),
-        "item_scores.parquet": ItemScore.table(all_items),
-        "repeat_scores.parquet": RepeatScore.table(all_repeats),
-        "system_scores.parquet": SystemScore.table(all_systems),
+        CRITERIA: CriterionScore.table(all_criteria),
+        ITEM_SCORES: ItemScore.table(all_items),
+        REPEAT_SCORES: RepeatScore.table(all_repeats),
+        SYSTEM_SCORES: SystemScore.table(all_systems),
     }
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for it in all_items:
@@ -259,5 +267,5 @@ def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
         for name, table in tables.items():
             with atomic_path(out / name) as tmp:
                 pq.write_table(table, tmp)
-        write_json(out / "summary.json", summary)
+        write_json(summary_file(out), summary)
     return summary

@@ -62,6 +62,7 @@ from capjudge.media import (
     tile_views,
 )
 from capjudge.records import ItemRow, QuarantineRow
+from capjudge.stage_files import QUARANTINE, items_file, summary_file
 from capjudge.unicode_text import look_alike_key
 
 log = logging.getLogger(__name__)
@@ -584,7 +585,7 @@ def _write_outputs(manifest: Path, out: Path, items: Sequence[ItemRow],
     try:
         with stage_outputs(out):
             write_tables(out, items, quarantine)
-            write_json(out / "summary.json", summary)
+            write_json(summary_file(out), summary)
     except OSError as exc:
         raise _write_error(out, exc) from None
     for q in quarantine:
@@ -659,8 +660,8 @@ def write_tables(out: Path, items: Sequence[ItemRow], quarantine: Sequence[Quara
     """Write the Parquet tables and (re)build the DuckDB database from them."""
     import duckdb
 
-    items_path = out / "items.parquet"
-    quarantine_path = out / "quarantine.parquet"
+    items_path = items_file(out)
+    quarantine_path = out / QUARANTINE
     # Row groups of ITEMS_ROW_GROUP rows: a judge task reads only the groups of its chunk
     # (capjudge.item.load_items), not the whole table.
     with atomic_path(items_path) as tmp:

@@ -20,6 +20,7 @@ from capjudge.client import DEFAULT_MAX_RETRY_AFTER_S
 from capjudge.credentials import refuse_credentials
 from capjudge.methods import get_method
 from capjudge.protocol import Decoding
+from capjudge.stage_files import default_dir
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -261,7 +262,7 @@ def config_from_params(params: Mapping[str, Any], name: str) -> JudgeConfig:
         ctx = (params.get("contexts") or {}).get(context)
         if ctx is None:
             raise KeyError(f"judge {name!r} reads contexts.{context}, which is not defined")
-        out = ctx.get("out", f"data/context/{context}")
+        out = ctx.get("out", default_dir("context", context))
         section["method_options"] = {**section.get("method_options", {}),
                                      "contexts": f"{out}/contexts.parquet"}
     common = dict(params.get("judge") or {})

@@ -41,6 +41,7 @@ from capjudge.client import ClientStats
 from capjudge.judge_config import JudgeConfig
 from capjudge.methods import get_method
 from capjudge.records import JudgeSummary
+from capjudge.stage_files import judgements_file, summary_file
 
 LOCK = ".capjudge-lock"
 
@@ -144,7 +145,7 @@ def _describe(table: pa.Table) -> str:
 def _existing(out_dir: str | Path) -> pa.Table | None:
     """The judgements a finished run left in the folder (None: nothing to keep)."""
     out = Path(out_dir)
-    path = out / "judgements.parquet"
+    path = judgements_file(out)
     if not path.is_file() or (out / INCOMPLETE_MARKER).exists():
         return None
     old = pq.read_table(path)
@@ -171,7 +172,7 @@ def _refuse_other(out_dir: str | Path, old: pa.Table, mine: dict[str, list[str]]
                      or not theirs.get(k) for k in _IDENTITY)
     if not (same_judge and same_items):
         why = "other items" if same_judge else "another judge"
-        path = Path(out_dir) / "judgements.parquet"
+        path = judgements_file(out_dir)
         raise OutputTakenError(
             f"{out_dir} holds judgements of {_describe(old)} ({why}); this run would replace "
             f"them: use another --out, or remove {path} first")
@@ -269,7 +270,7 @@ def summarise(table: pa.Table, stats: ClientStats, config: JudgeConfig,
 
 def write_summary(out_dir: str | Path, summary: JudgeSummary) -> None:
     """Write summary.json."""
-    write_json(Path(out_dir) / "summary.json", summary)
+    write_json(summary_file(out_dir), summary)
 
 
 def check_writable_dir(out_dir: str | Path) -> Path:
@@ -308,7 +309,7 @@ def write_outputs(out_dir: str | Path, table: pa.Table, summary: JudgeSummary, *
     """
     try:
         with stage_outputs(out_dir) as out:
-            with atomic_path(out / "judgements.parquet") as tmp:
+            with atomic_path(judgements_file(out)) as tmp:
                 pq.write_table(table, tmp)
             write_summary(out, summary)
         if not complete:

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from capjudge.credentials import redact_value
 from capjudge.records import BackendLineage, RunLineage
+from capjudge.stage_files import items_file, judgements_file, summary_file
 
 PACKAGES = ("capjudge", "torch", "transformers", "openai", "prefect", "dvc", "duckdb",
             "great-expectations", "pyarrow", "pillow", "av", "pycocoevalcap")
@@ -71,8 +72,8 @@ def backend_lineage(judge_dirs: list[Path]) -> list[BackendLineage]:
     for d in judge_dirs:
         # redact_value: a summary written before base URLs were checked may hold user-info;
         # none of it reaches lineage.json, the report database or the registry.
-        summary = redact_value(json.loads((d / "summary.json").read_text()))
-        path = d / "judgements.parquet"
+        summary = redact_value(json.loads(summary_file(d).read_text()))
+        path = judgements_file(d)
         columns = ["model", "system_fingerprint", "template", "status"]
         # ``settings`` (a method's named options) is absent from runs written before it.
         has_settings = "settings" in pq.read_schema(path).names
@@ -157,7 +158,7 @@ def collect(params_path: Path, ingest_dir: Path, judge_dirs: list[Path],
         "git_revision": git["git_revision"], "git_dirty": git["git_dirty"],
         "dvc_lock_sha256": _sha256(root / "dvc.lock"),
         "params_sha256": _sha256(params_path),
-        "dataset_sha256": _sha256(ingest_dir / "items.parquet"),
+        "dataset_sha256": _sha256(items_file(ingest_dir)),
         "packages": package_versions(),
         "backends": _backends_against_committed(judge_dirs, root),
     }

@@ -31,6 +31,7 @@ from capjudge.judge_rows import JUDGEMENTS_SCHEMA, rows_table
 from capjudge.methods.base import item_image
 from capjudge.protocol import BackendFacts
 from capjudge.records import JSONValue, Judgement
+from capjudge.stage_files import summary_file
 
 
 class ChunkResult(TypedDict):
@@ -151,12 +152,12 @@ def combine_part_dirs(part_dirs: Sequence[str | Path], out_dir: str | Path,
                 writer.write_table(pq.read_table(file, schema=schema))
     summary: dict[str, JSONValue] = {}
     for d in part_dirs:
-        file = Path(d) / "summary.json"
+        file = summary_file(d)
         if file.is_file():
             _merge(summary, json.loads(file.read_text()))
     if seconds is not None:
         summary["seconds"] = round(seconds, 2)
-    write_json(out / "summary.json", summary)
+    write_json(summary_file(out), summary)
     return summary
 
 

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from capjudge.methods import Method, Scale, get_method
 from capjudge.protocol import STATUSES
+from capjudge.stage_files import judgements_file
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +239,7 @@ def load_judgements(judge_dirs: Sequence[str | Path]) -> pd.DataFrame:
     """Every judge's judgements.parquet with a ``judge`` column."""
     frames = []
     for d in judge_dirs:
-        df = pq.read_table(Path(d) / "judgements.parquet").to_pandas()
+        df = pq.read_table(judgements_file(d)).to_pandas()
         df.insert(0, "judge", Path(d).name)
         frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(

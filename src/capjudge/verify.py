@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from capjudge.backends import backend_class, default_concurrency
 from capjudge.item import load_items
 from capjudge.judge import adaptive_chunk_size, chunk_bounds, config_from_params, judge_items
+from capjudge.stage_files import judgements_file, summary_file
 
 
 class Reproduction(TypedDict):
@@ -91,7 +92,7 @@ def verify_judge(params: Mapping[str, Any], name: str, items_path: str | Path,
         seed: picks the sample.
         retest_sd: the judge's measured mean item SD over repeats, when known (API judges).
     """
-    stored = pq.read_table(Path(judge_dir) / "judgements.parquet").to_pylist()
+    stored = pq.read_table(judgements_file(judge_dir)).to_pylist()
     judged = sorted({r["item_id"] for r in stored if r["status"] != "skipped"})
     chosen = set(sample_ids(judged, sample, seed))
     config = replace(config_from_params(params, name), limit=None)
@@ -136,7 +137,7 @@ def _stage_chunks(judge_dir: Path, items_path: str | Path, config: Any, chosen: 
     The chunk size is the one the stage recorded in ``summary.json``; a stage written before
     it was recorded gets the size the flow picks by default, and the note says so.
     """
-    summary_path = judge_dir / "summary.json"
+    summary_path = summary_file(judge_dir)
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
     counts = summary.get("items") or {}
     items = load_items(items_path)  # read once; the chunks are slices of it

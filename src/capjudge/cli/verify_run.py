@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from capjudge.cli.common import EXIT_OK, UsageError, bounded
+from capjudge.stage_files import default_dir, items_file, judgements_file
 
 EXIT_NOT_REPRODUCED = 5
 
@@ -48,10 +49,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"no judge {args.name!r} in {args.params} (known: "
                          f"{', '.join(groups) or 'none'})")
     judge_dir = Path(args.judge_dir or groups[args.name].get("out")
-                     or f"data/judge/{args.name}")
-    items = Path(args.items or (params.get("ingest") or {}).get("out", "data/ingest")
-                 ) / "items.parquet" if not args.items else Path(args.items)
-    if not (judge_dir / "judgements.parquet").is_file():
+                     or default_dir("judge", args.name))
+    items = Path(args.items) if args.items else items_file(
+        (params.get("ingest") or {}).get("out", default_dir("ingest")))
+    if not judgements_file(judge_dir).is_file():
         raise UsageError(f"{judge_dir}: no judgements.parquet (run the judge stage first)")
     try:
         found = verify_judge(params, args.name, items, judge_dir, sample=args.sample,

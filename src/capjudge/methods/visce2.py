@@ -32,6 +32,7 @@ from capjudge.methods.base import (
 from capjudge.prompts import get_template, method_spec
 from capjudge.protocol import JudgeRequest, JudgeResponse, ScoreSlot
 from capjudge.records import ContextRow, ContextSummary
+from capjudge.stage_files import CONTEXTS
 
 MODES = ("vanilla", "references", "description", "context", "context-objects",
          "context-objects-attributes")
@@ -180,5 +181,5 @@ class VisCE2(Method):
         """
         from capjudge.methods.visce2_context import load_context_table
 
-        file = Path(path) / "contexts.parquet" if Path(path).is_dir() else Path(path)
+        file = Path(path) / CONTEXTS if Path(path).is_dir() else Path(path)
         return load_context_table(file) if file.is_file() else {}

@@ -31,6 +31,7 @@ from capjudge.methods.base import item_image
 from capjudge.prompts import get_template
 from capjudge.protocol import BackendFacts, Decoding, JudgeRequest, JudgeResponse
 from capjudge.records import ContextRow, ContextSummary
+from capjudge.stage_files import CONTEXTS, summary_file
 
 KINDS = ("context", "description")
 
@@ -179,9 +180,9 @@ def write_contexts(out_dir: Path, rows: Sequence[ContextRow], summary: ContextSu
     from capjudge.atomic import atomic_path, stage_outputs, write_json
 
     with stage_outputs(out_dir):
-        with atomic_path(out_dir / "contexts.parquet") as tmp:
+        with atomic_path(out_dir / CONTEXTS) as tmp:
             pq.write_table(ContextRow.table(rows), tmp)
-        write_json(out_dir / "summary.json", summary)
+        write_json(summary_file(out_dir), summary)
 
 
 def run_context(items: Sequence[Item] | str | Path, out_dir: str | Path, config: ContextConfig,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capjudge.records import ItemRow
+from capjudge.stage_files import summary_file
 
 GENERIC_PROTOCOL = "manifest-labels"
 """The protocol id of data without a dataset card: the manifest's labels, annotators averaged."""
@@ -67,7 +68,7 @@ def label_key_note(criterion: str, found: Sequence[str]) -> str | None:
 def _ingest_summary(ingest: Path) -> dict[str, object]:
     """The ingest stage's ``summary.json`` (empty when absent or unreadable: older outputs)."""
     try:
-        data = json.loads((ingest / "summary.json").read_text())
+        data = json.loads(summary_file(ingest).read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -70,6 +70,16 @@ from capjudge.report.judge_reliability import (
 from capjudge.report.plots import history_plots, make_plots
 from capjudge.report.render import render_html, render_markdown
 from capjudge.sample import SAMPLE_CARD
+from capjudge.stage_files import (
+    CRITERIA,
+    ITEM_SCORES,
+    QUARANTINE,
+    REPEAT_SCORES,
+    SYSTEM_SCORES,
+    items_file,
+    judgements_file,
+    summary_file,
+)
 from capjudge.stats import STATS, pearson
 
 # The bundled sample's protocol (its dataset card's); any data states its own
@@ -458,24 +468,24 @@ def _read_inputs(ingest: Path, agg: Path, judge_dirs: Sequence[str | Path]
     check_complete(agg, "aggregate")
     for d in judge_dirs:
         check_complete(d, "the judge stage")
-    items = pq.read_table(ingest / "items.parquet")
+    items = pq.read_table(items_file(ingest))
     item_rows = ItemRow.from_table(items)
     judgement_tables = []
     judges: dict[str, JudgeSummary] = {}
     for d in judge_dirs:
-        t = pq.read_table(Path(d) / "judgements.parquet")
+        t = pq.read_table(judgements_file(d))
         judgement_tables.append(t.add_column(0, "judge", pa.array([Path(d).name] * len(t))))
         # redact_value: no URL user-info from an older summary reaches the report.
-        judges[Path(d).name] = redact_value(json.loads((Path(d) / "summary.json").read_text()))
+        judges[Path(d).name] = redact_value(json.loads(summary_file(d).read_text()))
     tables = {
-        "items": items, "quarantine": pq.read_table(ingest / "quarantine.parquet"),
+        "items": items, "quarantine": pq.read_table(ingest / QUARANTINE),
         "judgements": pa.concat_tables(judgement_tables, promote_options="default"),
-        "criteria": pq.read_table(agg / "criteria.parquet"),
-        "item_scores": pq.read_table(agg / "item_scores.parquet"),
-        "system_scores": pq.read_table(agg / "system_scores.parquet"),
+        "criteria": pq.read_table(agg / CRITERIA),
+        "item_scores": pq.read_table(agg / ITEM_SCORES),
+        "system_scores": pq.read_table(agg / SYSTEM_SCORES),
         # Aggregates written before test-retest existed have no per-repeat scores.
-        "repeat_scores": pq.read_table(agg / "repeat_scores.parquet")
-        if (agg / "repeat_scores.parquet").is_file() else REPEAT_SCHEMA.empty_table(),
+        "repeat_scores": pq.read_table(agg / REPEAT_SCORES)
+        if (agg / REPEAT_SCORES).is_file() else REPEAT_SCHEMA.empty_table(),
         "labels": LabelRow.table(label_rows(item_rows)),
     }
     return item_rows, tables, judges

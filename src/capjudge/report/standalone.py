@@ -22,6 +22,7 @@ from capjudge.records import ItemRow
 from capjudge.report.context import ReportContext
 from capjudge.report.dataset import label_keys
 from capjudge.report.run import ReportConfig, run_report
+from capjudge.stage_files import JUDGEMENTS, SUMMARY, items_file, judgements_file
 
 
 class ReportInputError(ValueError):
@@ -36,7 +37,7 @@ def ingest_folder(items: str | Path) -> Path:
     """
     p = Path(items)
     folder = p if p.is_dir() else p.parent
-    if not (folder / "items.parquet").is_file():
+    if not items_file(folder).is_file():
         raise ReportInputError(f"{items}: no items.parquet there (give the ingest output "
                                "folder, e.g. data/ingest, or its items.parquet)")
     return folder
@@ -56,7 +57,7 @@ def check_judge_dirs(judge_dirs: Sequence[str | Path], item_ids: set[str]) -> No
     for d in map(Path, judge_dirs):
         if not d.is_dir():
             raise ReportInputError(f"{d}: no such judge output folder")
-        missing = [f for f in ("judgements.parquet", "summary.json") if not (d / f).is_file()]
+        missing = [f for f in (JUDGEMENTS, SUMMARY) if not (d / f).is_file()]
         if missing:
             raise ReportInputError(f"{d}: not a judge output folder (no {' or '.join(missing)};"
                                    " write one with capjudge judge --out DIR)")
@@ -64,7 +65,7 @@ def check_judge_dirs(judge_dirs: Sequence[str | Path], item_ids: set[str]) -> No
             raise ReportInputError(f"{d} and {seen[d.name]}: two judges named {d.name!r} (a "
                                    "judge is named by its folder; rename one)")
         seen[d.name] = d
-        judged = set(pq.read_table(d / "judgements.parquet", columns=["item_id"])
+        judged = set(pq.read_table(judgements_file(d), columns=["item_id"])
                      .column("item_id").to_pylist())
         if judged and not judged & item_ids:
             raise ReportInputError(f"{d}: none of its {len(judged)} judged items is among the "
@@ -87,7 +88,7 @@ def build_report(items: str | Path, judge_dirs: Sequence[str | Path], out_dir: s
         ReportInputError: an input is missing or unusable, or no item carries a label.
     """
     ingest = ingest_folder(items)
-    rows = ItemRow.from_table(pq.read_table(ingest / "items.parquet"))
+    rows = ItemRow.from_table(pq.read_table(items_file(ingest)))
     if not label_keys(rows):
         raise ReportInputError(f"{ingest}: no item carries human labels (the manifest's "
                                "`labels` key), so there is no agreement to report")
