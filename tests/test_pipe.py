@@ -78,7 +78,8 @@ def test_a_sign_in_page_is_not_verified() -> None:
             pass
 
     httpd = HTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                              daemon=True).start()
     try:
         port = httpd.server_address[1]
         backend = create_backend("openai/gpt-4o-2024-08-06",

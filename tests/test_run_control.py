@@ -134,7 +134,8 @@ class _Server:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def __enter__(self) -> _Server:
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
