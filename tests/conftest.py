@@ -29,6 +29,24 @@ os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 sys.path.insert(0, str(ROOT))
 
 
+@pytest.fixture
+def prefect_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A Prefect server (the test harness's) that this test's subprocesses use too.
+
+    Every stage of a ``dvc repro`` is a process whose flow would otherwise start a temporary
+    Prefect server of its own (8-15 s each here, see STACK_NOTES). Tests of the pipeline's
+    logic (DVC, the watch) point their stages at one running server instead; the user's own
+    first run, with a temporary server per stage, is tested as it is in test_first_run.
+    """
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        url = str(PREFECT_API_URL.value())
+        monkeypatch.setenv("PREFECT_API_URL", url)
+        yield url
+
+
 @pytest.fixture(scope="session")
 def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample suite, generated once per test session."""

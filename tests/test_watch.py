@@ -68,10 +68,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[P
 
 
 @pytest.mark.slow
-def test_watch_flow_reevaluates_on_a_changed_fingerprint(project: tuple[Path, MockOpenAIServer]
-                                                         ) -> None:
-    from prefect.testing.utilities import prefect_test_harness
-
+def test_watch_flow_reevaluates_on_a_changed_fingerprint(project: tuple[Path, MockOpenAIServer],
+                                                         prefect_api: str) -> None:
     root, server = project
     first = subprocess.run(["dvc", "repro"], cwd=root, capture_output=True, text=True,
                            timeout=900)
@@ -82,26 +80,25 @@ def test_watch_flow_reevaluates_on_a_changed_fingerprint(project: tuple[Path, Mo
     assert len(runs) == 1
     from flows.watch import watch_flow
 
-    with prefect_test_harness(server_startup_timeout=90):
-        baseline = watch_flow()
-        assert baseline["new"] == ["ctx", "main"] and not baseline["changed"]
-        calls = server.total_received
-        server.fingerprint = "fp_test_0002"  # the provider re-deployed the model
-        changed = watch_flow()
-        assert changed["changed"] == ["main"] and changed["unchanged"] == ["ctx"]
-        assert server.total_received > calls + 1  # the judge really asked again
-        comparison = Path(changed["comparison"])
-        text = comparison.read_text()
-        assert "fp_test_0001" in text and "fp_test_0002" in text
-        data = json.loads(comparison.with_suffix(".json").read_text())
-        series = data["series"]["main/ref-only"]
-        assert series["shift"]["mean_abs"] > 0 and "agreement" in series
-        assert len(list((root / ".capjudge-runs").glob("*/lineage.json"))) == 2
-        exps = subprocess.run(["dvc", "exp", "list", "--all-commits"], cwd=root,
-                              capture_output=True, text=True)
-        assert "watch-" in exps.stdout  # the re-evaluation is a kept DVC experiment
-        quiet = watch_flow()
-        assert quiet["unchanged"] == ["ctx", "main"] and "comparison" not in quiet
+    baseline = watch_flow()
+    assert baseline["new"] == ["ctx", "main"] and not baseline["changed"]
+    calls = server.total_received
+    server.fingerprint = "fp_test_0002"  # the provider re-deployed the model
+    changed = watch_flow()
+    assert changed["changed"] == ["main"] and changed["unchanged"] == ["ctx"]
+    assert server.total_received > calls + 1  # the judge really asked again
+    comparison = Path(changed["comparison"])
+    text = comparison.read_text()
+    assert "fp_test_0001" in text and "fp_test_0002" in text
+    data = json.loads(comparison.with_suffix(".json").read_text())
+    series = data["series"]["main/ref-only"]
+    assert series["shift"]["mean_abs"] > 0 and "agreement" in series
+    assert len(list((root / ".capjudge-runs").glob("*/lineage.json"))) == 2
+    exps = subprocess.run(["dvc", "exp", "list", "--all-commits"], cwd=root,
+                          capture_output=True, text=True)
+    assert "watch-" in exps.stdout  # the re-evaluation is a kept DVC experiment
+    quiet = watch_flow()
+    assert quiet["unchanged"] == ["ctx", "main"] and "comparison" not in quiet
     events = [e["event"] for e in WatchState(root / ".capjudge-runs").history()]
     assert events == ["baseline", "baseline", "re-evaluated", "no_change"]
 
@@ -176,13 +173,12 @@ def _labelled_script(items_path: Path, direction: int, salt: str) -> Any:
 
 @pytest.mark.slow
 def test_three_watch_runs_give_a_history_and_a_drop_alerts(
-        project: tuple[Path, MockOpenAIServer]) -> None:
+        project: tuple[Path, MockOpenAIServer], prefect_api: str) -> None:
     """Done-when of issue 22: three watch runs on the stand-in server, the last a drop."""
     import os
 
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
 
     from capjudge.history import load_history, series_history
 
@@ -197,27 +193,26 @@ def test_three_watch_runs_give_a_history_and_a_drop_alerts(
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     from flows.watch import watch_flow
 
-    with prefect_test_harness(server_startup_timeout=90):
-        assert watch_flow()["new"] == ["ctx", "main"]  # baseline fingerprints
-        # Watch run 2: a new snapshot that scores about the same (no alert).
-        server.fingerprint = "fp_test_0002"
-        server.script = _labelled_script(items, 1, "b")
-        second = watch_flow()
-        assert second["changed"] == ["main"] and second["alerts"] == []
-        # Watch run 3, through `capjudge watch --once`: a snapshot that inverts the ranking.
-        server.fingerprint = "fp_test_0003"
-        server.script = _labelled_script(items, -1, "c")
-        env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
-        third = subprocess.run([sys.executable, "-m", "capjudge.cli", "watch", "--once"],
-                               cwd=root, capture_output=True, text=True, timeout=900, env=env)
-        assert third.returncode == 4, third.stdout[-3000:] + third.stderr[-3000:]
-        assert "main/ref-only: Kendall tau-b x100 dropped by" in third.stderr
-        with get_client(sync_client=True) as client:
-            runs = [r for r in client.read_flow_runs() if r.name and r.state
-                    and r.state.is_failed()]
-            messages = [r.state.message or "" for r in runs if r.state]
-        failed = [m for m in messages if "capjudge watch alert" in m]
-        assert failed and "dropped by" in failed[0] and "95 % CI" in failed[0]
+    assert watch_flow()["new"] == ["ctx", "main"]  # baseline fingerprints
+    # Watch run 2: a new snapshot that scores about the same (no alert).
+    server.fingerprint = "fp_test_0002"
+    server.script = _labelled_script(items, 1, "b")
+    second = watch_flow()
+    assert second["changed"] == ["main"] and second["alerts"] == []
+    # Watch run 3, through `capjudge watch --once`: a snapshot that inverts the ranking.
+    server.fingerprint = "fp_test_0003"
+    server.script = _labelled_script(items, -1, "c")
+    env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+    third = subprocess.run([sys.executable, "-m", "capjudge.cli", "watch", "--once"],
+                           cwd=root, capture_output=True, text=True, timeout=900, env=env)
+    assert third.returncode == 4, third.stdout[-3000:] + third.stderr[-3000:]
+    assert "main/ref-only: Kendall tau-b x100 dropped by" in third.stderr
+    with get_client(sync_client=True) as client:
+        runs = [r for r in client.read_flow_runs() if r.name and r.state
+                and r.state.is_failed()]
+        messages = [r.state.message or "" for r in runs if r.state]
+    failed = [m for m in messages if "capjudge watch alert" in m]
+    assert failed and "dropped by" in failed[0] and "95 % CI" in failed[0]
     history = series_history(load_history(root / ".capjudge-runs"))["main/ref-only"]
     assert len(history) == 3  # the dvc repro run, then the two re-evaluations
     assert [p["snapshot_changed"] for p in history] == [False, True, True]
