@@ -74,13 +74,13 @@ def test_corpus_d_no_wrong_value_as_valid_and_read_right_but_for_abstentions(
 # Corpus E (issue 40: a fifth writer, after the contract and the second channel were designed,
 # committed before it was measured; each case also carries the judge's reply to the follow-up
 # question). Before the change: 76/129 read right, 20 wrong values returned as valid. Replayed
-# with ``confirm: follow_up`` (an OpenAI-protocol server without logprobs): 99/129, 2 wrong
-# values returned as valid, listed here so that no other slips in: VisCE²'s literal
-# first-integer reading that the follow-up repeats, and an on-contract verdict after praise of
-# the references alone.
+# with ``confirm: follow_up`` (an OpenAI-protocol server without logprobs): 99/129 with 2 wrong
+# values returned as valid; then the two classes behind them fixed (a first number restated in
+# the same sentence as another value on the scale, "8, that is, roughly 85 out of 100"; a
+# verdict after sentences that evaluate only the references): 101/129, none.
 CORPUS_E = load(DATA / "blind_answers_e.json") \
     if (DATA / "blind_answers_e.json").is_file() else []
-KNOWN_WRONG_E = {"E-gv-scores-references-only", "E-vc-single-digit-literal"}
+KNOWN_WRONG_E: set[str] = set()
 
 
 # Corpus F (issue 40: a sixth writer, blind to the reader and to corpus E, held out: committed
@@ -95,8 +95,8 @@ CORPUS_F = load(DATA / "blind_answers_f.json") \
 KNOWN_WRONG_F = {"F-vis-single-digit-misread"}
 
 
-# (corpus, wrong values known and listed, read right at least): measured 99/129 and 123/145.
-CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 99), ("F", CORPUS_F, KNOWN_WRONG_F, 123)]
+# (corpus, wrong values known and listed, read right at least): measured 101/129 and 123/145.
+CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 101), ("F", CORPUS_F, KNOWN_WRONG_F, 123)]
 
 
 @pytest.mark.parametrize(("name", "corpus", "known_wrong", "at_least"), CONFIRMED,

@@ -109,6 +109,33 @@ def test_more_abstentions(text: str, slot: ScoreSlot, why: str) -> None:
     assert isinstance(found, Unreadable) and why in found.reason
 
 
+@pytest.mark.parametrize(("text", "slot", "why"), [
+    # A first number restated in the same sentence as another value on the slot's scale.
+    ("I'll say 6, that is, roughly 65 out of 100. The caption names the dog.", VISCE2,
+     "restated"),
+    # Every sentence before the verdict evaluates the references; the candidate, never.
+    ("Reference 1 names the red kite. Reference 2 adds the beach and the dog. "
+     "The final score is $88$.", GVEVAL, "something else"),
+])
+def test_other_verdicts_abstain(text: str, slot: ScoreSlot, why: str) -> None:
+    found = locate(text, slot)
+    assert isinstance(found, Unreadable) and why in found.reason
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    # The same rating on two scales, or revised, or a restatement in a later sentence.
+    ("7/10 - equivalently 70 out of 100. The man is right, the desk is not.", VISCE2, 70),
+    ("I would rate it 60, i.e. 60 out of 100.", VISCE2, 60),
+    # One sentence restating the references is context, and the caption is discussed.
+    ("The references describe a red kite. The final score is $40$.", GVEVAL, 40),
+    ("Reference 1 names the kite. The caption misses it. The final score is $40$.", GVEVAL,
+     40),
+])
+def test_restatements_that_agree_and_context_are_read(text: str, slot: ScoreSlot,
+                                                      value: int) -> None:
+    assert _read(text, slot).value == value
+
+
 def test_a_ticked_line_that_writes_its_number_is_read_at_the_digit() -> None:
     text = "- [ ] 1 Very Low Correctness\n- [x] 4 High Correctness\n- [ ] 5 Extremely High"
     found = _read(text, HARMONIC)

@@ -50,6 +50,11 @@ _CANDIDATE = re.compile(r"\b(?:candidate|generated|given|original|model'?s?)\s+(
                         r"description|text)|\bthe\s+candidate\b", re.I)
 _REFERENCE_SUBJECT = re.compile(r"\s*(?:the\s+)?reference(?:\s+caption)?(?:\s+\d)?\s+(?:is|was|"
                                 r"gives|describes|captures)\b", re.I)
+# A sentence whose subject is the references ("Reference caption 2 is more detailed", "Both
+# references capture ...").
+_ABOUT_REFERENCES = re.compile(r"\s*[*_#>-]*\s*(?:the\s+|both\s+|all\s+|each\s+of\s+the\s+)?"
+                               r"(?:two\s+|three\s+)?references?(?:\s+captions?)?(?:\s*\d+)?"
+                               r"\b(?!\s+to\b)", re.I)
 _CHECK_LINE = re.compile(
     r"^[ \t>*_-]*(?:\[(?P<mark>[ xX\u2713\u2714\u2717*])\]|\((?P<paren>[ xX\u2713\u2714])\)|"
     r"(?P<box>[\u2610\u2611\u2612\u2705\u274c\u2b1c]))[ \t*_]*(?P<rest>[^\n]*)$", re.M)
@@ -164,6 +169,14 @@ def other_target(text: str, chosen: Candidate) -> str | None:
             found = _OTHER_TARGET.search(paragraph)
             if found is not None and not _CANDIDATE.search(paragraph):
                 m = found
+            elif found is None and not _CANDIDATE.search(paragraph):
+                # "Reference caption 1 is accurate ... Both references capture ... The final
+                # score is $90$.": the references evaluated, sentence after sentence, and the
+                # candidate never (one sentence restating the references is context, not an
+                # evaluation of them).
+                said = [x for x in re.split(r"(?<=[.!?])\s+|\n+", paragraph) if x.strip()]
+                if len(said) >= 2 and all(_ABOUT_REFERENCES.match(x) for x in said):
+                    m = _ABOUT_REFERENCES.match(said[0])
     if m is None:
         return None
     return (f"the verdict {chosen.number.written.strip()!r} scores something else "

@@ -633,6 +633,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                               f"{chosen.number.written.strip()!r} and {named[0].how} "
                               f"({int(named[0].number.value)}) "
                               "disagree, and nothing says which stands", printed_value(chosen))
+    if (restated := _restated(chosen, cleaned, slot)) is not None:
+        return Unreadable("parse_failure", restated, printed_value(chosen))
     if (other := other_target(cleaned, chosen)) is not None:
         return Unreadable("parse_failure", other, printed_value(chosen))
     after = cleaned[chosen.number.end:]
@@ -714,6 +716,34 @@ def _conflict(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
         return (f"the answer rates other things by name ({named}) and none of them is "
                 f"{slot.name}")
     return None
+
+
+def _restated(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """Why a value on the slot's scale does not settle a first-number slot, or None.
+
+    A slot that reads the first number (VisCE² §3) and an answer whose first number, in the
+    same sentence, is restated as another value on the slot's own scale ("I'll say 8, that is,
+    roughly 85 out of 100"): the paper's reading (8) and the answer's restatement (85) are two
+    verdicts, and the scale the first one is on is the judge's own guess. A restatement that
+    agrees ("8/10, i.e. 80 out of 100") or a revision ("8. No: 85 out of 100") settles it.
+    """
+    if slot.position != "first" or slot.anchor or slot.label or chosen.source != "own_scale":
+        return None
+    first = _first_integer(text)
+    if first is None or first.start >= chosen.number.start:
+        return None
+    # "7/10 - equivalently 70 out of 100": the first number on its own stated scale, converted.
+    of = re.match(r"\s*(?:/|out\s+of)\s*(\d+)", text[first.end:])
+    scaled = (first.value * slot.high / int(of.group(1)) if of and int(of.group(1)) > 0
+              else first.value)
+    if chosen.number.value in (first.value, scaled):
+        return None
+    between = text[first.end: chosen.number.start]
+    if re.search(r"[.!?](?:\s|$)|\n", between) or _REVISION.search(between):
+        return None
+    return (f"the first number {first.written.strip()!r} (the method's reading) is restated "
+            f"as {chosen.number.written.strip()!r} ({chosen.how}) in the same sentence: two "
+            "values, and nothing says which scale the first is on")
 
 
 def _nothing(masked: str, cleaned: str, slot: ScoreSlot, truncated: bool) -> Unreadable:
