@@ -10,4 +10,6 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     --no-install-recommends chromium >/dev/null) \
     || echo "[test] warning: could not install Chromium; the browser check will be skipped"
 fi
-python -m pytest "$@"
+# Parallel workers, one per core (pytest-xdist), an idle one taking queued tests from a busy
+# one; CAPJUDGE_TEST_WORKERS=0 runs every test in this process.
+python -m pytest -n "${CAPJUDGE_TEST_WORKERS:-auto}" --dist worksteal "$@"

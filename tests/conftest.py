@@ -102,3 +102,15 @@ def demo_plugin() -> Iterator[Path]:
     install_plugin_path(PLUGINS)
     yield PLUGINS
     uninstall_plugin_path(PLUGINS, "capjudge_demo_plugin")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``heavy`` tests first, then the ``slow`` ones (stable order otherwise).
+
+    With parallel workers (``pytest -n auto --dist worksteal``, the README's test command)
+    the longest tests then start at once and the others fill the gaps, instead of one worker
+    running the last long test alone; run serially, the order changes nothing a test relies
+    on (each test sets up what it needs).
+    """
+    items.sort(key=lambda item: (item.get_closest_marker("heavy") is None,
+                                 item.get_closest_marker("slow") is None))

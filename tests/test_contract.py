@@ -75,6 +75,7 @@ def _backend(kind: str, server: MockOpenAIServer, tiny: str) -> tuple[str, dict[
 pytestmark = pytest.mark.usefixtures("demo_plugin")
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_every_method_on_every_backend(kind: str, subset: Path, server: MockOpenAIServer,

@@ -114,6 +114,7 @@ def _declared_outputs(root: Path) -> list[str]:
     return [n for n in names if "${" not in n]  # per-entry stages: checked by their folders
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_a_new_project_runs_the_first_time_and_tracks_the_users_manifest(
         tmp_path: Path) -> None:

@@ -59,6 +59,7 @@ def test_judge_flow_against_the_protocol_server(harness: None, ingested: Path,
     assert all(r["system_fingerprint"] == "fp_test_0001" for r in rows)
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_dvc_pipeline_runs_and_reruns_as_a_no_op(tmp_path: Path, prefect_api: str) -> None:
     """`dvc repro` of the real dvc.yaml in a scratch copy of the project, on a fake judge."""

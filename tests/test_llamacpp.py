@@ -432,6 +432,7 @@ def _text_items(folder: Path, n: int) -> Path:
     return folder / "items.parquet"
 
 
+@pytest.mark.heavy
 def test_a_judge_stage_with_the_engine_loaded_stops_on_sigterm(tmp_path: Path) -> None:
     import time
 

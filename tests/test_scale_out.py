@@ -347,6 +347,7 @@ def test_context_flow_sharded_writes_what_one_task_writes(harness: None, ingeste
 # --- the judge flow on a local Dask cluster ----------------------------------------------------
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_judge_flow_on_two_dask_workers_holds_a_global_rpm(harness: None, ingested: Path,
                                                            tmp_path: Path) -> None:

@@ -67,42 +67,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[P
         yield root, server
 
 
-@pytest.mark.slow
-def test_watch_flow_reevaluates_on_a_changed_fingerprint(project: tuple[Path, MockOpenAIServer],
-                                                         prefect_api: str) -> None:
-    root, server = project
-    first = subprocess.run(["dvc", "repro"], cwd=root, capture_output=True, text=True,
-                           timeout=900)
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    report = (root / "reports" / "report.md").read_text()
-    assert "## Lineage" in report and "fp_test_0001" in report
-    runs = list((root / ".capjudge-runs").glob("*/lineage.json"))
-    assert len(runs) == 1
-    from flows.watch import watch_flow
-
-    baseline = watch_flow()
-    assert baseline["new"] == ["ctx", "main"] and not baseline["changed"]
-    calls = server.total_received
-    server.fingerprint = "fp_test_0002"  # the provider re-deployed the model
-    changed = watch_flow()
-    assert changed["changed"] == ["main"] and changed["unchanged"] == ["ctx"]
-    assert server.total_received > calls + 1  # the judge really asked again
-    comparison = Path(changed["comparison"])
-    text = comparison.read_text()
-    assert "fp_test_0001" in text and "fp_test_0002" in text
-    data = json.loads(comparison.with_suffix(".json").read_text())
-    series = data["series"]["main/ref-only"]
-    assert series["shift"]["mean_abs"] > 0 and "agreement" in series
-    assert len(list((root / ".capjudge-runs").glob("*/lineage.json"))) == 2
-    exps = subprocess.run(["dvc", "exp", "list", "--all-commits"], cwd=root,
-                          capture_output=True, text=True)
-    assert "watch-" in exps.stdout  # the re-evaluation is a kept DVC experiment
-    quiet = watch_flow()
-    assert quiet["unchanged"] == ["ctx", "main"] and "comparison" not in quiet
-    events = [e["event"] for e in WatchState(root / ".capjudge-runs").history()]
-    assert events == ["baseline", "baseline", "re-evaluated", "no_change"]
-
-
 def test_compare_cli_on_two_runs(ingested: Path, tmp_path: Path,
                                  capsys: pytest.CaptureFixture[str]) -> None:
     from capjudge.aggregate import AggregateConfig, run_aggregate
@@ -171,14 +135,21 @@ def _labelled_script(items_path: Path, direction: int, salt: str) -> Any:
     return script
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
-def test_three_watch_runs_give_a_history_and_a_drop_alerts(
+def test_watch_reevaluates_on_a_changed_fingerprint_keeps_a_history_and_alerts_on_a_drop(
         project: tuple[Path, MockOpenAIServer], prefect_api: str) -> None:
-    """Done-when of issue 22: three watch runs on the stand-in server, the last a drop."""
+    """Four watch runs on the stand-in server after a first `dvc repro` (issue 22's done-when,
+    in one project: each `dvc repro` and experiment costs a minute on 2 cores).
+
+    1. baseline fingerprints; 2. a new snapshot that scores about the same: re-evaluated
+    through a kept DVC experiment, compared with the previous run, no alert; 3. nothing
+    changed: nothing done; 4. through `capjudge watch --once`, a snapshot that inverts the
+    ranking: exit 4, a failed flow run whose message carries the figures.
+    """
     import os
 
     from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_API_URL
 
     from capjudge.history import load_history, series_history
 
@@ -191,18 +162,38 @@ def test_three_watch_runs_give_a_history_and_a_drop_alerts(
     done = subprocess.run(["dvc", "repro"], cwd=root, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = (root / "reports" / "report.md").read_text()
+    assert "## Lineage" in report and "fp_test_0001" in report
+    assert len(list((root / ".capjudge-runs").glob("*/lineage.json"))) == 1
     from flows.watch import watch_flow
 
-    assert watch_flow()["new"] == ["ctx", "main"]  # baseline fingerprints
-    # Watch run 2: a new snapshot that scores about the same (no alert).
+    baseline = watch_flow()
+    assert baseline["new"] == ["ctx", "main"] and not baseline["changed"]
+    # Watch run 2: the provider re-deployed the model; it scores about the same (no alert).
+    calls = server.total_received
     server.fingerprint = "fp_test_0002"
     server.script = _labelled_script(items, 1, "b")
     second = watch_flow()
-    assert second["changed"] == ["main"] and second["alerts"] == []
-    # Watch run 3, through `capjudge watch --once`: a snapshot that inverts the ranking.
+    assert second["changed"] == ["main"] and second["unchanged"] == ["ctx"]
+    assert second.get("alerts") == []
+    assert server.total_received > calls + 1  # the judge really asked again
+    comparison = Path(str(second.get("comparison")))
+    text = comparison.read_text()
+    assert "fp_test_0001" in text and "fp_test_0002" in text
+    data = json.loads(comparison.with_suffix(".json").read_text())
+    series = data["series"]["main/ref-only"]
+    assert series["shift"]["mean_abs"] > 0 and "agreement" in series
+    assert len(list((root / ".capjudge-runs").glob("*/lineage.json"))) == 2
+    exps = subprocess.run(["dvc", "exp", "list", "--all-commits"], cwd=root,
+                          capture_output=True, text=True)
+    assert "watch-" in exps.stdout  # the re-evaluation is a kept DVC experiment
+    # Watch run 3: nothing changed, nothing done.
+    quiet = watch_flow()
+    assert quiet["unchanged"] == ["ctx", "main"] and "comparison" not in quiet
+    # Watch run 4, through `capjudge watch --once`: a snapshot that inverts the ranking.
     server.fingerprint = "fp_test_0003"
     server.script = _labelled_script(items, -1, "c")
-    env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+    env = {**os.environ, "PREFECT_API_URL": prefect_api}
     third = subprocess.run([sys.executable, "-m", "capjudge.cli", "watch", "--once"],
                            cwd=root, capture_output=True, text=True, timeout=900, env=env)
     assert third.returncode == 4, third.stdout[-3000:] + third.stderr[-3000:]
@@ -225,7 +216,8 @@ def test_three_watch_runs_give_a_history_and_a_drop_alerts(
                                                  - second_point["kendall_tau_b"])
     assert paired["ci95"][1] < -0.05 and paired["n"] == third_point["n"]
     assert second_point["paired"]["ci95"][0] <= second_point["paired"]["difference"]
-    report = (root / "reports" / "report.html").read_text()
-    assert "History" in report and "fp_test_0003" in report and "changed" in report
+    report_html = (root / "reports" / "report.html").read_text()
+    assert "History" in report_html and "fp_test_0003" in report_html and "changed" in report_html
     events = [e["event"] for e in WatchState(root / ".capjudge-runs").history()]
+    assert events[:4] == ["baseline", "baseline", "re-evaluated", "no_change"]
     assert events[-1] == "alert"

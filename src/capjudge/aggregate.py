@@ -111,6 +111,8 @@ def _checked(settings: Mapping[str, object]) -> dict[str, float]:
     Raises:
         ValueError: a name no method declares, or a value out of its setting's bounds.
     """
+    if not settings:
+        return {}
     declared = aggregate_settings()
     out: dict[str, float] = {}
     for name, value in settings.items():

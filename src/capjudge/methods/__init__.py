@@ -124,7 +124,9 @@ def aggregate_settings() -> dict[str, tuple[AggregateSetting, list[str]]]:
         try:
             declared = get_method(name).aggregate_settings
         except RegistryError as exc:
-            log.warning("method %s left out of the aggregate settings: %s", name, exc)
+            # Said where the method is used (params checks, get_method): not once more per
+            # config built.
+            log.debug("method %s left out of the aggregate settings: %s", name, exc)
             continue
         for key, setting in declared.items():
             found.setdefault(key, (setting, []))[1].append(name)

@@ -633,9 +633,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                               f"{chosen.number.written.strip()!r} and {named[0].how} "
                               f"({int(named[0].number.value)}) "
                               "disagree, and nothing says which stands", printed_value(chosen))
-    if (restated := _restated(chosen, cleaned, slot)) is not None:
-        return Unreadable("parse_failure", restated, printed_value(chosen))
-    if (other := other_target(cleaned, chosen)) is not None:
+    if (other := _restated(chosen, cleaned, slot) or other_target(cleaned, chosen)) is not None:
         return Unreadable("parse_failure", other, printed_value(chosen))
     after = cleaned[chosen.number.end:]
     if (gone := WITHDRAWN.search(after)) is not None and not has_number(after[gone.end():]):
