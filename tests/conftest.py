@@ -104,6 +104,30 @@ def demo_plugin() -> Iterator[Path]:
     uninstall_plugin_path(PLUGINS, "capjudge_demo_plugin")
 
 
+@pytest.fixture(autouse=True)
+def _logging_to_open_streams() -> Iterator[None]:
+    """Every log handler writes to an open stream when a test starts.
+
+    A flow run in a test sets Prefect's console handler up on the stream pytest captured for
+    that test, closed when the test ends; a later test in the same process that logs a
+    warning then gets a "--- Logging error ---" traceback on stderr instead of the line
+    (which tests of the CLI's output read). The handlers are pointed back at the real stderr.
+    """
+    import logging
+
+    loggers = [logging.getLogger(), *(v for v in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(v, logging.Logger))]
+    for logger in loggers:
+        for handler in logger.handlers:
+            console = getattr(handler, "console", None)  # rich (Prefect's console handler)
+            if console is not None and getattr(console.file, "closed", False):
+                console.file = sys.__stderr__
+            stream = getattr(handler, "stream", None)
+            if isinstance(handler, logging.StreamHandler) and getattr(stream, "closed", False):
+                handler.setStream(sys.__stderr__)
+    yield
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The ``heavy`` tests first, then the ``slow`` ones (stable order otherwise).
 

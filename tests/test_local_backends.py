@@ -91,6 +91,9 @@ def test_embedded_gemma_exact_distribution(tmp_path: Path) -> None:
     backend = create_backend("embedded/gemma-3-270m")
     assert isinstance(backend, HFBackend) and not backend.is_vlm
     assert backend._digit_ids is not None  # Gemma splits numbers into digits
+    # The backend is built once per process: another test may have asked its first
+    # distribution (and run the one-time check) already.
+    backend._tree_checked = False
     context = backend.tokenizer.encode("Rate the caption from 0 to 100.\nThe final score is $")
     values = [0, 1, 7, 10, 42, 99, 100]
     backend.prune = 0.0
