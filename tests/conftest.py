@@ -124,7 +124,7 @@ def _logging_to_open_streams() -> Iterator[None]:
                 console.file = sys.__stderr__
             stream = getattr(handler, "stream", None)
             if isinstance(handler, logging.StreamHandler) and getattr(stream, "closed", False):
-                handler.setStream(sys.__stderr__)
+                handler.stream = sys.__stderr__  # (setStream would flush the closed one)
     yield
 
 
