@@ -36,6 +36,7 @@ def test_artifact_keys_are_valid_prefect_keys() -> None:
     assert artifact_key("??") == "capjudge"
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_flows_publish_their_artifacts(harness: None, ingested: Path, tmp_path: Path) -> None:
     from prefect import flow

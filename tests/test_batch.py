@@ -310,6 +310,7 @@ def test_batch_settings_are_checked_before_anything_runs(tmp_path: Path) -> None
         BatchState(tmp_path)
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_the_dvc_stage_keeps_its_batch_state_where_dvc_does_not_delete_it(
         ingested: Path, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ def harness() -> Iterator[None]:
         yield
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_sample_then_ingest_flows(harness: None, tmp_path: Path) -> None:
     from capjudge.ingest import IngestConfig
@@ -109,6 +110,7 @@ def test_dvc_pipeline_runs_and_reruns_as_a_no_op(tmp_path: Path, prefect_api: st
     assert "Data and pipelines are up to date" in second.stdout
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_judge_flow_statistics_are_the_same_on_threads_and_processes(
         harness: None, ingested: Path, tmp_path: Path) -> None:

@@ -591,6 +591,7 @@ def test_determinism_is_the_default_and_fast_is_named() -> None:
     assert LlamaCppBackend.concurrency_for({"determinism": "fast", "parallel": 4}) == 4
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_deterministic_engines_give_bit_identical_answers_whatever_the_order() -> None:
     # Two fresh engines, the same G-VEval requests in opposite orders (another prompt-cache
@@ -613,6 +614,7 @@ def test_deterministic_engines_give_bit_identical_answers_whatever_the_order() -
     assert "AVX" in str(facts.get("cpu_features", "")) or facts.get("cpu_features") is not None
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_several_deterministic_engines_answer_as_one_does() -> None:
     # engines: 2 runs two single-slot engines side by side (a request and its digit follow-ups

@@ -97,6 +97,7 @@ def harness() -> Any:
         yield
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_api_judge_flow_overlaps_chunks_within_its_concurrency(
         harness: None, tmp_path: Path) -> None:

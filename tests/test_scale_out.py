@@ -252,6 +252,7 @@ def _items(path: Path) -> list[dict[str, object]]:
             for row in pq.read_table(path / "items.parquet").to_pylist()]
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_ingest_flow_samples_videos_in_parallel_with_the_serial_result(
         harness: None, sample_dir: Path, tmp_path: Path) -> None:
