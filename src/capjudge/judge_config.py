@@ -20,7 +20,7 @@ from capjudge.client import DEFAULT_MAX_RETRY_AFTER_S
 from capjudge.credentials import refuse_credentials
 from capjudge.methods import get_method
 from capjudge.protocol import Decoding
-from capjudge.stage_files import default_dir
+from capjudge.stage_files import CONTEXTS, default_dir
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -264,6 +264,6 @@ def config_from_params(params: Mapping[str, Any], name: str) -> JudgeConfig:
             raise KeyError(f"judge {name!r} reads contexts.{context}, which is not defined")
         out = ctx.get("out", default_dir("context", context))
         section["method_options"] = {**section.get("method_options", {}),
-                                     "contexts": f"{out}/contexts.parquet"}
+                                     "contexts": f"{out}/{CONTEXTS}"}
     common = dict(params.get("judge") or {})
     return JudgeConfig.from_params(section, common)
