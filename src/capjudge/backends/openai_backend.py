@@ -85,19 +85,14 @@ from capjudge.protocol import (
 from capjudge.reading import (
     CONFIRM,
     CONFIRM_MODES,
-    QUESTION,
     READING_RULES_VERSION,
     PendingDigits,
     ResponseBase,
     TokenLogprob,
     TreeReading,
-    add_continuation,
-    confirm_at_anchors,
-    confirm_by_question,
-    continuation_from_result,
-    finish_slot,
     follow_up_prefixes,
     follow_up_requests,
+    merge_follow_ups,
     needs_confirmation,
     read_answer,
     reasoning_only,
@@ -440,66 +435,32 @@ class OpenAIBackend(OpenAIServed):
     def complete(self, request: JudgeRequest, response: JudgeResponse,
                  follow_ups: Sequence[JudgeRequest], answers: Sequence[JudgeResponse]
                  ) -> JudgeResponse:
-        """The response with the follow-ups' next-digit distributions in its digit trees."""
+        """The response with its follow-ups' answers merged (:func:`merge_follow_ups`)."""
         with self._pending_lock:
             pending = self._pending.pop(id(response), None)
         if pending is None:
             return response
-        usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens)
-        timings = response.timings
-        raw = dict(response.raw or {})
-        followed: dict[str, dict[str, Any]] = {
-            k: dict(v) for k, v in (raw.get("after") or {}).items()}
-        for (i, prefix), answer in zip(pending.batch, answers, strict=True):
-            if not answer.cached:
-                usage.prompt_tokens += answer.usage.prompt_tokens
-                usage.completion_tokens += answer.usage.completion_tokens
-                if answer.timings is not None:
-                    timings = (timings or ServerTimings()).plus(answer.timings)
-            if prefix == QUESTION:
-                pending.follow_up = answer.text if answer.status not in (
-                    "error", "refused", "skipped") else None
-                raw["follow_up"] = pending.follow_up
-                continue
-            reading = pending.readings[i]
-            node = continuation_from_result(answer.slots[0]) if answer.slots else None
-            if answer.status == "ok" and node is not None:
-                add_continuation(reading, prefix, node)
-                followed.setdefault(str(i), {})[prefix] = dict(node)  # kept raw (reread)
-                continue
-            why = answer.reason or (answer.slots[0].reason if answer.slots else None)
-            if answer.status == "error" and why and "HTTP 4" in why:
-                # The server refuses continuation requests: no more follow-ups from here on.
-                self.continue_digits = False
-                self.continue_off_reason = ("the server cannot continue an assistant message "
-                                             f"({why}); continuation follow-ups turned off")
-                note = self.continue_off_reason
-            else:
-                note = f"the follow-up for {prefix!r} failed ({why})"
-            if note not in reading.notes:
-                reading.notes.append(note)
-        slots = list(response.slots)
-        for i, reading in pending.readings.items():
-            if i < CONFIRM:
-                slots[i] = finish_slot(reading, self.min_mass, pending.forced, i)
-        confirm_at_anchors(slots, pending.readings, pending.forced, self.min_mass,
-                            self.continue_digits)
-        if pending.question and (-1, QUESTION) in pending.asked:
-            confirm_by_question(slots, request, pending.follow_up)
-        base: ResponseBase = {"usage": usage, "model": response.model,
-                "system_fingerprint": response.system_fingerprint,
-                "latency_s": response.latency_s, "timings": timings}
-        done = response_of(response.text, slots, None, request, base)
-        if raw:
-            done.raw = {**raw, "after": followed,
-                        "notes": {str(i): list(r.notes) for i, r in pending.readings.items()
-                                  if r.notes}}
-        if self.continue_digits and any(
-                set(follow_up_prefixes(r)) - {p for j, p in pending.asked if j == i}
-                for i, r in pending.readings.items()):
+        done, off, more = merge_follow_ups(request, response, pending, answers,
+                                           min_mass=self.min_mass,
+                                           continuing=self.continue_digits,
+                                           refused=self._refuses_continuation)
+        if off is not None:
+            # The server refuses continuation requests: no more follow-ups from here on.
+            self.continue_digits = False
+            self.continue_off_reason = off
+        if more:
             with self._pending_lock:
                 self._pending[id(done)] = pending  # "10" after "1": another round
         return done
+
+    @staticmethod
+    def _refuses_continuation(answer: JudgeResponse) -> str | None:
+        """Why a failed follow-up shows the server cannot continue an assistant message."""
+        why = answer.reason or (answer.slots[0].reason if answer.slots else None)
+        if answer.status == "error" and why and "HTTP 4" in why:
+            return ("the server cannot continue an assistant message "
+                    f"({why}); continuation follow-ups turned off")
+        return None
 
 
 __all__ = ["CONTINUATIONS", "CONTINUATION_FIELDS", "ChatBody", "LLAMACPP_TOP_LOGPROBS",

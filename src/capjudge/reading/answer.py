@@ -9,7 +9,7 @@ again under new reading rules from what was stored (never asking again).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, TypedDict
 
 from capjudge.protocol import (
@@ -22,12 +22,13 @@ from capjudge.protocol import (
 )
 from capjudge.reading.confirm import confirmed, needs_confirmation, read_follow_up
 from capjudge.reading.locate import find_printed
-from capjudge.reading.pending import CONFIRM, forced_reading
+from capjudge.reading.pending import CONFIRM, QUESTION, PendingDigits, forced_reading
 from capjudge.reading.tokens import (
     READING_RULES_VERSION,
     TokenLogprob,
     TreeReading,
     add_continuation,
+    continuation_from_result,
     finish,
     follow_up_prefixes,
     read_next,
@@ -235,3 +236,77 @@ def response_of(text: str, slots: list[SlotResult], finish_reason: str | None,
     return JudgeResponse(status=status, text=text, slots=slots, reason=reason, **base)
 
 
+def merge_follow_ups(request: JudgeRequest, response: JudgeResponse, pending: PendingDigits,
+                     answers: Sequence[JudgeResponse], *, min_mass: float, continuing: bool,
+                     refused: Callable[[JudgeResponse], str | None]
+                     ) -> tuple[JudgeResponse, str | None, bool]:
+    """The response finished with its follow-ups' answers (digits, anchors, the question).
+
+    Each digit follow-up's next-digit distribution joins its slot's tree; the question's
+    answer is kept for :func:`confirm_by_question`; a follow-up that failed is a note on its
+    slot, never a guess. Usage and server timings add the follow-ups' (cached ones excepted).
+
+    Args:
+        request: the request answered.
+        response: the answer as the backend first read it.
+        pending: what it waited for (:class:`~capjudge.reading.pending.PendingDigits`).
+        answers: the follow-ups' answers, in ``pending.batch``'s order.
+        min_mass: the backend's ``min_mass``.
+        continuing: the backend can still ask continuation follow-ups.
+        refused: why a failed follow-up shows the server refuses continuations (None: it
+            does not show that); from then on no continuation is asked.
+
+    Returns:
+        The finished response; why continuations were turned off (None: they were not); and
+        whether another round of follow-ups is due (a "10" after a "1").
+    """
+    usage = Usage(response.usage.prompt_tokens, response.usage.completion_tokens)
+    timings = response.timings
+    raw = dict(response.raw or {})
+    followed: dict[str, dict[str, object]] = {
+        k: dict(v) for k, v in (raw.get("after") or {}).items()}
+    off: str | None = None
+    for (i, prefix), answer in zip(pending.batch, answers, strict=True):
+        if not answer.cached:
+            usage.prompt_tokens += answer.usage.prompt_tokens
+            usage.completion_tokens += answer.usage.completion_tokens
+            if answer.timings is not None:
+                timings = (timings or ServerTimings()).plus(answer.timings)
+        if prefix == QUESTION:
+            pending.follow_up = answer.text if answer.status not in (
+                "error", "refused", "skipped") else None
+            raw["follow_up"] = pending.follow_up
+            continue
+        reading = pending.readings[i]
+        node = continuation_from_result(answer.slots[0]) if answer.slots else None
+        if answer.status == "ok" and node is not None:
+            add_continuation(reading, prefix, node)
+            followed.setdefault(str(i), {})[prefix] = dict(node)  # kept raw (reread)
+            continue
+        why = answer.reason or (answer.slots[0].reason if answer.slots else None)
+        if (refusal := refused(answer)) is not None:
+            off, continuing = refusal, False
+            note = refusal
+        else:
+            note = f"the follow-up for {prefix!r} failed ({why})"
+        if note not in reading.notes:
+            reading.notes.append(note)
+    slots = list(response.slots)
+    for i, reading in pending.readings.items():
+        if i < CONFIRM:
+            slots[i] = finish_slot(reading, min_mass, pending.forced, i)
+    confirm_at_anchors(slots, pending.readings, pending.forced, min_mass, continuing)
+    if pending.question and (-1, QUESTION) in pending.asked:
+        confirm_by_question(slots, request, pending.follow_up)
+    base: ResponseBase = {"usage": usage, "model": response.model,
+                          "system_fingerprint": response.system_fingerprint,
+                          "latency_s": response.latency_s, "timings": timings}
+    done = response_of(response.text, slots, None, request, base)
+    if raw:
+        done.raw = {**raw, "after": followed,
+                    "notes": {str(i): list(r.notes) for i, r in pending.readings.items()
+                              if r.notes}}
+    more = continuing and any(
+        set(follow_up_prefixes(r)) - {p for j, p in pending.asked if j == i}
+        for i, r in pending.readings.items())
+    return done, off, more
