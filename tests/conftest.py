@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -18,6 +20,8 @@ SHARED = Path(os.environ.get("CAPJUDGE_SHARED_DIR") or ROOT.parent / "shared")
 # no telemetry, a start-up timeout that survives a loaded 2-core machine.
 _PREFECT_HOME = tempfile.mkdtemp(prefix="capjudge-prefect-")
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
+# Removed when the session (each parallel worker's) ends: one was left in /tmp per run.
+atexit.register(shutil.rmtree, _PREFECT_HOME, ignore_errors=True)
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
