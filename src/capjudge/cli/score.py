@@ -206,13 +206,14 @@ def _aggregate_settings(args: argparse.Namespace) -> dict[str, float]:
 
     pairs: dict[str, object] = {}
     for text in args.aggregate or []:
-        name, sep, value = text.partition("=")
+        name, _, value = text.partition("=")
         try:
-            pairs[name.strip()] = float(value)
+            number = float(value)
         except ValueError:
-            sep = ""
-        if not sep or not name.strip():
+            number = None
+        if number is None or not name.strip():
             raise UsageError(f"--aggregate takes NAME=NUMBER, got {text!r}")
+        pairs[name.strip()] = number
     try:
         settings = dict(AggregateConfig.from_section(pairs).settings)
     except ValueError as exc:

@@ -116,8 +116,8 @@ def aggregate_settings() -> dict[str, tuple[AggregateSetting, list[str]]]:
     """Every loadable method's aggregate settings: name -> (setting, the methods declaring it).
 
     The keys ``params.yaml: aggregate`` accepts beside its own (a method that cannot be loaded
-    is left out with a warning). Two methods may share a name only with the same bounds and
-    default (the first one's is kept).
+    is left out, logged at debug level). Where two methods declare one name, the first one's
+    bounds check the value; each method reads it with its own default.
     """
     found: dict[str, tuple[AggregateSetting, list[str]]] = {}
     for name in method_names():

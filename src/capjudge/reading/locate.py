@@ -145,6 +145,12 @@ def clean_text(text: str, slot: ScoreSlot) -> str:
     return text
 
 
+def _denominator(after: str) -> Number | None:
+    """The scale a number is stated on, from the text right after it ("/10", "out of 100")."""
+    frac = _FRACTION_AFTER.match(after)
+    return number_at(after, frac.end()) if frac is not None else None
+
+
 def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:
     """Why ``n`` is not a reading of ``slot`` (None when it is one), and its scale.
 
@@ -158,8 +164,7 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
         return (f"the score is a range or a hedge ({(n.written + span).strip()!r}), not one "
                 "number"), False
     own = False
-    if (frac := _FRACTION_AFTER.match(after)) is not None and \
-            (den := number_at(after, frac.end())) is not None:
+    if (den := _denominator(after)) is not None:
         if den.value != slot.high:
             written = (n.written + after[:den.end]).strip()
             return (f"the score is given on another scale ({written}), not "
@@ -731,13 +736,12 @@ def _restated(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     if first is None or first.start >= chosen.number.start:
         return None
     # "7/10 - equivalently 70 out of 100": the first number on its own stated scale, converted.
-    of = re.match(r"\s*(?:/|out\s+of)\s*(\d+)", text[first.end:])
-    scaled = (first.value * slot.high / int(of.group(1)) if of and int(of.group(1)) > 0
-              else first.value)
+    den = _denominator(text[first.end:])
+    scaled = first.value * slot.high / den.value if den is not None and den.value else None
     if chosen.number.value in (first.value, scaled):
         return None
     between = text[first.end: chosen.number.start]
-    if re.search(r"[.!?](?:\s|$)|\n", between) or _REVISION.search(between):
+    if _SENTENCE_END.search(between) or "\n" in between or _REVISION.search(between):
         return None
     return (f"the first number {first.written.strip()!r} (the method's reading) is restated "
             f"as {chosen.number.written.strip()!r} ({chosen.how}) in the same sentence: two "
