@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import atexit
+import inspect
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,20 +36,94 @@ os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 sys.path.insert(0, str(ROOT))
 
 
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[Any]:
+    """One Prefect API server (on its own temporary SQLite database) per test process.
+
+    Started the first time a test asks for it and stopped when the session ends: starting
+    one took 8-14 s per module or test here, which every flow test paid (issue 41). Tests
+    reach it through :func:`prefect_context` (the ``harness`` and ``prefect_api`` fixtures);
+    tests that never ask for it run without it.
+    """
+    import prefect.settings
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.testing.utilities import _find_available_port
+
+    folder = tempfile.mkdtemp(prefix="capjudge-prefect-db-")
+    database = f"sqlite+aiosqlite:///{Path(folder) / 'prefect-test.db'}"
+    # The server process takes its settings from the ones in force when it starts.
+    with prefect.settings.temporary_settings(updates={
+            prefect.settings.PREFECT_SERVER_DATABASE_CONNECTION_URL: database}):
+        server = SubprocessASGIServer(port=_find_available_port())
+        server.start(timeout=90)
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def prefect_context(server: Any) -> Iterator[str]:
+    """Flows run in this block report to ``server`` (what ``prefect_test_harness`` sets up,
+    without starting a server of its own); its API URL.
+
+    Tests in one process run one after another, so a test that reads the server's records
+    (artifacts, flow runs) reads those created since it started.
+    """
+    import prefect.context
+    import prefect.settings
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    prior = SubprocessASGIServer._instances.get(None)
+    # Code that would start an ephemeral server finds this one instead (as the harness does).
+    SubprocessASGIServer._instances[None] = server
+    try:
+        with prefect.settings.temporary_settings(
+                updates={prefect.settings.PREFECT_API_URL: server.api_url}), \
+                prefect.context._temporary_global_settings_context(
+                    prefect.context.get_settings_context()):
+            yield str(server.api_url)
+
+            async def drain() -> None:
+                # Logs and events go out before the next test (as the harness drains them).
+                try:
+                    drained = APILogWorker.instance().drain()
+                    if inspect.isawaitable(drained):
+                        await drained
+                except RuntimeError:
+                    pass  # never started
+                drained = EventsWorker.drain_all()
+                if inspect.isawaitable(drained):
+                    await drained
+
+            run_coro_as_sync(drain())
+    finally:
+        if prior is not None:
+            SubprocessASGIServer._instances[None] = prior
+        else:
+            SubprocessASGIServer._instances.pop(None, None)
+
+
 @pytest.fixture
-def prefect_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A Prefect server (the test harness's) that this test's subprocesses use too.
+def harness(prefect_server: Any) -> Iterator[str]:
+    """The test's flows report to this process's Prefect server; its API URL."""
+    with prefect_context(prefect_server) as url:
+        yield url
+
+
+@pytest.fixture
+def prefect_api(prefect_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """This process's Prefect server, used by this test's subprocesses too; its API URL.
 
     Every stage of a ``dvc repro`` is a process whose flow would otherwise start a temporary
     Prefect server of its own (8-15 s each here, see STACK_NOTES). Tests of the pipeline's
-    logic (DVC, the watch) point their stages at one running server instead; the user's own
-    first run, with a temporary server per stage, is tested as it is in test_first_run.
+    logic (DVC, the watch) point their stages at one running server instead.
     """
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=90):
-        url = str(PREFECT_API_URL.value())
+    with prefect_context(prefect_server) as url:
         monkeypatch.setenv("PREFECT_API_URL", url)
         yield url
 
@@ -133,12 +210,46 @@ def _logging_to_open_streams() -> Iterator[None]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The ``heavy`` tests first, then the ``slow`` ones (stable order otherwise).
+    """The ``heavy`` tests first (longest first), then the ``slow`` ones, dealt across the
+    parallel workers' first tests.
 
-    With parallel workers (``pytest -n auto --dist worksteal``, the README's test command)
-    the longest tests then start at once and the others fill the gaps, instead of one worker
-    running the last long test alone; run serially, the order changes nothing a test relies
-    on (each test sets up what it needs).
+    pytest-xdist's ``worksteal`` (the README's test command) hands each of the N workers one
+    contiguous block of the collection, and an idle worker takes the *end* of another's
+    queue. Sorted alone, every heavy test sat at the front of the first block: one worker ran
+    them one after another while the other ran the quick ones and then waited (measured: the
+    watch test started after 7 of the run's 9 minutes). Dealt, each worker starts with its
+    share of the heavy tests, and the quick ones fill the gaps at the end. Run serially, the
+    order changes nothing a test relies on (each test sets up what it needs).
     """
-    items.sort(key=lambda item: (item.get_closest_marker("heavy") is None,
-                                 item.get_closest_marker("slow") is None))
+    items.sort(key=lambda item: -_seconds(item))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if workers > 1:
+        items[:] = deal(items, workers, _seconds)
+
+
+def _seconds(item: pytest.Item) -> float:
+    """A test's expected time: its ``heavy(seconds=N)``; 2 s a ``slow`` one, else 0.1 s."""
+    heavy = item.get_closest_marker("heavy")
+    if heavy is not None:
+        return float(heavy.kwargs.get("seconds", 10))
+    return 2.0 if item.get_closest_marker("slow") is not None else 0.1
+
+
+def deal(items: list[Any], workers: int, seconds: Callable[[Any], float]) -> list[Any]:
+    """``items`` (longest first) dealt into the blocks worksteal will hand out, each to the
+    block with the least expected time so far that still has room.
+
+    The block sizes are worksteal's first hand-out: ``len(rest) // workers_left`` each.
+    """
+    sizes, left = [], len(items)
+    for i in range(workers):
+        sizes.append(left // (workers - i))
+        left -= sizes[-1]
+    blocks: list[list[Any]] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+    for item in items:
+        open_blocks = [b for b in range(workers) if len(blocks[b]) < sizes[b]]
+        chosen = min(open_blocks, key=lambda b: (load[b], b))
+        blocks[chosen].append(item)
+        load[chosen] += seconds(item)
+    return [item for block in blocks for item in block]

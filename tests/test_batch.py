@@ -310,19 +310,17 @@ def test_batch_settings_are_checked_before_anything_runs(tmp_path: Path) -> None
         BatchState(tmp_path)
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=5)
 @pytest.mark.slow
 def test_the_dvc_stage_keeps_its_batch_state_where_dvc_does_not_delete_it(
-        ingested: Path, tmp_path: Path) -> None:
+        ingested: Path, tmp_path: Path, harness: str) -> None:
     """``python -m flows.judge`` (the DVC stage's command) in batch mode: one process, and the
     state under ``<cache_dir>/batches/<name>``, since ``dvc repro`` deletes the stage's output
     directory before running it again."""
-    from prefect.testing.utilities import prefect_test_harness
-
     from flows.judge import main as judge_main
 
     cache, out = tmp_path / "cache", tmp_path / "out"
-    with MockBatchServer() as server, prefect_test_harness(server_startup_timeout=90):
+    with MockBatchServer() as server:
         params = {"ingest": {"out": str(ingested)},
                   "judge": {"cache_dir": str(cache), "max_tokens": 64},
                   "judges": {"gv-batch": {

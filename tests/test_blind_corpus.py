@@ -60,7 +60,7 @@ CORPUS_D = load(DATA / "blind_answers_d.json") \
     if (DATA / "blind_answers_d.json").is_file() else []
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=17)
 def test_corpus_d_no_wrong_value_as_valid_and_read_right_but_for_abstentions(
         tmp_path: Path) -> None:
     if not CORPUS_D:
@@ -100,7 +100,7 @@ KNOWN_WRONG_F = {"F-vis-single-digit-misread"}
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 101), ("F", CORPUS_F, KNOWN_WRONG_F, 123)]
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=15)
 @pytest.mark.parametrize(("name", "corpus", "known_wrong", "at_least"), CONFIRMED,
                          ids=[c[0] for c in CONFIRMED])
 def test_corpus_with_confirmation(name: str, corpus: list[dict[str, Any]], known_wrong: set[str],

@@ -55,7 +55,9 @@ def tiny_vlm_path(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(build_tiny_llava(tmp_path_factory.mktemp("contract-llava")))
 
 
-BACKENDS = ["fake", "openai-protocol", "hf-tiny-vlm", "llamacpp"]
+BACKENDS = ["fake", "openai-protocol",
+            pytest.param("hf-tiny-vlm", marks=pytest.mark.heavy(seconds=8)),
+            pytest.param("llamacpp", marks=pytest.mark.heavy(seconds=49))]
 TEXT_ONLY = {"llamacpp"}  # the embedded GGUF has no mmproj: vision-only methods are skipped
 
 
@@ -75,7 +77,6 @@ def _backend(kind: str, server: MockOpenAIServer, tiny: str) -> tuple[str, dict[
 pytestmark = pytest.mark.usefixtures("demo_plugin")
 
 
-@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_every_method_on_every_backend(kind: str, subset: Path, server: MockOpenAIServer,

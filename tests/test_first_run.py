@@ -114,41 +114,37 @@ def _declared_outputs(root: Path) -> list[str]:
     return [n for n in names if "${" not in n]  # per-entry stages: checked by their folders
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=56)
 @pytest.mark.slow
 def test_a_new_project_runs_the_first_time_and_tracks_the_users_manifest(
-        tmp_path: Path) -> None:
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
+        tmp_path: Path, prefect_api: str) -> None:
     root = _new_project(tmp_path)
-    with prefect_test_harness(server_startup_timeout=90):
-        env = _env(root, tmp_path, str(PREFECT_API_URL.value()))
-        first = _dvc(root, "repro", env=env)
-        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-        # Every output dvc.yaml declares was written, though nothing had a tau-b to plot.
-        for name in _declared_outputs(root):
-            assert (root / name).exists(), f"{name} was not written"
-        assert (root / "data/judge/fake/judgements.parquet").is_file()
-        assert (root / "reports/dvcplots/history/none.csv").read_text().startswith("run,")
-        shown = _dvc(root, "plots", "show", "--json", env=env)
-        assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr[-2000:]
-        assert _points(root) == {"red-1": 5.0, "red-2": 1.0}
+    env = _env(root, tmp_path, prefect_api)
+    first = _dvc(root, "repro", env=env)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    # Every output dvc.yaml declares was written, though nothing had a tau-b to plot.
+    for name in _declared_outputs(root):
+        assert (root / name).exists(), f"{name} was not written"
+    assert (root / "data/judge/fake/judgements.parquet").is_file()
+    assert (root / "reports/dvcplots/history/none.csv").read_text().startswith("run,")
+    shown = _dvc(root, "plots", "show", "--json", env=env)
+    assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr[-2000:]
+    assert _points(root) == {"red-1": 5.0, "red-2": 1.0}
 
-        # A human rating corrected in the user's manifest (outside data/): ingest is stale.
-        labels = {i: label for i, *_, label in ITEMS} | {"red-2": 3}
-        _write_manifest(root / "userdata" / "manifest.jsonl", labels)
-        status = _dvc(root, "status", env=env)
-        assert status.returncode == 0, status.stderr
-        assert "ingest:" in status.stdout and "userdata/manifest.jsonl" in status.stdout, \
-            status.stdout
-        assert "sample:" not in status.stdout, status.stdout
-        second = _dvc(root, "repro", env=env)
-        assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-        assert "Running stage 'ingest'" in second.stdout
-        assert "Stage 'sample' didn't change, skipping" in second.stdout
-        assert _points(root) == {"red-1": 5.0, "red-2": 3.0}  # the new label is reported
-        assert "Data and pipelines are up to date" in _dvc(root, "status", env=env).stdout
+    # A human rating corrected in the user's manifest (outside data/): ingest is stale.
+    labels = {i: label for i, *_, label in ITEMS} | {"red-2": 3}
+    _write_manifest(root / "userdata" / "manifest.jsonl", labels)
+    status = _dvc(root, "status", env=env)
+    assert status.returncode == 0, status.stderr
+    assert "ingest:" in status.stdout and "userdata/manifest.jsonl" in status.stdout, \
+        status.stdout
+    assert "sample:" not in status.stdout, status.stdout
+    second = _dvc(root, "repro", env=env)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert "Running stage 'ingest'" in second.stdout
+    assert "Stage 'sample' didn't change, skipping" in second.stdout
+    assert _points(root) == {"red-1": 5.0, "red-2": 3.0}  # the new label is reported
+    assert "Data and pipelines are up to date" in _dvc(root, "status", env=env).stdout
 
     # A picture replaced under the same name makes ingest stale too, and nothing upstream.
     Image.new("RGB", (64, 48), (250, 250, 0)).save(root / "userdata" / "img" / "red.png")

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 
-@pytest.fixture(scope="module")
-def harness() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=90):
-        yield
-
-
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=5)
 @pytest.mark.slow
 def test_sample_then_ingest_flows(harness: None, tmp_path: Path) -> None:
     from capjudge.ingest import IngestConfig
@@ -60,7 +51,7 @@ def test_judge_flow_against_the_protocol_server(harness: None, ingested: Path,
     assert all(r["system_fingerprint"] == "fp_test_0001" for r in rows)
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=54)
 @pytest.mark.slow
 def test_dvc_pipeline_runs_and_reruns_as_a_no_op(tmp_path: Path, prefect_api: str) -> None:
     """`dvc repro` of the real dvc.yaml in a scratch copy of the project, on a fake judge."""
@@ -110,7 +101,7 @@ def test_dvc_pipeline_runs_and_reruns_as_a_no_op(tmp_path: Path, prefect_api: st
     assert "Data and pipelines are up to date" in second.stdout
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=11)
 @pytest.mark.slow
 def test_judge_flow_statistics_are_the_same_on_threads_and_processes(
         harness: None, ingested: Path, tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ def test_ruff_passes() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=22)
 @pytest.mark.slow
 def test_mypy_passes_on_the_library_flows_and_tasks() -> None:
     # flows/ and tasks/ too: what crosses the Prefect boundary is typed (issue 41).

@@ -432,7 +432,7 @@ def _text_items(folder: Path, n: int) -> Path:
     return folder / "items.parquet"
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=18)
 def test_a_judge_stage_with_the_engine_loaded_stops_on_sigterm(tmp_path: Path) -> None:
     import time
 
@@ -591,7 +591,7 @@ def test_determinism_is_the_default_and_fast_is_named() -> None:
     assert LlamaCppBackend.concurrency_for({"determinism": "fast", "parallel": 4}) == 4
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=12)
 @pytest.mark.slow
 def test_deterministic_engines_give_bit_identical_answers_whatever_the_order() -> None:
     # Two fresh engines, the same G-VEval requests in opposite orders (another prompt-cache
@@ -614,7 +614,7 @@ def test_deterministic_engines_give_bit_identical_answers_whatever_the_order() -
     assert "AVX" in str(facts.get("cpu_features", "")) or facts.get("cpu_features") is not None
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=17)
 @pytest.mark.slow
 def test_several_deterministic_engines_answer_as_one_does() -> None:
     # engines: 2 runs two single-slot engines side by side (a request and its digit follow-ups

@@ -86,7 +86,7 @@ def test_text_only_backend_refuses_images_with_a_reason(ingested: Path) -> None:
     assert len(planned) == 2
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=13)
 @pytest.mark.slow
 def test_embedded_gemma_exact_distribution(tmp_path: Path) -> None:
     backend = create_backend("embedded/gemma-3-270m")
@@ -112,7 +112,7 @@ def test_embedded_gemma_exact_distribution(tmp_path: Path) -> None:
     assert 0 < sum(tree.values()) <= 1 + 1e-6
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=18)
 @pytest.mark.slow
 def test_embedded_judge_runs_ref_only_and_skips_vision_modes(ingested: Path,
                                                              tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ def test_requests_sharing_a_context_are_sent_together_in_first_seen_order() -> N
     assert shared_context_order([4, 0], planned) == [4, 0]  # only the given indices
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=25)
 @pytest.mark.slow
 def test_prefix_sharing_gives_the_same_scores_on_the_sample(ingested: Path) -> None:
     """Both likelihood paths on a slice of the sample (two pictures, every mode): |delta| <= 1e-3
@@ -75,7 +75,7 @@ def test_prefix_sharing_gives_the_same_scores_on_the_sample(ingested: Path) -> N
     assert 0 < tokens[True] < 0.6 * tokens[False]
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=15)
 @pytest.mark.slow
 def test_packed_linear_layers_give_the_same_scores_on_the_sample(ingested: Path) -> None:
     """The decoder's layers packed for oneDNN (the CPU default) against PyTorch's own kernel:
@@ -102,7 +102,7 @@ def test_packed_linear_layers_give_the_same_scores_on_the_sample(ingested: Path)
         assert old is not None and scores["onednn"][key] == pytest.approx(old, abs=1e-3), key
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=14)
 def test_linear_kernel_option_is_checked() -> None:
     with pytest.raises(BackendError, match="linear_kernel must be"):
         create_backend("embedded/gemma-3-270m", linear_kernel="fast")

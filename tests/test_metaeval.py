@@ -83,7 +83,7 @@ def test_loaders_on_the_real_files(shared_dir: Path) -> None:
     assert sum(len(c.ratings["overall"]) for c in msvd.candidates) == 394
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=43)
 @pytest.mark.shared
 @pytest.mark.slow
 def test_meta_eval_reproduces_flickr8k_expert_baselines(shared_dir: Path, tmp_path: Path

@@ -89,15 +89,7 @@ def test_a_sign_in_page_is_not_verified() -> None:
         httpd.shutdown()
 
 
-@pytest.fixture(scope="module")
-def harness() -> Any:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=90):
-        yield
-
-
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=5)
 @pytest.mark.slow
 def test_api_judge_flow_overlaps_chunks_within_its_concurrency(
         harness: None, tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ def _judge_argv(items: Path, out: Path, url: str, cache: Path, *extra: str) -> l
             "--modes", "ref-only", "--cache-dir", str(cache), "--max-tokens", "32", *extra]
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=22)
 @pytest.mark.slow
 def test_ctrl_c_stops_sending_exits_promptly_and_a_rerun_resumes(ingested: Path,
                                                                  tmp_path: Path) -> None:

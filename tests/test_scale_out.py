@@ -11,7 +11,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +27,6 @@ from helpers import FakeClock
 
 # Columns that differ between two runs by nature (timing, where an answer came from).
 VOLATILE = {"latency_s", "cached", "attempts"}
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=90):
-        yield
 
 
 def _requests(n: int, tag: str = "r") -> list[JudgeRequest]:
@@ -252,7 +244,7 @@ def _items(path: Path) -> list[dict[str, object]]:
             for row in pq.read_table(path / "items.parquet").to_pylist()]
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=6)
 @pytest.mark.slow
 def test_ingest_flow_samples_videos_in_parallel_with_the_serial_result(
         harness: None, sample_dir: Path, tmp_path: Path) -> None:
@@ -348,7 +340,7 @@ def test_context_flow_sharded_writes_what_one_task_writes(harness: None, ingeste
 # --- the judge flow on a local Dask cluster ----------------------------------------------------
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=20)
 @pytest.mark.slow
 def test_judge_flow_on_two_dask_workers_holds_a_global_rpm(harness: None, ingested: Path,
                                                            tmp_path: Path) -> None:

@@ -258,7 +258,7 @@ def serving(gguf: Path, *, plain: bool = False) -> Iterator[str]:
         proc.wait(timeout=30)
 
 
-@pytest.mark.heavy
+@pytest.mark.heavy(seconds=19)
 @pytest.mark.slow
 def test_a_weight_change_behind_the_same_served_name_is_seen_and_never_cached(
         tmp_path: Path) -> None:

@@ -56,6 +56,32 @@ def test_correlations_match_scipy() -> None:
     assert spearman(metric, human) == pytest.approx(stats.spearmanr(metric, human).statistic)
 
 
+def test_kendall_tau_b_is_scipys_statistic_bit_for_bit() -> None:
+    """The report's tau-b skips scipy's argument handling and p-value, not its arithmetic:
+    equal to the last bit on ties, integers, lists, NaN, constants and tiny inputs."""
+    import warnings
+
+    rng = np.random.default_rng(7)
+    cases: list[tuple[object, object]] = [([1, 2, 3, 4], [1, 3, 2, 4]), ([1.0, 2.0], [2.0, 1.0]),
+                                          ([1, 1, 1], [1, 2, 3]), ([3, 1, 2], [3, 3, 3]),
+                                          ([True, False, True], [1, 2, 3]),
+                                          ([1.0, np.nan, 3.0], [1.0, 2.0, 3.0]), ([1], [1]),
+                                          ([], [])]
+    for n in (2, 3, 17, 138, 1000):
+        human = rng.integers(1, 6, n)  # 1-5 ratings: many ties
+        cases.append((human + rng.integers(-2, 3, n), human))
+        cases.append((rng.normal(size=n), rng.normal(size=n).round(1)))
+        cases.append((list(rng.integers(0, 3, n)), list(rng.integers(0, 3, n).astype(float))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy's small-sample warnings
+        for x, y in cases:
+            mine = kendall_tau_b(x, y)
+            theirs = float(stats.kendalltau(x, y, variant="b").statistic)
+            assert (np.isnan(mine) and np.isnan(theirs)) or mine == theirs, (x, y)
+    with pytest.raises(ValueError):
+        kendall_tau_b([1, 2, 3], [1, 2])
+
+
 def test_kendall_hand_computed() -> None:
     # x = 1,2,3,4; y = 1,3,2,4: 5 concordant, 1 discordant pair -> tau = 4/6
     assert kendall_tau_b([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(4 / 6)

@@ -14,13 +14,68 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+try:  # scipy's compiled discordant-pair count (see kendall_tau_b)
+    from scipy.stats._stats import _kendall_dis
+except ImportError:  # pragma: no cover - another scipy: its public function is used
+    _kendall_dis = None
+
 ArrayLike = Any  # a sequence of floats or a numpy array
 Stat = Callable[[Any, Any], float]  # (metric scores, human ratings) -> statistic
 
 
 def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
-    """Kendall's tau-b (ties adjusted; scipy)."""
-    return float(stats.kendalltau(x, y, variant="b").statistic)
+    """Kendall's tau-b (ties adjusted): :func:`scipy.stats.kendalltau`'s statistic, bit for bit.
+
+    The report's bootstraps, permutation tests and calibration call it tens of thousands of
+    times on a few hundred pairs each, where scipy's public function spent 0.4 ms a call in
+    its argument handling (``inspect.signature``, NaN policy) and its p-value, against a few
+    microseconds of counting: 25 of the 38 s the report stage took on a two-picture project.
+    So this is scipy's own computation of the statistic (the same ranks, the same integer
+    counts, the same floating-point operations; its discordant-pair count comes from scipy's
+    compiled kernel), without the p-value; tests check it equals scipy's on ties, NaN and
+    tiny inputs. Without that kernel (another scipy), scipy's public function is called.
+    """
+    if _kendall_dis is None:
+        return float(stats.kendalltau(x, y, variant="b").statistic)
+    a, b = np.asarray(x).ravel(), np.asarray(y).ravel()
+    if a.size != b.size:
+        raise ValueError("Array shapes are incompatible for broadcasting.")
+    if a.size < 2 or a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
+        return float(stats.kendalltau(x, y, variant="b").statistic)  # scipy's own answer
+    if np.isnan(a).any() or np.isnan(b).any():
+        return math.nan  # scipy's nan_policy="propagate"
+    return _tau_b_of_sorted(a, b)
+
+
+def _tau_b_of_sorted(x: np.ndarray, y: np.ndarray) -> float:
+    """The statistic of scipy's ``kendalltau`` (scipy/stats/_stats_py.py), step for step.
+
+    ``np.concatenate`` where scipy writes ``np.r_``: the same arrays, a third of the time.
+    """
+    size = x.size
+    perm = np.argsort(y)  # sort on y and convert y to dense ranks
+    x, y = x[perm], y[perm]
+    y = np.concatenate(([True], y[1:] != y[:-1])).cumsum(dtype=np.intp)
+    perm = np.argsort(x, kind="mergesort")  # stable sort on x and convert x to dense ranks
+    x, y = x[perm], y[perm]
+    x = np.concatenate(([True], x[1:] != x[:-1])).cumsum(dtype=np.intp)
+    dis = _kendall_dis(x, y)  # discordant pairs
+    obs = np.concatenate(([True], (x[1:] != x[:-1]) | (y[1:] != y[:-1]), [True]))
+    cnt = np.diff(np.nonzero(obs)[0]).astype("int64", copy=False)
+    ntie = int((cnt * (cnt - 1) // 2).sum())  # joint ties
+    xtie, ytie = _pairs_tied(x), _pairs_tied(y)
+    tot = (size * (size - 1)) // 2
+    if xtie == tot or ytie == tot:
+        return math.nan
+    con_minus_dis = tot - xtie - ytie + ntie - 2 * dis
+    tau = con_minus_dis / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
+    return float(np.minimum(1.0, max(-1.0, tau)))
+
+
+def _pairs_tied(ranks: np.ndarray) -> int:
+    cnt = np.bincount(ranks).astype("int64", copy=False)
+    cnt = cnt[cnt > 1]
+    return int((cnt * (cnt - 1) // 2).sum())
 
 
 def kendall_tau_c(x: ArrayLike, y: ArrayLike) -> float:
