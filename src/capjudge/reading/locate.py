@@ -33,6 +33,7 @@ Every reading says how it was found (:attr:`Located.how`).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -276,6 +277,12 @@ def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
 
 def _label_pattern(names: Sequence[str]) -> str:
     """A regex alternation of label names, longest first, words kept whole."""
+    return _label_alternation(tuple(names))
+
+
+@functools.lru_cache(maxsize=256)
+def _label_alternation(names: tuple[str, ...]) -> str:
+    # Cached: a method's few label sets are asked for with every answer read.
     parts = sorted({re.escape(n).replace(r"\ ", r"[\s_]+") for n in names}, key=len,
                    reverse=True)
     return r"(?<![A-Za-z])(?:" + "|".join(parts) + r")(?![A-Za-z])"

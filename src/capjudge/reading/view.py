@@ -109,6 +109,10 @@ class AnswerView:
 
 def normalise(text: str) -> tuple[str, tuple[int, ...]]:
     """``text`` in NFKC with invisible characters removed, and each character's origin."""
+    if text.isascii():
+        # Every character stays itself (the tables below hold no ASCII): the common case, and
+        # the reader normalises the prompt's quoted texts for every answer it reads.
+        return text, tuple(range(len(text) + 1))
     out: list[str] = []
     index: list[int] = []
     for i, ch in enumerate(text):

@@ -143,13 +143,13 @@ class InFlight:
         self._move(-1)
 
     def summary(self) -> dict[str, float]:
-        """``mean`` in flight, ``peak``, ``requests`` and the ``span_s`` averaged over."""
+        """``mean`` in flight, ``peak``, ``now``, ``requests`` and the ``span_s`` averaged over."""
         with self._lock:
             span = (self._last - self._first) if self._first is not None \
                 and self._last is not None else 0.0
             area = self._area
             return {"mean": area / span if span > 0 else 0.0, "peak": self.peak,
-                    "requests": self.requests, "span_s": span}
+                    "now": self.now, "requests": self.requests, "span_s": span}
 
 
 class _Listener(ThreadingHTTPServer):
