@@ -35,3 +35,5 @@ fi
 start=$(date +%s)
 dvc repro "$@"
 echo "[repro] done in $(( $(date +%s) - start )) s: see reports/report.html (dvc metrics show, dvc status)"
+# This machine's speed beside the time, to compare it with the documented timings (issue 42).
+echo "[repro] $(python "$(dirname "${BASH_SOURCE[0]}")/../bench/calibrate.py" 2>/dev/null || echo "calibration not measured")"
