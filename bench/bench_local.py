@@ -256,7 +256,7 @@ def flickr_benchmark(path: str, limit: int) -> None:
             from unittest import mock
 
             backend = _backend(16, options)
-            with mock.patch("capjudge.judge_run.make_backend", lambda _config, b=backend: b):
+            with mock.patch("capjudge.judge.run.make_backend", lambda _config, b=backend: b):
                 scorer = judge_scorer("likelihood", "npmi", "embedded/gemma-3-270m", {}, cache)
                 result = run_meta_eval("flickr8k-expert", path, metrics=[],
                                        judges={name: scorer}, n_boot=0, limit=limit)

@@ -16,12 +16,12 @@ from typing import cast
 
 from prefect import flow, get_run_logger
 
-from capjudge.atomic import stage_outputs
 from capjudge.judge import env_settings
+from capjudge.judge.parts import combine_part_dirs
 from capjudge.methods import context_method_names, default_context_method, get_method
-from capjudge.parts import combine_part_dirs
 from capjudge.records import ContextSummary
 from capjudge.stage_files import default_dir, items_file
+from capjudge.util.atomic import stage_outputs
 from flows.params import load_params
 from flows.runner import RunnerConfig, task_runner
 from tasks.context import extract_shard_task, extract_task

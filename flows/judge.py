@@ -23,7 +23,6 @@ import pyarrow.parquet as pq
 from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 
-from capjudge.atomic import stage_outputs
 from capjudge.backends import backend_class, default_concurrency
 from capjudge.client import ClientStats, raise_if_stopped
 from capjudge.judge import (
@@ -37,11 +36,12 @@ from capjudge.judge import (
     write_summary,
 )
 from capjudge.judge import judge_section as library_judge_section
-from capjudge.parts import ChunkResult
+from capjudge.judge.parts import ChunkResult
 from capjudge.protocol import BackendError
 from capjudge.records import JudgeSummary
 from capjudge.stage_files import default_dir, items_file, judgements_file
-from capjudge.stopping import exit_promptly_on_signals, stop_requested, terminate_children
+from capjudge.util.atomic import stage_outputs
+from capjudge.util.stopping import exit_promptly_on_signals, stop_requested, terminate_children
 from flows.artifacts import Progress
 from flows.params import load_params
 from flows.runner import RunnerConfig, task_runner
@@ -74,10 +74,10 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
             tasks in flight).
         shared_dir: a folder every worker sees, where the rpm/tpm window and the
             ``Retry-After`` pause are kept when tasks run in several processes or hosts
-            (:mod:`capjudge.limits`); None: per process.
+            (:mod:`capjudge.util.limits`); None: per process.
     """
     # Installed here, over Prefect's own handler (set for the flow run): SIGTERM/SIGINT end
-    # the stage within seconds even while engine threads are busy (capjudge.stopping).
+    # the stage within seconds even while engine threads are busy (capjudge.util.stopping).
     exit_promptly_on_signals()
     logger = get_run_logger()
     started = time.perf_counter()
@@ -114,7 +114,7 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
             logger.info("%s: %d/%d chunks done (%d requests, %d model calls, %d cache hits, "
                         "%.0f s)", name, done, len(bounds), stats.requests, stats.calls,
                         stats.cache_hits, time.perf_counter() - started)
-    # judgements.parquet and summary.json are one set (capjudge.atomic.stage_outputs).
+    # judgements.parquet and summary.json are one set (capjudge.util.atomic.stage_outputs).
     with stage_outputs(out):
         table = combine_parts(parts, judgements_file(out))
         # A built backend's facts (a chunk of recorded skips builds none and says less).

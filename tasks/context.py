@@ -8,8 +8,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from capjudge.item import load_items
+from capjudge.judge.parts import shard_by_picture
 from capjudge.methods import get_method
-from capjudge.parts import shard_by_picture
 from capjudge.records import ContextSummary
 
 
@@ -26,7 +26,7 @@ def extract_shard_task(method: str, items_path: str, part_dir: str,
                        section: Mapping[str, object], index: int, count: int
                        ) -> ContextSummary:
     """Run ``method``'s context stage on shard ``index`` of ``count`` (a contiguous range of
-    the distinct pictures: :func:`capjudge.parts.shard_by_picture`) into ``part_dir``. The
+    the distinct pictures: :func:`capjudge.judge.parts.shard_by_picture`) into ``part_dir``. The
     task picks its own items, so no item list travels as a parameter."""
     items = shard_by_picture(load_items(items_path), index, count)
     return get_method(method).run_context(items, part_dir, section)

@@ -13,7 +13,7 @@ from prefect.cache_policies import NO_CACHE
 
 from capjudge.item import load_items
 from capjudge.judge import JudgeConfig, judge_items, shared_client, write_part
-from capjudge.parts import ChunkResult
+from capjudge.judge.parts import ChunkResult
 
 
 @task(name="judge-chunk", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE)

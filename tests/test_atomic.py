@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from capjudge import atomic
-from capjudge.atomic import (
+from capjudge.cli import main as cli_main
+from capjudge.util import atomic
+from capjudge.util.atomic import (
     HOST,
     INCOMPLETE_MARKER,
     IncompleteOutputError,
@@ -25,7 +26,6 @@ from capjudge.atomic import (
     stage_outputs,
     write_json,
 )
-from capjudge.cli import main as cli_main
 
 
 def test_write_is_whole_or_nothing(tmp_path: Path) -> None:

@@ -21,11 +21,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from capjudge.atomic import HOST, clean_orphans
 from capjudge.cache import RequestCache
 from capjudge.cli import main as cli_main
 from capjudge.protocol import JudgeResponse, SlotResult, apply_min_mass
 from capjudge.testing.openai_server import MockOpenAIServer
+from capjudge.util.atomic import HOST, clean_orphans
 
 ROOT = Path(__file__).resolve().parents[1]
 

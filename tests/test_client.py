@@ -1,5 +1,5 @@
-"""Unit tests of :mod:`capjudge.client`, :mod:`capjudge.client_cache` and
-:mod:`capjudge.client_stats`: one client around a backend (the exact fake, no server)."""
+"""Unit tests of :mod:`capjudge.client`, :mod:`capjudge.client.answers` and
+:mod:`capjudge.client.stats`: one client around a backend (the exact fake, no server)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from capjudge.backends.fake import FakeBackend
 from capjudge.cache import RequestCache
 from capjudge.client import JudgeClient
-from capjudge.client_cache import CachedAnswers
-from capjudge.client_stats import (
+from capjudge.client.answers import CachedAnswers
+from capjudge.client.stats import (
     AuthError,
     ClientStats,
     RetryPolicy,
@@ -29,7 +29,7 @@ def request(text: str) -> JudgeRequest:
                         decoding=Decoding(max_tokens=64), template="test@1")
 
 
-# -- client_stats --------------------------------------------------------------------------------
+# -- capjudge.client.stats -------------------------------------------------------------------------
 
 def test_stats_merge_and_round_trip_through_json() -> None:
     a = ClientStats(requests=3, cache_hits=1, calls=2, statuses={"ok": 2, "error": 1})
@@ -56,7 +56,7 @@ def test_a_stopped_run_raises_the_reason() -> None:
         raise_if_stopped(ClientStats(fatal_failure="an HTML page"))
 
 
-# -- client_cache --------------------------------------------------------------------------------
+# -- capjudge.client.answers -----------------------------------------------------------------------
 
 def test_cached_answers_store_and_look_up_under_the_current_settings(tmp_path: Path) -> None:
     backend = FakeBackend("hash")

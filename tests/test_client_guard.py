@@ -1,13 +1,13 @@
-"""Unit tests of :mod:`capjudge.client_guard`: the client's rules for sending."""
+"""Unit tests of :mod:`capjudge.client.guard`: the client's rules for sending."""
 
 from __future__ import annotations
 
 import threading
 
-from capjudge.client_guard import CONSERVATIVE_REQUEST_TOKENS, SendGuard
-from capjudge.client_stats import ClientStats, RetryPolicy
-from capjudge.limits import RateLimiter, SharedPause
+from capjudge.client.guard import CONSERVATIVE_REQUEST_TOKENS, SendGuard
+from capjudge.client.stats import ClientStats, RetryPolicy
 from capjudge.protocol import BackendError, Decoding, JudgeRequest, Message
+from capjudge.util.limits import RateLimiter, SharedPause
 
 
 def _guard(max_attempts: int = 3, cap: float = 10.0) -> tuple[SendGuard, list[float]]:
@@ -87,7 +87,7 @@ def test_a_stop_keeps_its_first_reason() -> None:
 
 
 def test_an_estimate_that_fails_is_charged_a_conservative_guess(monkeypatch) -> None:
-    import capjudge.client_guard as client_guard
+    import capjudge.client.guard as client_guard
 
     def broken(request: JudgeRequest) -> tuple[int, int]:
         raise ValueError("no estimate")

@@ -321,8 +321,8 @@ def test_the_summary_counts_readings_by_confirmation() -> None:
     import pyarrow as pa
 
     from capjudge.client import ClientStats
-    from capjudge.judge_config import JudgeConfig
-    from capjudge.judge_out import summarise
+    from capjudge.judge.config import JudgeConfig
+    from capjudge.judge.out import summarise
 
     table = pa.table({
         "status": ["text_only", "text_only", "parse_failure", "skipped"],
@@ -340,8 +340,8 @@ def test_the_stage_summary_sees_the_confirmation_column(tmp_path: Path) -> None:
     # confirmation need the column there (a fresh clone's summary showed none without it).
     import pyarrow.parquet as pq
 
-    from capjudge.judge_rows import rows_table
-    from capjudge.parts import combine_parts
+    from capjudge.judge.parts import combine_parts
+    from capjudge.judge.rows import rows_table
 
     part = tmp_path / "part-0.parquet"
     pq.write_table(rows_table([]), part)

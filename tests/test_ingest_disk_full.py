@@ -17,9 +17,9 @@ import pytest
 from PIL import Image
 
 import capjudge.ingest as ingest_module
-from capjudge.atomic import INCOMPLETE_MARKER, OutputWriteError
 from capjudge.cli import main as cli_main
 from capjudge.ingest import IngestConfig, IngestResult
+from capjudge.util.atomic import INCOMPLETE_MARKER, OutputWriteError
 
 FULL = os.strerror(errno.ENOSPC)  # "No space left on device"
 

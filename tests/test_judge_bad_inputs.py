@@ -169,7 +169,7 @@ def changed_never_sent(p: Project, code: int, rows: dict[str, dict[str, Any]],
 def swap_after_the_check(p: Project) -> None:
     """The file changes between the judge-time check and the upload (a race): the backend's
     send-time check must catch it."""
-    import capjudge.judge_run as judge_module
+    import capjudge.judge.run as judge_module
 
     real = judge_module.verify_request
 

@@ -1,11 +1,11 @@
-"""Unit tests of :mod:`capjudge.judge_config`: a judge's settings, checked before anything
+"""Unit tests of :mod:`capjudge.judge.config`: a judge's settings, checked before anything
 runs, and built from params.yaml with one precedence (flag > environment > params > default)."""
 
 from __future__ import annotations
 
 import pytest
 
-from capjudge.judge_config import (
+from capjudge.judge.config import (
     JudgeConfig,
     apply_profile,
     check_settings,

@@ -1,4 +1,4 @@
-"""capjudge.judge_rows: the one place a judgement row is built (unit tests of the module)."""
+"""capjudge.judge.rows: the one place a judgement row is built (unit tests of the module)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from capjudge.cost import Price
 from capjudge.item import Item
-from capjudge.judge_rows import JUDGEMENTS_SCHEMA, format_settings, judgement, rows_table
+from capjudge.judge.rows import JUDGEMENTS_SCHEMA, format_settings, judgement, rows_table
 from capjudge.methods.base import Criterion
 from capjudge.protocol import JudgeResponse, Usage
 

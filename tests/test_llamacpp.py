@@ -35,7 +35,7 @@ from capjudge.methods import get_method
 from capjudge.methods.base import MethodOptions, Planned
 from capjudge.protocol import BackendError, Decoding, JudgeRequest, JudgeResponse, Message
 from capjudge.reading.locate import find_printed
-from capjudge.stopping import alive, descendants
+from capjudge.util.stopping import alive, descendants
 
 try:
     import xllamacpp  # noqa: F401
@@ -461,7 +461,7 @@ def test_a_judge_stage_with_the_engine_loaded_stops_on_sigterm(tmp_path: Path) -
         children = descendants(proc.pid)  # the ephemeral Prefect server among them
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        # Before capjudge.stopping it ran on for minutes (measured: still running 60 s later).
+        # Before capjudge.util.stopping it ran on for minutes (measured: still running 60 s later).
         code = proc.wait(timeout=20)
         assert time.monotonic() - t0 < 10
         assert code in (0, 1, 128 + signal.SIGTERM, -signal.SIGTERM), code

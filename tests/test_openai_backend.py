@@ -18,11 +18,11 @@ from capjudge.backends import create_backend
 from capjudge.cache import RequestCache
 from capjudge.cli import main as cli_main
 from capjudge.client import JudgeClient, RetryPolicy
-from capjudge.limits import RateLimiter
 from capjudge.methods.gveval import score_slot
 from capjudge.protocol import Decoding, JudgeRequest, Message
 from capjudge.scoring import summarise
 from capjudge.testing.openai_server import MockOpenAIServer, Scripted
+from capjudge.util.limits import RateLimiter
 from helpers import FakeClock, wait_until
 
 FAST = RetryPolicy(max_attempts=4, base_s=0.01, max_s=0.05)

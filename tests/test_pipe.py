@@ -14,7 +14,7 @@ from capjudge.cli import main as cli_main
 def test_judge_concurrency_flag_sets_the_clients_concurrency(
         ingested: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    import capjudge.judge_connect as judge
+    import capjudge.judge.connect as judge
 
     seen: list[int | None] = []
     original = judge.build_client

@@ -29,10 +29,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from capjudge.atomic import INCOMPLETE_MARKER
 from capjudge.cli import main as cli_main
-from capjudge.judge_out import output_lock
+from capjudge.judge.out import output_lock
 from capjudge.testing.openai_server import MockOpenAIServer
+from capjudge.util.atomic import INCOMPLETE_MARKER
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -174,7 +174,7 @@ def test_a_wrong_server_stops_the_run_after_at_most_two_requests(
 def test_a_full_disk_is_one_line_and_loses_nothing(
         ingested: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import capjudge.judge_out as judge
+    import capjudge.judge.out as judge
 
     real = judge.pq.write_table
 

@@ -21,8 +21,8 @@ import pytest
 from capjudge.backends.base import Capabilities
 from capjudge.backends.fake import FakeBackend
 from capjudge.client import JudgeClient
-from capjudge.limits import FilePause, FileRateLimiter, RateLimiter
 from capjudge.protocol import Decoding, JudgeRequest, JudgeResponse, Message
+from capjudge.util.limits import FilePause, FileRateLimiter, RateLimiter
 from helpers import FakeClock
 
 # Columns that differ between two runs by nature (timing, where an answer came from).
@@ -118,7 +118,7 @@ def test_concurrency_bounds_calls_across_runs_sharing_a_client() -> None:
 
 _CHILD = textwrap.dedent("""
     import json, sys, time
-    from capjudge.limits import FileRateLimiter
+    from capjudge.util.limits import FileRateLimiter
     limiter = FileRateLimiter(sys.argv[1], rpm=240, window_s=1.0)  # 4 per 1-s window
     times = []
     for _ in range(6):
@@ -190,8 +190,8 @@ def test_a_retry_after_pauses_every_client_sharing_the_folder(tmp_path: Path) ->
 
 def test_the_client_uses_the_shared_limits_when_given_a_folder(tmp_path: Path) -> None:
     from capjudge.client import build_client
-    from capjudge.limits import FilePause as Pause
-    from capjudge.limits import FileRateLimiter as Limiter
+    from capjudge.util.limits import FilePause as Pause
+    from capjudge.util.limits import FileRateLimiter as Limiter
 
     client = build_client(FakeBackend("hash"), cache_dir=tmp_path / "c", rpm=60,
                           shared_dir=tmp_path / "limits")
@@ -301,7 +301,7 @@ def test_a_chunk_reads_only_its_row_groups(tmp_path: Path, monkeypatch: pytest.M
 
 def test_shards_partition_items_by_picture(ingested: Path) -> None:
     from capjudge.item import load_items
-    from capjudge.parts import picture_key, shard_by_picture
+    from capjudge.judge.parts import picture_key, shard_by_picture
 
     items = load_items(ingested / "items.parquet")
     shards = [shard_by_picture(items, k, 4) for k in range(4)]
@@ -378,7 +378,7 @@ def test_judge_flow_on_two_dask_workers_holds_a_global_rpm(harness: None, ingest
                 chunk_size=3, workers=2, shared_dir=shared)
             runs[name] = (summary, [t for t, _ in server.arrivals[start:]])
         # Both worker processes judged chunks (each built its own shared client).
-        built = client.run(lambda: len(getattr(sys.modules.get("capjudge.judge_connect"),
+        built = client.run(lambda: len(getattr(sys.modules.get("capjudge.judge.connect"),
                                                "_SHARED", {})))
     assert len(built) == 2 and all(v >= 1 for v in built.values())
     dask_summary, arrivals = runs["dask"]

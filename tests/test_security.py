@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from capjudge.cli import main as cli_main
-from capjudge.credentials import (
+from capjudge.testing.openai_server import MockOpenAIServer
+from capjudge.util.credentials import (
     CredentialsInURLError,
     check_url,
     find_credentials,
@@ -25,7 +26,6 @@ from capjudge.credentials import (
     redact,
     strip_userinfo,
 )
-from capjudge.testing.openai_server import MockOpenAIServer
 
 KEY_CANARY = "sk-canary-KEY-4f9a1c"
 URL_CANARY = "canary-URL-77b2e0"

@@ -1,4 +1,4 @@
-"""capjudge.stopping: SIGTERM/SIGINT end a process whose threads would keep it alive."""
+"""capjudge.util.stopping: SIGTERM/SIGINT end a process whose threads would keep it alive."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from capjudge.stopping import exit_promptly_on_signals
+from capjudge.util.stopping import exit_promptly_on_signals
 
 # A process like a judge stage under Prefect: the handler in place turns SIGTERM into an
 # exception, and unwinding it waits for a busy non-daemon worker thread (forever here).
@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent("""
         raise SystemExit("terminated")
     signal.signal(signal.SIGTERM, previous)
     if sys.argv[1] == "on":
-        from capjudge.stopping import exit_promptly_on_signals
+        from capjudge.util.stopping import exit_promptly_on_signals
         exit_promptly_on_signals(grace_s=1.0)
     worker = threading.Thread(target=lambda: time.sleep(3600))
     worker.start()

@@ -32,7 +32,6 @@ from typing import cast
 
 import pyarrow.parquet as pq
 
-from capjudge.atomic import atomic_path, check_complete, stage_outputs, write_json
 from capjudge.methods import (
     AggregateOptions,
     Criterion,
@@ -58,6 +57,7 @@ from capjudge.stage_files import (
     judgements_file,
     summary_file,
 )
+from capjudge.util.atomic import atomic_path, check_complete, stage_outputs, write_json
 
 REPEAT_SCHEMA = RepeatScore.schema()
 """The columns of ``repeat_scores.parquet`` (:class:`capjudge.records.RepeatScore`)."""
@@ -264,7 +264,7 @@ def run_aggregate(judge_dirs: Sequence[str | Path], out_dir: str | Path,
         "settings": config.in_force(), "include_low_mass": config.include_low_mass,
         "judges": [Path(d).name for d in judge_dirs],
         "item_status": {k: dict(v) for k, v in sorted(counts.items())}}
-    # The five files are one set (capjudge.atomic.stage_outputs).
+    # The five files are one set (capjudge.util.atomic.stage_outputs).
     with stage_outputs(out_dir) as out:
         for name, table in tables.items():
             with atomic_path(out / name) as tmp:

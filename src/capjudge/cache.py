@@ -79,9 +79,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from capjudge.atomic import HOST, is_orphan
 from capjudge.protocol import JudgeResponse
 from capjudge.records import JSONValue
+from capjudge.util.atomic import HOST, is_orphan
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ _TAIL = b"}"
 _DIGEST_LEN = 64
 _BODY_AT = len(_HEAD) + _DIGEST_LEN + len(_MID)
 
-# The temp name carries the host and pid so capjudge.atomic.clean_orphans can tell a dead
+# The temp name carries the host and pid so capjudge.util.atomic.clean_orphans can tell a dead
 # writer's leftover from a live writer's file.
 _HOST = HOST
 

@@ -29,15 +29,6 @@ from typing import TypedDict, cast
 
 import pyarrow.parquet as pq
 
-from capjudge.atomic import (
-    OUTPUT_ERRNOS,
-    OutputWriteError,
-    atomic_path,
-    clean_orphans,
-    stage_outputs,
-    write_json,
-    write_text,
-)
 from capjudge.manifest import (
     FieldLimits,
     ManifestError,
@@ -63,7 +54,16 @@ from capjudge.media import (
 )
 from capjudge.records import ItemRow, QuarantineRow
 from capjudge.stage_files import QUARANTINE, items_file, summary_file
-from capjudge.unicode_text import look_alike_key
+from capjudge.util.atomic import (
+    OUTPUT_ERRNOS,
+    OutputWriteError,
+    atomic_path,
+    clean_orphans,
+    stage_outputs,
+    write_json,
+    write_text,
+)
+from capjudge.util.unicode_text import look_alike_key
 
 log = logging.getLogger(__name__)
 
@@ -376,7 +376,7 @@ def _with_media(item: ItemRow, row: ValidRow, media_root: Path, tiles: TileCache
     Raises:
         MediaError: the row's media cannot be used (the row is quarantined for it).
         OSError: reading the media failed (the row is quarantined for it).
-        capjudge.atomic.OutputWriteError: the output's disk is full (or read-only): not the
+        capjudge.util.atomic.OutputWriteError: the output's disk is full (or read-only): not the
             row's fault, so the ingest stops, naming the path, instead of quarantining every
             row after it.
     """
@@ -567,7 +567,7 @@ def _write_outputs(manifest: Path, out: Path, items: Sequence[ItemRow],
 
     Raises:
         ManifestError: the manifest held no rows.
-        capjudge.atomic.OutputWriteError: a file could not be written (a full disk, a
+        capjudge.util.atomic.OutputWriteError: a file could not be written (a full disk, a
             read-only folder); the message names it, in one line.
     """
     if n_rows == 0:
@@ -581,7 +581,7 @@ def _write_outputs(manifest: Path, out: Path, items: Sequence[ItemRow],
     if card:
         summary["dataset"] = card
     # The four files are one set: each is renamed into place whole, and the folder is marked
-    # incomplete until the last one is (readers refuse it meanwhile: capjudge.atomic).
+    # incomplete until the last one is (readers refuse it meanwhile: capjudge.util.atomic).
     try:
         with stage_outputs(out):
             write_tables(out, items, quarantine)

@@ -132,9 +132,9 @@ def load_items(path: str | Path, start: int = 0, stop: int | None = None) -> lis
 
     Raises:
         ItemsError: the file is missing, not a readable Parquet table, or in a folder an
-            ingest run left half-written (:func:`capjudge.atomic.check_complete`).
+            ingest run left half-written (:func:`capjudge.util.atomic.check_complete`).
     """
-    from capjudge.atomic import IncompleteOutputError, check_complete
+    from capjudge.util.atomic import IncompleteOutputError, check_complete
 
     p = Path(path)
     if not p.is_file():

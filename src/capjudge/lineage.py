@@ -23,9 +23,9 @@ from typing import TypedDict
 
 import pyarrow.parquet as pq
 
-from capjudge.credentials import redact_value
 from capjudge.records import BackendLineage, RunLineage
 from capjudge.stage_files import items_file, judgements_file, summary_file
+from capjudge.util.credentials import redact_value
 
 PACKAGES = ("capjudge", "torch", "transformers", "openai", "prefect", "dvc", "duckdb",
             "great-expectations", "pyarrow", "pillow", "av", "pycocoevalcap")

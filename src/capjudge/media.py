@@ -28,8 +28,8 @@ from typing import Any, Literal, cast
 
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
-from capjudge.atomic import atomic_path, write_bytes
 from capjudge.records import JSONValue
+from capjudge.util.atomic import atomic_path, write_bytes
 
 PANEL = 512
 """Side of one square panel in a tile (G-VEval: three 512x512 frames make a 1536x512 image)."""

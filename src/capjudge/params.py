@@ -35,7 +35,7 @@ from pydantic.fields import FieldInfo
 if TYPE_CHECKING:
     from capjudge.records import JSONValue
 
-from capjudge.credentials import refuse_credentials
+from capjudge.util.credentials import refuse_credentials
 
 log = logging.getLogger(__name__)
 
@@ -406,7 +406,7 @@ def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
         FileNotFoundError: no such file.
         ParamsError: not YAML, not a mapping, or a key, type or id that does not fit the
             schema (one line: ``<path>: <key path>: <problem> (did you mean ...?)``).
-        capjudge.credentials.CredentialsInURLError: a URL in it carries credentials.
+        capjudge.util.credentials.CredentialsInURLError: a URL in it carries credentials.
     """
     p = Path(path)
     if not p.is_file():

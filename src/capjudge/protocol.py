@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Required, TypedDict
 
-from capjudge.credentials import redact
 from capjudge.records import JSONValue, ServerTimings
+from capjudge.util.credentials import redact
 
 Status = Literal["ok", "parse_failure", "low_mass", "refused", "error", "skipped", "undefined",
                  "text_only"]
@@ -435,7 +435,7 @@ class BackendError(Exception):
     sending at once. ``fatal`` marks an answer that shows the whole run is pointed at the wrong
     thing (a base URL that is not an OpenAI-compatible API: an HTML page, another JSON shape):
     the client stops too. The message is redacted of credentials
-    (:func:`capjudge.credentials.redact`) when the error is made, since a server may repeat
+    (:func:`capjudge.util.credentials.redact`) when the error is made, since a server may repeat
     the key it was sent.
     """
 

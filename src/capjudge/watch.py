@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-from capjudge.atomic import write_json
 from capjudge.records import JSONValue
+from capjudge.util.atomic import write_json
 
 Fingerprint = dict[str, JSONValue]
 """A judge's fingerprint entry: ``judge``, ``backend``, ``time``, what the backend says about

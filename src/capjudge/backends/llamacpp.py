@@ -37,7 +37,7 @@ from capjudge.backends.openai_backend import (
 )
 from capjudge.protocol import BackendError, BackendFacts, ChatMessage, JudgeRequest
 from capjudge.records import JSONValue
-from capjudge.stopping import exit_promptly_on_signals
+from capjudge.util.stopping import exit_promptly_on_signals
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,9 @@ Chat completions with images as base64 data URLs, ``logprobs=True`` and ``top_lo
 default). The API key comes only from the environment (``OPENAI_API_KEY`` or the variable named
 by ``api_key_env``); the base URL from ``base_url`` or ``OPENAI_BASE_URL``, as the openai client
 does. A base URL carrying credentials (``http://user:pass@host/v1``) is refused (see
-:mod:`capjudge.credentials`). Pictures are read with :func:`capjudge.media_check.read_verified`:
-what is uploaded is exactly the bytes ingest hashed. The client is created with
+:mod:`capjudge.util.credentials`). Pictures are read with
+:func:`capjudge.media_check.read_verified`: what is uploaded is exactly the bytes ingest
+hashed. The client is created with
 ``max_retries=0``: retries, backoff and rate limiting are done once, for every backend, by
 :class:`capjudge.client.JudgeClient`.
 
@@ -73,7 +74,6 @@ from capjudge.backends.openai_wire import (
 from capjudge.backends.served_identity import (
     ServedModel,
 )
-from capjudge.credentials import CredentialsInURLError, check_url, strip_userinfo
 from capjudge.protocol import (
     BackendError,
     JudgeRequest,
@@ -102,6 +102,7 @@ from capjudge.reading import (
     response_of,
 )
 from capjudge.records import JSONValue
+from capjudge.util.credentials import CredentialsInURLError, check_url, strip_userinfo
 
 log = logging.getLogger(__name__)
 
@@ -197,13 +198,13 @@ class OpenAIBackend(OpenAIServed):
         """Send each request as its own chat completion; per request a response or an error."""
         return [self._one(r) for r in requests]
 
-    # -- the wire format, shared with the Batch API (capjudge.batch_client) -------------------
+    # -- the wire format, shared with the Batch API (capjudge.client.batch) -------------------
 
     @property
     def api(self) -> Any:
         """The ``openai.OpenAI`` client (files and batches for the Batch API).
 
-        Used by :mod:`capjudge.batch_client`.
+        Used by :mod:`capjudge.client.batch`.
         """
         return self._client
 

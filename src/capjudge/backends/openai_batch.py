@@ -1,6 +1,6 @@
 """The OpenAI Batch API's files and their record: a judge's requests answered by batches.
 
-``submit: batch`` runs a judge through :class:`capjudge.batch_client.BatchClient` (the client
+``submit: batch`` runs a judge through :class:`capjudge.client.batch.BatchClient` (the client
 that submits, polls and collects; its module doc tells how a run goes). This module holds what
 is about the Batch API itself and the state directory it leaves: the settings
 (:class:`BatchOptions`), one batch's record (:class:`BatchEntry`), ``batches.json``
@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from capjudge.atomic import atomic_path, write_bytes
 from capjudge.records import JSONValue
+from capjudge.util.atomic import atomic_path, write_bytes
 
 SUBMIT_MODES = ("sync", "batch")
 """Values of ``JudgeConfig.submit``: one request at a time, or through the Batch API."""

@@ -21,7 +21,6 @@ from capjudge.backends.served_identity import (
     ServerUnreachable,
     server_of,
 )
-from capjudge.credentials import strip_userinfo
 from capjudge.protocol import (
     BackendError,
     BackendFacts,
@@ -30,6 +29,7 @@ from capjudge.protocol import (
     Message,
 )
 from capjudge.records import JSONValue
+from capjudge.util.credentials import strip_userinfo
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ class OpenAIServed(Backend):
     def describe(self) -> BackendFacts:
         """Backend facts for summaries and lineage (never credentials).
 
-        The key is not here and the URL passes :func:`~capjudge.credentials.strip_userinfo`
+        The key is not here and the URL passes :func:`~capjudge.util.credentials.strip_userinfo`
         again.
         """
         facts: BackendFacts = {

@@ -28,7 +28,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Required, TypedDict
 
-from capjudge.credentials import strip_userinfo
 from capjudge.media_check import read_verified
 from capjudge.protocol import (
     BackendError,
@@ -39,6 +38,7 @@ from capjudge.protocol import (
     Status,
 )
 from capjudge.records import JSONValue
+from capjudge.util.credentials import strip_userinfo
 
 log = logging.getLogger(__name__)
 

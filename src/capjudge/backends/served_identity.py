@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from capjudge.credentials import strip_userinfo
 from capjudge.records import JSONValue
+from capjudge.util.credentials import strip_userinfo
 
 PROBE_TIMEOUT_S = 10.0
 """How long one identity request may take (they are small GETs)."""

@@ -12,9 +12,9 @@ from capjudge.cli.common import EXIT_OK, EXIT_STRICT, UsageError
 
 def run(args: argparse.Namespace) -> int:
     """Ingest; quarantined rows are counted on stderr (exit 3 with --strict)."""
-    from capjudge.atomic import OutputWriteError
     from capjudge.ingest import IngestConfig, ingest
     from capjudge.manifest import ManifestError
+    from capjudge.util.atomic import OutputWriteError
 
     # 0 means no limit (documented), a negative is refused by IngestConfig.
     def cap(value: int) -> int | None:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out}: exists and is not a folder")
     if not args.media_root.is_dir():
         raise UsageError(f"--media-root {args.media_root}: not a folder")
-    from capjudge.progress import Progress
+    from capjudge.util.progress import Progress
 
     progress = Progress("ingest", "row")
     try:

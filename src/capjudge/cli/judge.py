@@ -26,9 +26,9 @@ def run(args: argparse.Namespace) -> int:
 
     from capjudge.client import AuthError, WrongServerError
     from capjudge.judge import OutputWriteError, run_judge
-    from capjudge.judge_out import OutputBusyError, OutputTakenError
+    from capjudge.judge.out import OutputBusyError, OutputTakenError
     from capjudge.protocol import BackendError
-    from capjudge.stopping import exit_promptly_on_signals
+    from capjudge.util.stopping import exit_promptly_on_signals
 
     # Ctrl-C / SIGTERM: nothing new is sent, what came is written (marked incomplete), and
     # the process is gone within seconds even with requests in flight.
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
                                       else args.concurrency))
     except ValueError as exc:  # an unknown batch option, a limit or concurrency below 1
         raise UsageError(flag_message(str(exc))) from exc
-    from capjudge.progress import Progress
+    from capjudge.util.progress import Progress
 
     progress = Progress(f"judge {config.method}", "request")
     try:

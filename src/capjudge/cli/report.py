@@ -36,9 +36,9 @@ def _settings(params: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     """Aggregate, then write the report; a label-key mismatch is said on stderr."""
     from capjudge.aggregate import AggregateConfig
-    from capjudge.atomic import IncompleteOutputError
     from capjudge.report import ReportConfig
     from capjudge.report.standalone import ReportInputError, build_report
+    from capjudge.util.atomic import IncompleteOutputError
 
     report, aggregate = _settings(args.params)
     flags = {"human_criterion": args.human_criterion, "bootstrap": args.bootstrap,

@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     from capjudge.judge import check_verdict_format, judge_items, make_backend, make_client
     from capjudge.methods import AggregateOptions, MethodOptions, verdict
     from capjudge.protocol import BackendError
-    from capjudge.stopping import exit_promptly_on_signals
+    from capjudge.util.stopping import exit_promptly_on_signals
 
     exit_promptly_on_signals()
     method, mode = _method_and_mode(args)
@@ -306,7 +306,7 @@ def run(args: argparse.Namespace) -> int:
 def print_result(result: ScoreOutput, as_json: bool) -> None:
     """Print a score result as JSON or as readable lines."""
     if as_json:
-        from capjudge.credentials import redact
+        from capjudge.util.credentials import redact
 
         print(redact(json.dumps(result, indent=2)))
         return

@@ -197,7 +197,7 @@ def judge_scorer(method: str, mode: str | None, backend: str,
                              cache_dir=cache_dir)
         items = [Item(id=str(i), candidate=c, references=tuple(r)) for i, (c, r) in
                  enumerate(zip(candidates, references, strict=True))]
-        from capjudge.progress import Progress
+        from capjudge.util.progress import Progress
 
         progress = Progress(f"meta-eval {method}{':' + mode if mode else ''}", "request")
         try:

@@ -56,7 +56,7 @@ class ContextConfig:
     cache_dir: str | None = None
     rate_window_s: float = 60.0  # see JudgeConfig.rate_window_s
     # Set by a distributed runner: the folder where the rpm/tpm window and Retry-After pause
-    # shared by every worker live (capjudge.limits); None: this process's own.
+    # shared by every worker live (capjudge.util.limits); None: this process's own.
     shared_dir: str | None = None
 
     @classmethod
@@ -177,7 +177,7 @@ def extract_unbuilt(items: Sequence[Item], config: ContextConfig
 
 def write_contexts(out_dir: Path, rows: Sequence[ContextRow], summary: ContextSummary) -> None:
     """Write contexts.parquet and summary.json, atomically and as one set."""
-    from capjudge.atomic import atomic_path, stage_outputs, write_json
+    from capjudge.util.atomic import atomic_path, stage_outputs, write_json
 
     with stage_outputs(out_dir):
         with atomic_path(out_dir / CONTEXTS) as tmp:
@@ -210,7 +210,7 @@ def run_context(items: Sequence[Item] | str | Path, out_dir: str | Path, config:
         stats = ClientStats()
     else:
         backend = backend or create_backend(config.backend, **config.backend_options)
-        from capjudge.progress import Progress
+        from capjudge.util.progress import Progress
 
         progress = Progress(f"context {config.backend}", "request")
         client = build_client(backend, cache_dir=config.cache_dir, progress=progress,

@@ -35,7 +35,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from capjudge.unicode_text import INVISIBLE as _INVISIBLE
+from capjudge.util.unicode_text import INVISIBLE as _INVISIBLE
 
 # Format characters a judge (or a copy-paste) leaves inside words and numbers; never content.
 INVISIBLE = _INVISIBLE

@@ -460,8 +460,8 @@ def _read_inputs(ingest: Path, agg: Path, judge_dirs: Sequence[str | Path]
 
     The tables: items, quarantine, judgements (with their judge), the aggregates and labels.
     """
-    from capjudge.atomic import check_complete
-    from capjudge.credentials import redact_value
+    from capjudge.util.atomic import check_complete
+    from capjudge.util.credentials import redact_value
 
     # Inputs a killed run left half-written are refused, not reported.
     check_complete(ingest, "ingest")

@@ -24,14 +24,14 @@ from typing import TypedDict
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from capjudge.atomic import atomic_path, write_json
 from capjudge.client import ClientStatsDict
 from capjudge.item import Item
-from capjudge.judge_rows import JUDGEMENTS_SCHEMA, rows_table
+from capjudge.judge.rows import JUDGEMENTS_SCHEMA, rows_table
 from capjudge.methods.base import item_image
 from capjudge.protocol import BackendFacts
 from capjudge.records import JSONValue, Judgement
 from capjudge.stage_files import summary_file
+from capjudge.util.atomic import atomic_path, write_json
 
 
 class ChunkResult(TypedDict):

@@ -10,7 +10,7 @@ about *calling* them lives here, once:
   and full jitter, honouring ``Retry-After`` when the server sends one: the wait is capped
   (``max_retry_after_s``; past the cap the request fails with the reason instead of sleeping
   for a day), and every worker of the client pauses until the window ends
-  (:class:`~capjudge.limits.SharedPause`), so the others do not keep sending into a window the
+  (:class:`~capjudge.util.limits.SharedPause`), so the others do not keep sending into a window the
   server asked us to leave alone;
 - a client-side requests-per-minute and tokens-per-minute limiter;
 - a thread pool of ``concurrency`` workers;
@@ -32,9 +32,9 @@ from pathlib import Path
 
 from capjudge.backends.base import Backend
 from capjudge.cache import RequestCache
-from capjudge.client_cache import CachedAnswers
-from capjudge.client_guard import CONSERVATIVE_REQUEST_TOKENS, SendGuard
-from capjudge.client_stats import (
+from capjudge.client.answers import CachedAnswers
+from capjudge.client.guard import CONSERVATIVE_REQUEST_TOKENS, SendGuard
+from capjudge.client.stats import (
     DEFAULT_MAX_RETRY_AFTER_S,
     AuthError,
     ClientStats,
@@ -43,21 +43,21 @@ from capjudge.client_stats import (
     WrongServerError,
     raise_if_stopped,
 )
-from capjudge.credentials import redact
-from capjudge.limits import Limiter, Pause, RateLimiter, SharedPause, shared_limits
 from capjudge.protocol import BackendError, JudgeRequest, JudgeResponse
-from capjudge.stopping import on_stop
+from capjudge.util.credentials import redact
+from capjudge.util.limits import Limiter, Pause, RateLimiter, SharedPause, shared_limits
+from capjudge.util.stopping import on_stop
 
 log = logging.getLogger(__name__)
 
-# Re-exported: the statistics, the retry policy and the errors live in capjudge.client_stats,
-# the sending rules in capjudge.client_guard.
+# Re-exported: the statistics, the retry policy and the errors live in capjudge.client.stats,
+# the sending rules in capjudge.client.guard.
 __all__ = ["CONSERVATIVE_REQUEST_TOKENS", "DEFAULT_LEASE_S", "DEFAULT_MAX_RETRY_AFTER_S",
            "MAX_FOLLOW_UP_ROUNDS", "AuthError", "ClientStats", "ClientStatsDict", "JudgeClient",
            "RetryPolicy", "SendGuard", "WrongServerError", "build_client", "raise_if_stopped",
            "stop_all", "warn_unpinned"]
 
-# Every client alive in this process: a SIGINT/SIGTERM stops them all (capjudge.stopping).
+# Every client alive in this process: a SIGINT/SIGTERM stops them all (capjudge.util.stopping).
 _LIVE: weakref.WeakSet[JudgeClient] = weakref.WeakSet()
 
 
@@ -116,7 +116,7 @@ class JudgeClient:
             sleep: how to wait (tests pass a fake).
             limiter: the rpm/tpm limiter (default: one for the threads of this client, from
                 ``rpm``/``tpm``; a runner spreading a judge over processes or hosts passes a
-                shared one, :class:`capjudge.limits.FileRateLimiter`).
+                shared one, :class:`capjudge.util.limits.FileRateLimiter`).
         """
         self.backend = backend
         self.cache = cache
@@ -129,13 +129,13 @@ class JudgeClient:
         self.progress = progress
         self.stats = ClientStats()
         self._lock = threading.Lock()
-        # Stop, credentials, Retry-After, rpm/tpm and backoff: capjudge.client_guard.
+        # Stop, credentials, Retry-After, rpm/tpm and backoff: capjudge.client.guard.
         self.guard = SendGuard(retry or RetryPolicy(), limiter or RateLimiter(rpm, tpm),
                                pause or SharedPause(), sleep, seed, self._lock)
         # Asks a remote server what it serves (a server that cannot be reached stops the run
         # here, before any cache look-up could answer for it).
         snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
-        # Keys, look-ups (re-read under the current settings) and writes: capjudge.client_cache.
+        # Keys, look-ups (re-read under the current settings) and writes: capjudge.client.answers.
         self.answers = CachedAnswers(backend, cache, snapshot)
         verified = backend.verified()
         pinned, how = backend.pinning()
@@ -190,7 +190,7 @@ class JudgeClient:
     def lookup(self, request: JudgeRequest, key: str) -> JudgeResponse | None:
         """The cached answer to ``request``, re-read under the current settings, or None.
 
-        See :meth:`capjudge.client_cache.CachedAnswers.lookup`.
+        See :meth:`capjudge.client.answers.CachedAnswers.lookup`.
         """
         return self.answers.lookup(request, key)
 
@@ -495,9 +495,9 @@ def build_client(backend: Backend, *, cache_dir: str | Path | None = None,
 
     ``max_retry_after_s`` caps a ``Retry-After`` wait; ``pause`` replaces the per-client
     ``Retry-After`` pause (for a runner that shares it between processes). ``rate_window_s``
-    is the window rpm/tpm are enforced over (:class:`~capjudge.limits.RateLimiter`). With
+    is the window rpm/tpm are enforced over (:class:`~capjudge.util.limits.RateLimiter`). With
     ``shared_dir`` the rpm/tpm window and the ``Retry-After`` pause live in files there
-    (:func:`capjudge.limits.shared_limits`), so they hold across every process and host that
+    (:func:`capjudge.util.limits.shared_limits`), so they hold across every process and host that
     builds its client with the same folder.
     """
     from capjudge.cache import RequestCache, default_cache_dir

@@ -17,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from capjudge.client_stats import ClientStats, RetryPolicy
+from capjudge.client.stats import ClientStats, RetryPolicy
 from capjudge.cost import request_tokens
-from capjudge.limits import Limiter, Pause
 from capjudge.protocol import BackendError, JudgeRequest, JudgeResponse
+from capjudge.util.limits import Limiter, Pause
 
 log = logging.getLogger(__name__)
 

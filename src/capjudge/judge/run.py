@@ -2,7 +2,7 @@
 
 :func:`judge_items` is the only place where items become requests (:func:`plan`), requests
 become answers (the client, after :func:`verify_media`) and answers become rows
-(:mod:`capjudge.judge_rows`). ``capjudge judge``, ``capjudge score``, the Prefect judge flow
+(:mod:`capjudge.judge.rows`). ``capjudge judge``, ``capjudge score``, the Prefect judge flow
 and meta-evaluation all call it. Re-exported by :mod:`capjudge.judge`.
 """
 
@@ -16,9 +16,9 @@ from capjudge.backends.base import Backend
 from capjudge.client import ClientStats, JudgeClient
 from capjudge.cost import price_for
 from capjudge.item import Item
-from capjudge.judge_config import JudgeConfig
-from capjudge.judge_connect import UnbuiltBackend, make_backend, make_client
-from capjudge.judge_rows import format_settings, judgement
+from capjudge.judge.config import JudgeConfig
+from capjudge.judge.connect import UnbuiltBackend, make_backend, make_client
+from capjudge.judge.rows import format_settings, judgement
 from capjudge.media_check import MediaChangedError, verify_request
 from capjudge.methods import (
     AggregateOptions,

@@ -18,7 +18,7 @@ from typing import Any
 from capjudge.backends import create_backend
 from capjudge.backends.base import Backend, Capabilities
 from capjudge.client import JudgeClient, build_client
-from capjudge.judge_config import JudgeConfig
+from capjudge.judge.config import JudgeConfig
 from capjudge.protocol import BackendFacts
 
 
@@ -101,7 +101,7 @@ def make_client(config: JudgeConfig, backend: Backend,
         backend: what answers.
         progress: called with (done, total) requests.
         shared_dir: keep the rpm/tpm window and the ``Retry-After`` pause in files here, shared
-            by every process and host that uses the same folder (:mod:`capjudge.limits`);
+            by every process and host that uses the same folder (:mod:`capjudge.util.limits`);
             None: per client.
     """
     return build_client(backend, cache_dir=config.cache_dir, max_attempts=config.max_attempts,

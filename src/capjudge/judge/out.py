@@ -29,7 +29,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from capjudge.atomic import (
+from capjudge.client import ClientStats
+from capjudge.judge.config import JudgeConfig
+from capjudge.methods import get_method
+from capjudge.records import JudgeSummary
+from capjudge.stage_files import judgements_file, summary_file
+from capjudge.util.atomic import (
     INCOMPLETE_MARKER,
     OutputWriteError,
     atomic_path,
@@ -37,11 +42,6 @@ from capjudge.atomic import (
     write_json,
     write_text,
 )
-from capjudge.client import ClientStats
-from capjudge.judge_config import JudgeConfig
-from capjudge.methods import get_method
-from capjudge.records import JudgeSummary
-from capjudge.stage_files import judgements_file, summary_file
 
 LOCK = ".capjudge-lock"
 
@@ -285,7 +285,7 @@ def check_writable_dir(out_dir: str | Path) -> Path:
         raise ValueError(f"{out}: output exists and is not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        from capjudge.atomic import temp_path
+        from capjudge.util.atomic import temp_path
 
         probe = temp_path(out / "write-probe")
         probe.write_bytes(b"")

@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-log = logging.getLogger("capjudge.progress")
+log = logging.getLogger("capjudge.util.progress")
 
 
 class Progress:

@@ -8,12 +8,12 @@ This module is the judge stage's public face: it runs a judge in one process
 (:func:`run_judge`) and re-exports the names of the modules that do the work, each with one
 job:
 
-- :mod:`capjudge.judge_config`: :class:`JudgeConfig`, its checks, profiles and params glue.
-- :mod:`capjudge.judge_connect`: the backend and client (built, shared, or unbuilt).
-- :mod:`capjudge.judge_run`: planning and :func:`judge_items`.
-- :mod:`capjudge.judge_rows`: the one place a judgement row is built.
-- :mod:`capjudge.judge_out`: the output folder (lock, what is there, summary and writes).
-- :mod:`capjudge.parts`: chunks of a stage and the part files they write.
+- :mod:`capjudge.judge.config`: :class:`JudgeConfig`, its checks, profiles and params glue.
+- :mod:`capjudge.judge.connect`: the backend and client (built, shared, or unbuilt).
+- :mod:`capjudge.judge.run`: planning and :func:`judge_items`.
+- :mod:`capjudge.judge.rows`: the one place a judgement row is built.
+- :mod:`capjudge.judge.out`: the output folder (lock, what is there, summary and writes).
+- :mod:`capjudge.judge.parts`: chunks of a stage and the part files they write.
 
 Outputs of a judge stage (in ``out_dir``):
 
@@ -34,11 +34,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from capjudge.atomic import OutputWriteError
 from capjudge.backends.base import Backend
 from capjudge.client import JudgeClient, raise_if_stopped
 from capjudge.item import load_items
-from capjudge.judge_config import (
+from capjudge.judge.config import (
     DEFAULT_TIMEOUT_S,
     ENV_SETTINGS,
     JudgeConfig,
@@ -48,7 +47,7 @@ from capjudge.judge_config import (
     env_settings,
     judge_section,
 )
-from capjudge.judge_connect import (
+from capjudge.judge.connect import (
     UnbuiltBackend,
     backend_options,
     check_reachable,
@@ -56,7 +55,7 @@ from capjudge.judge_connect import (
     make_client,
     shared_client,
 )
-from capjudge.judge_out import (
+from capjudge.judge.out import (
     FAILURES,
     check_existing,
     check_writable_dir,
@@ -66,8 +65,9 @@ from capjudge.judge_out import (
     write_outputs,
     write_summary,
 )
-from capjudge.judge_rows import JUDGEMENTS_SCHEMA, format_settings, judgement, rows_table
-from capjudge.judge_run import (
+from capjudge.judge.parts import adaptive_chunk_size, chunk_bounds, combine_parts, write_part
+from capjudge.judge.rows import JUDGEMENTS_SCHEMA, format_settings, judgement, rows_table
+from capjudge.judge.run import (
     JudgeResult,
     check_repeatable,
     check_verdict_format,
@@ -80,8 +80,8 @@ from capjudge.judge_run import (
     verify_media,
 )
 from capjudge.methods import MethodOptions, get_method
-from capjudge.parts import adaptive_chunk_size, chunk_bounds, combine_parts, write_part
 from capjudge.records import Judgement, JudgeSummary
+from capjudge.util.atomic import OutputWriteError
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
                                  "snapshot": [backend.snapshot()]}, {i.id for i in items})
         progress = progress or progress_logger(f"judge {config.method}")
         if config.submit == "batch":
-            from capjudge.batch_client import make_batch_client
+            from capjudge.client.batch import make_batch_client
 
             # Batches are submitted and polled by this one process; their state (batches.json)
             # lives in the stage's output directory unless batch_options.state_dir says so.

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from capjudge.client import DEFAULT_MAX_RETRY_AFTER_S
-from capjudge.credentials import refuse_credentials
 from capjudge.methods import get_method
 from capjudge.protocol import Decoding
 from capjudge.stage_files import CONTEXTS, default_dir
+from capjudge.util.credentials import refuse_credentials
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -127,7 +127,7 @@ class JudgeConfig:
             ValueError: ``repeats`` is not a positive integer, or ``repeats > 1`` at
                 temperature 0 (every repeat would be the same answer, faking perfect
                 reliability).
-            capjudge.credentials.CredentialsInURLError: a URL in ``backend_options`` or
+            capjudge.util.credentials.CredentialsInURLError: a URL in ``backend_options`` or
                 ``method_options`` carries user-info (a ValueError too).
         """
         check_settings(self)

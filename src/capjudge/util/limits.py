@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from capjudge.atomic import write_text
+from capjudge.util.atomic import write_text
 
 
 class Limiter(Protocol):

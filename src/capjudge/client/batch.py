@@ -57,7 +57,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from capjudge.atomic import atomic_path, fsync_file, write_bytes
 from capjudge.backends.base import Backend
 from capjudge.backends.openai_backend import NO_LOGPROBS_PREFIXES, OpenAIBackend
 from capjudge.backends.openai_batch import (
@@ -76,6 +75,7 @@ from capjudge.cache import RequestCache
 from capjudge.client import ClientStats, JudgeClient, RetryPolicy
 from capjudge.protocol import BackendError, JudgeRequest, JudgeResponse
 from capjudge.records import JSONValue
+from capjudge.util.atomic import atomic_path, fsync_file, write_bytes
 
 log = logging.getLogger(__name__)
 
