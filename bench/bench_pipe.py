@@ -2,7 +2,7 @@
 plain asyncio client, against the same OpenAI-protocol stand-in server with a fixed latency.
 
     python bench/bench_pipe.py [--latency 1.0] [--concurrency 8 64 256] [--waves 12]
-                               [--big 10000] [--quick]
+                               [--big 10000] [--quick] [--timeline]
 
 Per concurrency C, ``waves x C`` text items (G-VEval ref-only: one request each; the stand-in
 writes a score as one token, so there are no digit follow-ups) are judged three ways on a cold
@@ -156,25 +156,51 @@ def library_run(url: str, items: Path, concurrency: int, tmp: Path) -> float:
     return time.perf_counter() - started
 
 
-def measure(url: str, name: str, run: Any) -> dict[str, float]:
+def measure(url: str, name: str, run: Any, timeline: bool = False) -> dict[str, float]:
+    """``run()`` against the server's in-flight count; with ``timeline``, the count sampled
+    every 0.1 s is printed per second (its lowest and mean), to see where the pipe drains."""
+    import threading
+
     in_flight(url, reset=True)
-    seconds = run()
+    samples: list[tuple[float, float]] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        started = time.perf_counter()
+        while not done.wait(0.1):
+            samples.append((time.perf_counter() - started, in_flight(url)["now"]))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    if timeline:
+        sampler.start()
+    try:
+        seconds = run()
+    finally:
+        done.set()
+    if timeline:
+        sampler.join()
+        for second in sorted({int(t) for t, _ in samples}):
+            counts = [c for t, c in samples if int(t) == second]
+            print(f"  {name:8s} {second:4d} s: in flight lowest {min(counts):4.0f}, "
+                  f"mean {sum(counts) / len(counts):6.1f}", flush=True)
     stats = in_flight(url)
     stats["wall_s"] = seconds
     return stats
 
 
-def one_size(url: str, concurrency: int, n: int, latency: float, plain: str) -> None:
+def one_size(url: str, concurrency: int, n: int, latency: float, plain: str,
+             timeline: bool = False) -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         items = write_items(tmp / "items.parquet", n)
         ideal = math.ceil(n / concurrency) * latency
         rows = {"plain": measure(url, "plain", lambda: plain_client(url, items, concurrency,
-                                                                    plain)),
+                                                                    plain), timeline),
                 "flow": measure(url, "flow", lambda: flow_run(url, items, concurrency,
-                                                              tmp / "f")),
+                                                              tmp / "f"), timeline),
                 "library": measure(url, "library", lambda: library_run(url, items,
-                                                                       concurrency, tmp))}
+                                                                       concurrency, tmp),
+                                   timeline)}
     base = rows["plain"]["mean"]
     for name, s in rows.items():
         print(f"C={concurrency:4d} n={n:6d} {name:8s} in flight {s['mean']:6.1f} "
@@ -194,14 +220,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--plain", choices=("aiohttp", "httpx"), default="aiohttp",
                         help="the plain asyncio client's HTTP library")
+    parser.add_argument("--timeline", action="store_true",
+                        help="print the in-flight count per second of each run")
     args = parser.parse_args()
     waves, big = (4, min(args.big, 2000)) if args.quick else (args.waves, args.big)
     proc, url = start_server(args.latency)
     try:
         for c in args.concurrency:
-            one_size(url, c, waves * c, args.latency, args.plain)
+            one_size(url, c, waves * c, args.latency, args.plain, args.timeline)
         if big:
-            one_size(url, max(args.concurrency), big, args.latency, args.plain)
+            one_size(url, max(args.concurrency), big, args.latency, args.plain, args.timeline)
     finally:
         proc.terminate()
         proc.wait()

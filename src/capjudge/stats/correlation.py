@@ -27,9 +27,10 @@ def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
     """Kendall's tau-b (ties adjusted): :func:`scipy.stats.kendalltau`'s statistic, bit for bit.
 
     The report's bootstraps, permutation tests and calibration call it tens of thousands of
-    times on a few hundred pairs each, where scipy's public function spent 0.4 ms a call in
-    its argument handling (``inspect.signature``, NaN policy) and its p-value, against a few
-    microseconds of counting: 25 of the 38 s the report stage took on a two-picture project.
+    times on a few hundred pairs each, where scipy's public function spends most of a call in
+    its argument handling (``inspect.signature``, NaN policy) and its p-value: 0.20 ms a call
+    on 138 pairs against 0.05 ms here, and 25 of the 38 s the report stage of a two-picture
+    project took under a profiler.
     So this is scipy's own computation of the statistic (the same ranks, the same integer
     counts, the same floating-point operations; its discordant-pair count comes from scipy's
     compiled kernel), without the p-value; tests check it equals scipy's on ties, NaN and
@@ -44,10 +45,10 @@ def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
         return float(stats.kendalltau(x, y, variant="b").statistic)  # scipy's own answer
     if np.isnan(a).any() or np.isnan(b).any():
         return math.nan  # scipy's nan_policy="propagate"
-    return _tau_b_of_sorted(a, b)
+    return _scipy_tau_b(a, b)
 
 
-def _tau_b_of_sorted(x: np.ndarray, y: np.ndarray) -> float:
+def _scipy_tau_b(x: np.ndarray, y: np.ndarray) -> float:
     """The statistic of scipy's ``kendalltau`` (scipy/stats/_stats_py.py), step for step.
 
     ``np.concatenate`` where scipy writes ``np.r_``: the same arrays, a third of the time.
