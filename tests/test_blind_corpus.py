@@ -69,7 +69,7 @@ def test_corpus_d_no_wrong_value_as_valid_and_read_right_but_for_abstentions(
     wrong = [f"{k}: {o}" for k, o in outcomes.items() if o.wrong_valid]
     assert not wrong, "WRONG VALUES RETURNED AS VALID:\n" + "\n".join(wrong)
     right = sum(o.right for o in outcomes.values())
-    assert right >= 177, right  # measured: 177/190, every miss an abstention
+    assert right >= 178, right  # measured: 178/190, every miss an abstention
 
 
 # Corpus E (issue 40: a fifth writer, after the contract and the second channel were designed,
@@ -78,7 +78,10 @@ def test_corpus_d_no_wrong_value_as_valid_and_read_right_but_for_abstentions(
 # with ``confirm: follow_up`` (an OpenAI-protocol server without logprobs): 99/129 with 2 wrong
 # values returned as valid; then the two classes behind them fixed (a first number restated in
 # the same sentence as another value on the scale, "8, that is, roughly 85 out of 100"; a
-# verdict after sentences that evaluate only the references): 101/129, none.
+# verdict after sentences that evaluate only the references): 101/129, none. Then the safe
+# misses' classes read (tool-call arguments as a JSON string, CSV tables, worked arithmetic and
+# arrows, abbreviated labels, a pointed-at rubric level, star rows, cap3d's paraphrased labels
+# and zero in words): 118/129, none.
 CORPUS_E = load(DATA / "blind_answers_e.json") \
     if (DATA / "blind_answers_e.json").is_file() else []
 KNOWN_WRONG_E: set[str] = set()
@@ -90,14 +93,28 @@ KNOWN_WRONG_E: set[str] = set()
 # them fixed (struck-through text, a correction saying "should be", a paragraph scoring an
 # improved caption, image clarity, an opening rating against a level named later, a ticked
 # line's digit): 123/145, 1 left (VisCE²'s literal reading of "Rating: 9" on 0-100, which the
-# follow-up repeats).
+# follow-up repeats); then a bottom-tenth rating beside praise alone abstains, and the classes
+# above: 137/145, none.
 CORPUS_F = load(DATA / "blind_answers_f.json") \
     if (DATA / "blind_answers_f.json").is_file() else []
-KNOWN_WRONG_F = {"F-vis-single-digit-misread"}
+KNOWN_WRONG_F: set[str] = set()
 
 
-# (corpus, wrong values known and listed, read right at least): measured 101/129 and 123/145.
-CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 101), ("F", CORPUS_F, KNOWN_WRONG_F, 123)]
+# Corpus G (issue 40: a seventh writer, blind to the reader and to corpora A-F, asked for kinds
+# none of them has; committed before it was measured). The reader before this session's
+# changes: 145/163 read right, 5 wrong values returned as valid; first measured after the
+# changes made for E and F: 144/163, 5 (the new arrow reading took a denominator, "7 out of
+# 10 -> 70/100", for a computation). The classes behind them fixed (a table's "Score" header
+# over rows scoring other things, another criterion's label, a trailing "+", a bottom-tenth
+# rating beside praise alone, cap3d's "3/4"): 150/163, none.
+CORPUS_G = load(DATA / "blind_answers_g.json") \
+    if (DATA / "blind_answers_g.json").is_file() else []
+KNOWN_WRONG_G: set[str] = set()
+
+
+# (corpus, wrong values known and listed, read right at least).
+CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 118), ("F", CORPUS_F, KNOWN_WRONG_F, 137),
+             ("G", CORPUS_G, KNOWN_WRONG_G, 150)]
 
 
 @pytest.mark.heavy(seconds=15)

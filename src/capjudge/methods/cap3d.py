@@ -113,6 +113,12 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
         return None, (f"the {name} score is a percentage ({rest.strip()[:40]!r}), not a count "
                       "of points")
     total = list(_TOTAL.finditer(line))
+    if not total and (frac := re.match(r"(\d+)\s*/\s*(\d+)(?![\d.])", line)) is not None \
+            and int(frac.group(1)) >= 2:
+        # "C. Score: 3/4": three points of four attributes, or three quarters of a point.
+        return None, (f"the {name} points {frac.group(0)!r} read as {frac.group(1)} (of "
+                      f"{frac.group(2)}) or as {int(frac.group(1)) / int(frac.group(2)):g}; "
+                      "nothing says which")
     if not total and (rng := _RANGE.match(line)) is not None:
         return None, f"the {name} points are a range or a hedge ({rng.group(0).strip()!r})"
     try:
@@ -179,13 +185,18 @@ def _field_names(name: str) -> set[str]:
     return {r + t for r in roots for t in tails} | {f"{word}score{initial}score"}
 
 
-def _structured_points(text: str, name: str) -> list[tuple[float | None, str | None]]:
-    """Points stated in JSON fields or table rows named after ``name``."""
+def _structured_points(text: str, masked: str, name: str
+                       ) -> list[tuple[float | None, str | None]]:
+    """Points stated in JSON fields or table rows named after ``name``.
+
+    The structure is parsed on the unmasked ``text`` (a list of the caption's own words
+    masked inside it must not break the JSON); a value that ``masked`` blanks is a quotation.
+    """
     names = _field_names(name)
     out = []
     for f in json_fields(text) + table_fields(text) + xml_fields(text):
         label = f.path[0] if f.kind == "table" and len(f.path) == 2 else f.name
-        if key(label) in names:
+        if key(label) in names and masked[f.start:f.end].strip():
             out.append(_read_points(name, f.value))
     return out
 
@@ -211,14 +222,47 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
     for name, rx in _PATTERNS.items():
         places = _occurrences(rx, masked)
         values = [_read_points(name, _value_after(masked, start)) for start, _ in places]
+        if not values:
+            # "Correct attributes: 4", "CS=3": the counts under other words; only those that
+            # hold a count ("Correct attributes: chair, black" lists them).
+            read = [(_read_points(name, _NEXT_FIELD.split(_value_after(masked, start))[0]),
+                     (start, end)) for start, end in _occurrences(_PARAPHRASES[name], masked)]
+            values = [v for v, _ in read if v[0] is not None]
+            places = [p for v, p in read if v[0] is not None]
         if truncated and places and not masked[places[-1][1]:].strip():
             values[-1] = (None, f"the answer was cut at max_tokens right after the {name} "
                                 "points: the number may be unfinished")
         if not values:
-            values = _structured_points(masked, name)
+            values = _structured_points(view.text, masked, name)
             places = [(0, 0)] * len(values)
+        if not values and name == "hallucination" and (
+                none := _NO_HALLUCINATION.search(masked)) is not None:
+            # "There are no hallucinations: every attribute ... matches": a count of zero.
+            values, places = [(0.0, None)], [(none.start(), none.end())]
         out[name] = _decide(name, masked, values, places)
     return out
+
+
+# "CS=3, HS=1, P=75%": the next field on the line ends a value.
+_NEXT_FIELD = re.compile(r"[,;|]\s*[A-Za-z][\w. ]{0,20}[:=]")
+_THINGS = r"(?:attributes?|details?|elements?|features?|items?|facts?|properties|objects?)"
+# The counts under other words: "Correct attributes: 4", "Hallucinated details: None", and
+# the initials with S for score ("CS=3, HS=1"; upper case only: "cs" is no label).
+_PARAPHRASES = {
+    "correctness": re.compile(
+        rf"(?:(?<![A-Za-z])(?:correct(?:ly\s+(?:described|identified|stated))?|accurate)\s+"
+        rf"{_THINGS}(?:\s+(?:count|points?|score))?|(?-i:\bCS\b))[\s*_]*[:=](?P<rest>[^\n]*)",
+        re.I),
+    "hallucination": re.compile(
+        rf"(?:(?<![A-Za-z])(?:hallucinated|incorrect|wrong|inaccurate|invented|fabricated)\s+"
+        rf"{_THINGS}(?:\s+(?:count|points?|score))?|(?-i:\bHS\b))[\s*_]*[:=](?P<rest>[^\n]*)",
+        re.I),
+}
+# The answer says in words that nothing is hallucinated (with no count stated anywhere).
+_NO_HALLUCINATION = re.compile(
+    rf"\b(?:there\s+(?:are|were|is)\s+no|(?<![\w-])no|zero)\s+(?:hallucinat\w*|(?:incorrect|"
+    rf"hallucinated|wrong|invented|fabricated)\s+{_THINGS})(?!\s+(?:count|score|points?)\s*[:=])",
+    re.I)
 
 
 # What introduces a later block of points as the revision of an earlier one ("Final scores

@@ -21,8 +21,12 @@ The steps, one module each:
   original offsets.
 - :mod:`capjudge.reading.masking`: what a reader skips (quotations, restated rubrics,
   hypotheticals, rejected alternatives) and declines.
-- :mod:`capjudge.reading.numbers`: numbers in digits, English words and CJK numerals.
-- :mod:`capjudge.reading.structure`: JSON, tables and ``\boxed{}`` with their offsets.
+- :mod:`capjudge.reading.numbers`: numbers in digits, English words and CJK numerals, and a worked
+  score's stated result.
+- :mod:`capjudge.reading.scale`: whether a number is a value of the slot's scale (ranges,
+  hedges, other scales, the scale's own phrasings).
+- :mod:`capjudge.reading.structure`: JSON (and JSON inside its strings), markdown, HTML and
+  CSV tables, tags and ``\boxed{}``, with their offsets.
 - :mod:`capjudge.reading.vocabulary`: the names of a verdict in other languages.
 - :mod:`capjudge.reading.locate`: the order in which a verdict is looked for, and when the
   reader abstains; :mod:`capjudge.reading.candidates` what it finds.

@@ -16,6 +16,7 @@ import re
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, Unreadable, printed_value, stands_alone
 from capjudge.reading.numbers import Number, number_at
+from capjudge.reading.vocabulary import CRITERIA, matches
 
 # A verdict taken back: nothing after it replaces it (a replacement is a revision: decide()).
 WITHDRAWN = re.compile(
@@ -59,6 +60,12 @@ _CHECK_LINE = re.compile(
     r"^[ \t>*_-]*(?:\[(?P<mark>[ xX\u2713\u2714\u2717*])\]|\((?P<paren>[ xX\u2713\u2714])\)|"
     r"(?P<box>[\u2610\u2611\u2612\u2705\u274c\u2b1c]))[ \t*_]*(?P<rest>[^\n]*)$", re.M)
 
+# A rubric line (a bullet, then its level) and what points at the chosen one at its end.
+_RUBRIC_LINE = re.compile(r"^[ \t>]*(?:[-*\u2022]|\d+[.)](?=\s))?[ \t*_]*(?P<rest>[^\n]*)$", re.M)
+_POINTED = re.compile(
+    r"(?:<-+|<=+|[\u2190\u21d0\u27f5\u27f8\U0001f448]|\bselected\b)[\s*_]*(?:selected|chosen|"
+    r"this(?:\s+one)?|my\s+(?:rating|choice|score|pick|verdict)|here|[\u2713\u2714\u2705])?"
+    r"[\s*_.!]*$|[(\[](?:selected|chosen|my\s+(?:rating|choice|score))[)\]][\s*_.]*$", re.I)
 
 # The opening rating taken back: "90. Wait — ... not 90. 70.", "5 — hmm, no. ... 4."
 _TAKEN_BACK = re.compile(r"\b(?:wait\b|hmm+,?\s*no\b|no,\s*(?:wait|actually)\b|actually,?\s+no\b|"
@@ -116,7 +123,12 @@ def checklist(text: str, slot: ScoreSlot) -> Candidate | Unreadable | None:
         if value is not None:
             lines.append((ticked, value, m))
     if len(lines) < 2:
-        return None
+        # The rubric copied with one level pointed at: "- 2 Low Correctness: ... <-- selected".
+        lines = [(_POINTED.search(m.group("rest")) is not None, value, m)
+                 for m in _RUBRIC_LINE.finditer(text)
+                 if (value := _line_value(m.group("rest"), slot)) is not None]
+        if len(lines) < 2 or not any(t for t, _, _ in lines):
+            return None
     ticked = [(v, m) for t, v, m in lines if t]
     if len({v for v, _ in ticked}) != 1:
         what = "no line is ticked" if not ticked else (
@@ -181,6 +193,61 @@ def other_target(text: str, chosen: Candidate) -> str | None:
         return None
     return (f"the verdict {chosen.number.written.strip()!r} scores something else "
             f"({m.group(0).strip()!r}), not the candidate")
+
+
+_LABEL_BEFORE = re.compile(r"(?P<label>[^\W\d_][^\W\d_ ]{2,30})[\s*_`]*[:=][\s*_`$]*$")
+
+
+def other_criterion(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
+    """Why the verdict is another criterion's ("Fluency: 5" when correctness was asked), or None.
+
+    The label right before the number names a criterion the vocabulary knows, and not the
+    slot's: the judge rated something it was not asked about.
+    """
+    line_start = text.rfind("\n", 0, chosen.number.start) + 1
+    m = _LABEL_BEFORE.search(text, line_start, chosen.number.start)
+    if m is None or matches(m.group("label"), slot):
+        return None
+    named = [c for c in CRITERIA if matches(m.group("label"), ScoreSlot(c, 0, 1, label=c)) == 2]
+    if not named:
+        return None
+    return (f"the verdict {chosen.number.written.strip()!r} rates {named[0]} "
+            f"({m.group('label')!r}), not {slot.name}")
+
+
+_PRAISE = re.compile(r"\b(?:perfect(?:ly)?|excellent|flawless(?:ly)?|accurate(?:ly)?|"
+                     r"correct(?:ly)?|fully|exactly|precisely|spot[- ]on|great|match(?:es)?|"
+                     r"faithful(?:ly)?|complete(?:ly)?|well|good)\b", re.I)
+_FAULT = re.compile(r"\b(?:not|no|never|nothing|none|but|however|although|though|except|"
+                    r"miss(?:es|ing|ed)?|wrong(?:ly)?|incorrect(?:ly)?|inaccurate(?:ly)?|fails?|"
+                    r"unrelated|mismatch\w*|lacks?|omits?|errors?|mistakes?|hallucinat\w*|only|"
+                    r"partial(?:ly)?|poor(?:ly)?|bad|irrelevant|different|instead|rather|vague)\b|"
+                    r"n't\b", re.I)
+_NO_FAULT = re.compile(r"\b(?:no|without|zero|free\s+of)\s+(?:errors?|mistakes?|issues?|"
+                       r"problems?|inaccurac\w+|omissions?)\b|\bnothing\s+(?:wrong|missing|"
+                       r"incorrect)\b", re.I)
+
+
+def faint_praise(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
+    """Why a rating in the scale's bottom tenth beside praise alone is no verdict, or None.
+
+    "9 — an excellent caption, it fully matches the image" on 0-100 (VisCE² asks for "a single
+    digit between 0 and 100"): the judge found no fault, so its 9 is 9 of 10 (90) as likely
+    as 9; nothing says which. A low rating beside any fault found ("but", "missing", "wrong")
+    or stated on the scale ("9/100") stands.
+    """
+    n = chosen.number
+    if slot.high < 50 or n.kind != "digits" or chosen.own_scale or not (
+            slot.low <= n.value <= slot.high / 10):
+        return None
+    said = _NO_FAULT.sub(" ", text[:n.start] + " " + text[n.end:])
+    praise = _PRAISE.search(said)
+    if praise is None or _FAULT.search(said) is not None:
+        return None
+    return (f"the rating {n.written.strip()!r} sits in the bottom tenth of "
+            f"{slot.low}-{slot.high} while the answer finds no fault ({praise.group(0)!r}): it "
+            f"may be on a 0-10 scale ({n.written.strip()} or {int(n.value) * 10}); nothing "
+            "says which")
 
 
 def off_contract(chosen: Candidate, text: str, slot: ScoreSlot, after: str, times: int

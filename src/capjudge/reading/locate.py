@@ -49,14 +49,17 @@ from capjudge.reading.candidates import (
 from capjudge.reading.contract import (
     WITHDRAWN,
     checklist,
+    faint_praise,
     has_number,
     off_contract,
     opens,
+    other_criterion,
     other_target,
     revised_opening,
 )
 from capjudge.reading.masking import find_decline, mask_text
 from capjudge.reading.numbers import DIGITS, NUMBER_WORDS, Number, first_number, number_at
+from capjudge.reading.scale import clean_text, denominator, make_candidate
 from capjudge.reading.structure import (
     Field,
     boxed_fields,
@@ -65,23 +68,18 @@ from capjudge.reading.structure import (
     xml_fields,
 )
 from capjudge.reading.view import AnswerView, answer_view, normalise
-from capjudge.reading.vocabulary import FINAL_WORDS, GENERIC, is_generic, matches, slot_names
+from capjudge.reading.vocabulary import (
+    FINAL_WORDS,
+    GENERIC,
+    abbreviations,
+    is_generic,
+    matches,
+    slot_names,
+)
 
 _MARKUP = r"[\s*_`]*"
 _LATEX_OPEN = r"(?:\\(?:boxed|text|textbf|mathbf)\s*\{\s*)?"
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
-# "70 or 75" in the languages the vocabulary knows ("70 o 75", "3 ou 4", "3 oder 4", "3 или 4").
-_RANGE_AFTER = re.compile(r"[\s$*_]*(?:-|\u2013|\u2014|to|~|or|and|至|到|或|o|ou|oder|или|и|y|und|"
-                          r"et|e|bis|ó|또는|أو|または|か|hoặc|atau)\s*(?:an?\s+)?"
-                          r"[$*_\s]*"
-                          r"(?:[-]?\d|(?:" + NUMBER_WORDS.pattern + r"))", re.I)
-_RANGE_BEFORE = re.compile(r"(?:\bbetween|\beither|\bfrom|\brange\s+of|\bentre|\bzwischen|"
-                           r"между|\btra)\s*(?:an?\s+)?\$?\s*$", re.I)
-# "82,5": a decimal comma (German, French, Spanish ...), not a list ("3,4,5") or thousands.
-_DECIMAL_COMMA = re.compile(r",\d{1,2}(?![\d,])")
-_FRACTION_AFTER = re.compile(r"[\s*_`$]*(?:/|\bout\s+of\b|\bof\b)[\s*_`$]*(?=\d|"
-                             + NUMBER_WORDS.pattern + ")", re.I)
-_PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b)")
 _REVISION = re.compile(
     r"\b(?:actually|on\s+(?:second\s+thought|reflection|closer\s+(?:look|inspection))|upon\s+"
     r"(?:further|closer|second)\s+\w+|correct(?:ion|ing)(?:\s+(?:my|the))?|"
@@ -107,88 +105,6 @@ _RATING_PHRASE = re.compile(
     r"|clear|respectable|middling|reasonable))*\s+\$?(?=\d|" + NUMBER_WORDS.pattern + r")",
     re.I)
 _SCORE_LABEL = re.compile(r"\b(?:score|rating|rate|rated)\b[^\n\d]{0,24}?(?=[-]?\d)", re.I)
-
-
-def _blank(text: str, pattern: re.Pattern[str]) -> str:
-    return pattern.sub(lambda m: " " * len(m.group(0)), text)
-
-
-def scale_phrases(low: int, high: int) -> list[re.Pattern[str]]:
-    """The canonical phrasings that name the scale ``low``-``high``.
-
-    VisCE² §3 removes them before taking the first integer: "on a scale of 0 to 100", "(1-5)",
-    "between 0 and 100", "out of 5", "/100", "满分100分". Only the slot's own scale: "8/10" on
-    0-100 is a number on another scale, not a phrasing to drop.
-    """
-    lo, hi = re.escape(str(low)), re.escape(str(high))
-    num_lo, num_hi = rf"\$?{lo}\$?", rf"\$?{hi}\$?"
-    between = r"\s*(?:-|\u2013|\u2014|to|and|至|到|~)\s*"
-    return [
-        re.compile(rf"\b(?:on\s+)?(?:a\s+)?(?:precise\s+)?scale\s+(?:of|from)\s+{num_lo}"
-                   rf"{between}{num_hi}", re.I),
-        re.compile(rf"\bon\s+a\s+{num_lo}{between}{num_hi}\s+scale\b", re.I),
-        re.compile(rf"\b(?:from|between)\s+{num_lo}{between}{num_hi}(?!\d)", re.I),
-        re.compile(rf"[(\[]\s*{num_lo}{between}{num_hi}\s*[)\]]"),
-        re.compile(rf"(?<![\d.]){num_lo}{between}{num_hi}\s*(?:-?point\s+)?(?:scale|分)", re.I),
-        re.compile(rf"\b(?:on\s+)?an?\s+{num_hi}-point\s+scale\b", re.I),
-        re.compile(rf"\bout\s+of\s+{num_hi}(?![\d.])", re.I),
-        re.compile(rf"/\s*{num_hi}(?![\d.])"),
-        re.compile(rf"满分\s*{num_hi}\s*分?|満点\s*{num_hi}\s*点?|{num_hi}\s*点满分|"
-                   rf"{num_hi}\s*点満点|{num_hi}\s*分制|{num_hi}\s*점\s*만점|"
-                   rf"{num_hi}\s*점\s*척도|{num_hi}\s*段階|{num_hi}\s*级|{num_hi}\s*級"),
-    ]
-
-
-def clean_text(text: str, slot: ScoreSlot) -> str:
-    """The text with the slot's own scale phrasings blanked (same length, same offsets)."""
-    for pattern in scale_phrases(slot.low, slot.high):
-        text = _blank(text, pattern)
-    return text
-
-
-def _denominator(after: str) -> Number | None:
-    """The scale a number is stated on, from the text right after it ("/10", "out of 100")."""
-    frac = _FRACTION_AFTER.match(after)
-    return number_at(after, frac.end()) if frac is not None else None
-
-
-def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:
-    """Why ``n`` is not a reading of ``slot`` (None when it is one), and its scale.
-
-    The second value says whether it is written against the slot's own scale ("4/5",
-    "70 out of 100").
-    """
-    after = text[n.end:]
-    before = text[max(0, n.start - 24): n.start]
-    if (rng := _RANGE_AFTER.match(after)) is not None or _RANGE_BEFORE.search(before):
-        span = after[: rng.end()] if rng else ""
-        return (f"the score is a range or a hedge ({(n.written + span).strip()!r}), not one "
-                "number"), False
-    own = False
-    if (den := _denominator(after)) is not None:
-        if den.value != slot.high:
-            written = (n.written + after[:den.end]).strip()
-            return (f"the score is given on another scale ({written}), not "
-                    f"{slot.low}-{slot.high}"), False
-        own = True
-    if _PERCENT_AFTER.match(after) and slot.high != 100:
-        return f"the score is a percentage ({n.written}%), not {slot.low}-{slot.high}", False
-    if n.kind == "digits" and n.integral and (dec := _DECIMAL_COMMA.match(after)):
-        return (f"the score is written as a decimal with a comma ({n.written.strip()}"
-                f"{dec.group(0)}); the scale is whole numbers {slot.low}-{slot.high}"), own
-    if not n.integral:
-        form = "a decimal" if "." in n.written else "a mixed number"
-        return (f"the score is written as {form} ({n.written.strip()}); the scale is whole "
-                f"numbers {slot.low}-{slot.high}"), own
-    if not slot.low <= n.value <= slot.high:
-        return f"printed score {int(n.value)} is outside {slot.low}-{slot.high}", own
-    return None, own
-
-
-def _candidate(text: str, n: Number, how: str, rank: int, slot: ScoreSlot,
-               final: bool = False, *, source: str) -> Candidate:
-    problem, own = check_number(text, n, slot)
-    return Candidate(n, how, rank, final, problem, own, source)
 
 
 # -- 3. structure ------------------------------------------------------------------------------
@@ -257,7 +173,7 @@ def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
                 "boxed": "\\boxed{}"}[f.kind]
         how = f"{what} {'/'.join(p for p in f.path if p)!r}" if f.kind != "boxed" else what
         final = f.kind == "boxed" or any(FINAL_WORDS.search(p) for p in f.path)
-        out.append(_candidate(text, n, how, rank, slot, final, source="structure"))
+        out.append(make_candidate(text, n, how, rank, slot, final, source="structure"))
         if f.kind == "json" and f.name.lower() in _VALUE_WORDS and not named:
             keyed.setdefault(f.path[:-1], []).append((f.name, len(out) - 1))
     for keys in keyed.values():
@@ -309,7 +225,9 @@ def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         if v is None:
             continue
         filler = text[m.end(): v.end()]
-        if filler.count("\n") > 2 or _SENTENCE_END.search(filler) or _NEXT_LABEL.search(filler):
+        if filler.count("\n") > 2 or _SENTENCE_END.search(filler) or _NEXT_LABEL.search(
+                filler) or "|" in filler:
+            # (A table's "Score" header over rows that score other things is no verdict.)
             continue  # "Conciseness: ${score}$\nRelevance: $90$": 90 is Relevance's
         n = number_at(text, v.end())
         if n is not None:
@@ -320,10 +238,10 @@ def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             later = number_at(text, n.end + fix.end()) if fix is not None else None
             if later is not None:
                 # "Completeness: $70$ — actually, make that $60$": corrected on its own line.
-                out.append(_candidate(text, later, f"{how}, corrected on its line", 2, slot,
+                out.append(make_candidate(text, later, f"{how}, corrected on its line", 2, slot,
                                       _is_final(text, m.start()), source="label"))
                 continue
-            out.append(replace(_candidate(text, n, how, 2, slot, _is_final(text, m.start()),
+            out.append(replace(make_candidate(text, n, how, 2, slot, _is_final(text, m.start()),
                                           source="label"), contract=True))
     return out
 
@@ -335,8 +253,10 @@ _LINE_FIX = re.compile(r"\b(?:actually|correction|make\s+(?:that|it)|change\s+(?
                        re.I)
 
 
+# "Score ⇒ 70", "Score -> 70", "Score → 70": an arrow from the label to its value.
+_ARROW = r"(?:-+>|=+>|[\u2192\u21d2\u21e8\u27f6\u27f9\u2794\u279c\u27a1\u2b95])"
 _SEPARATOR = (r"(?:\s*\([^()\n]{0,40}\))?" + _MARKUP
-              + r"(?:[:=]|\bis\b|\bof\b|\bwould\s+be\b|\u2014|\u2013|-(?!\d))?"
+              + r"(?:" + _ARROW + r"|[:=]|\bis\b|\bof\b|\bwould\s+be\b|\u2014|\u2013|-(?!\d))?"
               + _MARKUP + _LATEX_OPEN + r"\$?" + _MARKUP)
 
 
@@ -348,7 +268,7 @@ def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     breaks between the label and the number.
     """
     out = []
-    for names, rank in ((slot_names(slot), 2),
+    for names, rank in ((slot_names(slot) + abbreviations(slot), 2),
                         (GENERIC if is_generic(slot) else (), 1)):
         if not names:
             continue
@@ -359,11 +279,11 @@ def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             n = number_at(text, m.end())
             if n is None or (n.kind != "digits" and not stands_alone(text, n)):
                 continue  # "Conciseness: One clear sentence": a word, not the value
-            if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|of|be)\b",
+            if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|of|be)\b|" + _ARROW,
                                            m.group(0)):
                 continue  # "Overall 3 objects ...": a generic word without a separator
             label = re.sub(r"[\s*_`:$\\{]+$", "", m.group(0)).strip()
-            out.append(_candidate(text, n, f"label {label!r}", rank, slot,
+            out.append(make_candidate(text, n, f"label {label!r}", rank, slot,
                                   _is_final(text, m.start()), source="label"))
     return out
 
@@ -377,7 +297,7 @@ def _opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     n = number_at(text, start)
     if n is None or re.match(r"[.)]\s+\D", text[n.end:]):
         return []  # a list marker ("1. The caption ..."), not a rating
-    return [_candidate(text, n, "the number the answer opens with", 1, slot,
+    return [make_candidate(text, n, "the number the answer opens with", 1, slot,
                        source="opening")]
 
 
@@ -401,8 +321,36 @@ def _standalone_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         rest = text[n.end: line_end if line_end >= 0 else len(text)]
         if re.fullmatch(r"[\s$*_`)\].!]*(?:/\s*\d+|%|\s*(?:points?|pts))?[\s$*_`).!]*", rest,
                         re.I):
-            out.append(_candidate(text, n, "a line holding only a number", 1, slot,
+            out.append(make_candidate(text, n, "a line holding only a number", 1, slot,
                                   source="standalone"))
+    return out
+
+
+_STARS = re.compile(r"(?P<full>[\u2605\u2b50\U0001f31f]+)(?P<empty>[\u2606\u2729]*)")
+
+
+def _star_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
+    """A star rating on a line of its own or after a label: "★★★★☆" is 4 on a 1-5 scale.
+
+    Stars map one to one onto a scale only when they count its top ("★★★★☆": five places on
+    1-5), or, without empty ones, on a scale of at most ten; a row of stars on 0-100 is a
+    rating on another scale, never read.
+    """
+    out = []
+    for m in _STARS.finditer(text):
+        full, places = len(m.group("full")), len(m.group("full") + m.group("empty"))
+        on_scale = places == slot.high if m.group("empty") else slot.high <= 10
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        line_end = text.find("\n", m.end())
+        before = text[line_start:m.start()]
+        after = text[m.end(): line_end if line_end >= 0 else len(text)]
+        alone = not re.sub(r"[\s*_`#>:\-\u2014]", "", before) or re.search(
+            r"[:=\u2014-][\s*_`]*$", before)
+        if on_scale and alone and slot.low <= full <= slot.high and not re.match(
+                r"[\s*_`]*(?:/|out\s+of)", after):
+            number = Number(m.start(), m.end(), m.end(), float(full), m.group(0), "stars")
+            out.append(Candidate(number, f"a row of stars ({m.group(0)})", 1,
+                                 source="stars"))
     return out
 
 
@@ -414,18 +362,25 @@ def _own_scale_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             n = number_at(text, m.start())
             if n is None:
                 continue
-            c = _candidate(text, n, f"a value on the {slot.low}-{slot.high} scale", 0, slot,
+            c = make_candidate(text, n, f"a value on the {slot.low}-{slot.high} scale", 0, slot,
                            source="own_scale")
             if c.own_scale:
                 out.append(c)
     return out
 
 
+_CLAUSE_END = re.compile(r"[.!?;,](?:\s|$)")
+
+
 def _is_final(text: str, pos: int) -> bool:
     """Whether the label at ``pos`` is marked final (on its line, or a heading above it)."""
     line_start = text.rfind("\n", 0, pos) + 1
     line = text[line_start: text.find("\n", pos) if "\n" in text[pos:] else len(text)]
-    if FINAL_WORDS.search(line):
+    # Its clause: "Base score 85, ... so the final score is 80" marks only the second final.
+    at = pos - line_start
+    head = max((m.end() for m in _CLAUSE_END.finditer(line, 0, at)), default=0)
+    tail = _CLAUSE_END.search(line, at)
+    if FINAL_WORDS.search(line[head: tail.start() if tail else len(line)]):
         return True
     above = text[max(0, line_start - 80): line_start]
     heading = [h for h in above.split("\n") if h.strip()][-1:] if above.strip() else []
@@ -441,16 +396,16 @@ def _phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     for m in _RATING_PHRASE.finditer(text):
         n = number_at(text, m.end())
         if n is not None:
-            out.append(_candidate(text, n, "a rating phrase", 0, slot, source="phrase"))
+            out.append(make_candidate(text, n, "a rating phrase", 0, slot, source="phrase"))
     if slot.anchor:
         anchor = re.compile(re.escape(slot.anchor) + _MARKUP + _LATEX_OPEN + _MARKUP
                             + r"(?=[-]?\d)")
-        out += [_candidate(text, n, f"after {slot.anchor!r}", 0, slot, source="phrase")
+        out += [make_candidate(text, n, f"after {slot.anchor!r}", 0, slot, source="phrase")
                 for m in anchor.finditer(text) if (n := number_at(text, m.end())) is not None]
     if slot.position == "first" and not slot.anchor:
         first = _first_integer(text)
         if first is not None:
-            out.append(_candidate(text, first, "the first number (VisCE² §3 reading)", 0,
+            out.append(make_candidate(text, first, "the first number (VisCE² §3 reading)", 0,
                                   slot, source="phrase"))
     return out
 
@@ -610,7 +565,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     formats = _format_candidates(cleaned, slot)  # also what the contract counts
     chosen = _decide_uncut(_structured(view.text, masked, slot) + formats
                     + _label_candidates(cleaned, slot) + _opening_candidates(cleaned, slot)
-                    + _standalone_candidates(cleaned, slot)
+                    + _standalone_candidates(cleaned, slot) + _star_candidates(cleaned, slot)
                     + _own_scale_candidates(masked, slot), cleaned, slot, truncated)
     if chosen is None:
         chosen = _decide_uncut(_phrase_candidates(cleaned, slot), cleaned, slot, truncated)
@@ -645,16 +600,30 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                               f"{chosen.number.written.strip()!r} and {named[0].how} "
                               f"({int(named[0].number.value)}) "
                               "disagree, and nothing says which stands", printed_value(chosen))
-    if (other := _restated(chosen, cleaned, slot) or other_target(cleaned, chosen)) is not None:
+    if (vetoed := _vetoed(chosen, cleaned, slot)) is not None:
+        return vetoed
+    after = cleaned[chosen.number.end:]
+    return replace(_located(view, chosen),
+                   off_contract=off_contract(chosen, cleaned, slot, after, len(
+                       {c.number.start for c in formats})))
+
+
+def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot) -> Unreadable | None:
+    """Why the whole answer says the reading is not the verdict after all, or None.
+
+    It restates it on the scale, scores something or some criterion else, praises a bottom
+    rating, or withdraws it with no other.
+    """
+    if (other := _restated(chosen, cleaned, slot) or other_target(cleaned, chosen)
+            or other_criterion(cleaned, chosen, slot)
+            or faint_praise(cleaned, chosen, slot)) is not None:
         return Unreadable("parse_failure", other, printed_value(chosen))
     after = cleaned[chosen.number.end:]
     if (gone := WITHDRAWN.search(after)) is not None and not has_number(after[gone.end():]):
         return Unreadable("parse_failure", f"the judge withdrew its verdict "
                           f"{chosen.number.written.strip()!r} ({gone.group(0).strip()!r}) and "
                           "gave no other", printed_value(chosen))
-    return replace(_located(view, chosen),
-                   off_contract=off_contract(chosen, cleaned, slot, after, len(
-                       {c.number.start for c in formats})))
+    return None
 
 
 def _located(view: AnswerView, chosen: Candidate) -> Located:
@@ -743,7 +712,7 @@ def _restated(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     if first is None or first.start >= chosen.number.start:
         return None
     # "7/10 - equivalently 70 out of 100": the first number on its own stated scale, converted.
-    den = _denominator(text[first.end:])
+    den = denominator(text[first.end:])
     scaled = first.value * slot.high / den.value if den is not None and den.value else None
     if chosen.number.value in (first.value, scaled):
         return None

@@ -113,8 +113,9 @@ def number_at(text: str, pos: int) -> Number | None:
             value += int(mixed.group(1)) / int(mixed.group(2))
             end = mixed.end()
         sign = m.group(1) == "-"
-        return Number(m.start(2) - (1 if sign else 0), end, m.end(2),
-                      -value if sign else value, text[m.start(): end], "digits", sign)
+        number = Number(m.start(2) - (1 if sign else 0), end, m.end(2),
+                        -value if sign else value, text[m.start(): end], "digits", sign)
+        return _worked(text, number) if not sign and m.group(3) is None else number
     w = NUMBER_WORDS.match(text, pos)
     if w is not None and (said := word_value(w.group(0))) is not None:
         return Number(w.start(), w.end(), w.end(), float(said), w.group(0), "words")
@@ -150,3 +151,48 @@ def first_number(text: str, start: int = 0, end: int | None = None) -> Number | 
                 break
             m = rx.search(text, m.end(), end)
     return best
+
+
+# A running computation from a number: "100 - 15 - 10", "Base 90 - 15 (wrong shirt colour)",
+# "100, -10 for the jacket, -5 for the place": each step a sign and a whole number, then a
+# short note of what it is for (no digits in it).
+_STEP = re.compile(r"[ \t]*,?[ \t]*(?P<op>[-+])[ \t]*(?P<n>\d+)(?![\w.]|,\d)"
+                   r"(?P<note>[ \t]*\([^()\n\d]{0,60}\)|[ \t]+(?:for|as|because|due\s+to|"
+                   r"since)\b[^,;\n\d=$>\u2190-\u21ff\u27f0-\u27ff\u2794-\u27bf]{0,60})?")
+# What states the result: "= 75", "→ 85", "=> 85", "so 80", "gives 80".
+_RESULT = re.compile(r"[ \t]*[,:]?[ \t]*(?:=|-+>|=+>|[\u2192\u21d2\u27f6\u27f9\u2794\u279c"
+                     r"\u27a1]|\b(?:so|gives|leaves|makes|which\s+is)\b)[ \t*_`$]*(?=\d)")
+# A step of a computation, or the scale a number is stated on ("7 out of 10 -> 70/100").
+_OPERAND_BEFORE = re.compile(r"(?:[-+=/]|\bout\s+of|\bof)[ \t]*$")
+
+
+def _worked(text: str, n: Number) -> Number:
+    """``n``, or the result of the computation that starts at it.
+
+    A judge that works its score out writes the steps and (usually) the result: the result is
+    the number it states ("100 - 12 - 6 = 82", "82 -> 71", "Base 90 - 15 (shirt) = 75"),
+    kept only when the steps give it; a result that the steps contradict, or a range ("70 -
+    80": a step that rises), leaves ``n`` as it is. Steps with no result stated are worked
+    out only where the judge's own delimiters close the expression (``$100 - 15 - 10$``): a
+    number of kind ``arithmetic`` spanning the steps, with no token distribution of its own.
+    A number that is itself a step of a computation is left as written.
+    """
+    if _OPERAND_BEFORE.search(text, max(0, n.start - 8), n.start):
+        return n
+    value, pos, steps = n.value, n.end, 0
+    while (m := _STEP.match(text, pos)) is not None:
+        step = int(m.group("n"))
+        if m.group("op") == "-" and steps == 0 and step > value:
+            return n  # "70 - 80": a range, not a subtraction
+        value += step if m.group("op") == "+" else -step
+        pos, steps = m.end(), steps + 1
+    result = _RESULT.match(text, pos)
+    if result is not None:
+        stated = number_at(text, result.end())
+        if stated is not None and (steps == 0 or stated.value == value):
+            return stated
+        return n
+    if steps and value >= 0 and re.match(r"[ \t]*\$", text[pos:]) and re.search(
+            r"\$[ \t*_`]*$", text[:n.start]):
+        return Number(n.start, pos, pos, float(value), text[n.start:pos].strip(), "arithmetic")
+    return n

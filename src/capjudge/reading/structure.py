@@ -14,7 +14,8 @@ its tokens' log-probabilities can be read there.
 - :func:`boxed_fields`: ``\boxed{85}`` (and ``\fbox``), the LaTeX way of marking a final
   answer.
 
-Tables are markdown (``| Accuracy | 80 |``) or HTML (``<tr><td>Accuracy</td><td>80</td>``).
+Tables are markdown (``| Accuracy | 80 |``), HTML (``<tr><td>Accuracy</td><td>80</td>``) or
+comma-separated lines (``criterion,score`` then ``overall,71``).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class _Parser:
     def key(self) -> str:
         self.space()
         if self.pos < len(self.text) and self.text[self.pos] in "\"'":
-            return self.string()[2]
+            return self.string()[2].strip()  # (an escaped quote read as " and a space)
         m = re.compile(r"[^:\s{}\[\],]+").match(self.text, self.pos)
         if m is None:
             raise _JsonError("no key")
@@ -146,8 +147,13 @@ class _Parser:
                 raise _JsonError("no comma")
 
 
-def json_fields(text: str) -> list[Field]:
-    """Every scalar field of every JSON object written in ``text`` (see the module doc)."""
+def json_fields(text: str, depth: int = 0) -> list[Field]:
+    """Every scalar field of every JSON object written in ``text`` (see the module doc).
+
+    Args:
+        text: the answer.
+        depth: how many JSON strings deep ``text`` already is (tool-call arguments).
+    """
     out: list[Field] = []
     pos = 0
     while (start := text.find("{", pos)) >= 0:
@@ -158,10 +164,26 @@ def json_fields(text: str) -> list[Field]:
             pos = start + 1
             continue
         # An object needs a key that looks like a name: "{85}" or "{x}" in prose is not JSON.
-        if parser.fields:
-            out += parser.fields
+        for f in parser.fields:
+            out.append(f)
+            out += _encoded_fields(text, f, depth)
         pos = parser.pos
     return out
+
+
+def _encoded_fields(text: str, f: Field, depth: int) -> list[Field]:
+    r"""The fields of JSON written inside a JSON string (a tool call's ``"arguments"``).
+
+    ``{"name": "submit_score", "arguments": "{\"score\": 72}"}``: function-calling APIs send
+    the arguments as a JSON string. Each escaped quote is read as a space and a quote (the
+    same length), so the inner fields keep their offsets in the answer; their path continues
+    the string's.
+    """
+    if depth >= 2 or f.kind != "json" or not f.value.lstrip().startswith(("{", "[")):
+        return []
+    inner = text[f.start:f.end].replace('\\"', ' "')
+    return [Field(f.path + g.path, g.value, f.start + g.start, f.start + g.end, "json")
+            for g in json_fields(inner, depth + 1)]
 
 
 _ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$", re.M)
@@ -203,7 +225,7 @@ def table_fields(text: str) -> list[Field]:
     the things rated and that has one row of values names each value by its header.
     """
     out: list[Field] = []
-    for rows in _tables(text) + _html_tables(text):
+    for rows in _tables(text) + _html_tables(text) + _csv_tables(text):
         header = [c[0] for c in rows[0]]
         body = rows[1:] if len(rows) > 1 else rows
         for row in body:
@@ -217,6 +239,61 @@ def table_fields(text: str) -> list[Field]:
                 if k < len(header):
                     out.append(Field((header[k],), cell, start, end, "table"))
     return out
+
+
+def _csv_row(text: str, start: int, end: int) -> list[tuple[str, int, int]] | None:
+    """The cells of one comma-separated line (a quoted cell may hold commas), or None."""
+    cells: list[tuple[str, int, int]] = []
+    pos = start
+    while True:
+        while pos < end and text[pos] in " \t":
+            pos += 1
+        if pos < end and text[pos] == '"':
+            close = text.find('"', pos + 1, end)
+            if close < 0:
+                return None
+            cell_start, cell_end, pos = pos + 1, close, close + 1
+            while pos < end and text[pos] in " \t":
+                pos += 1
+            if pos < end and text[pos] != ",":
+                return None
+        else:
+            comma = text.find(",", pos, end)
+            stop = comma if comma >= 0 else end
+            if '"' in text[pos:stop]:
+                return None
+            cell_start, pos = pos, stop
+            cell_end = stop
+            while cell_end > cell_start and text[cell_end - 1] in " \t":
+                cell_end -= 1
+        cells.append((text[cell_start:cell_end], cell_start, cell_end))
+        if pos >= end:
+            return cells
+        pos += 1  # the comma
+
+
+def _csv_tables(text: str) -> list[list[list[tuple[str, int, int]]]]:
+    """Comma-separated tables: two or more lines in a row with the same number of cells.
+
+    ``criterion,score`` / ``coverage,80`` / ``overall,71``: short cells that end no sentence
+    (a line of prose with commas is not a row), at least two per line, the first line the
+    header, and some cell below it a number.
+    """
+    tables: list[list[list[tuple[str, int, int]]]] = []
+    block: list[list[tuple[str, int, int]]] = []
+    for m in re.finditer(r"^[^\n]*$", text, re.M):
+        cells = _csv_row(text, m.start(), m.end()) if "," in m.group(0) else None
+        if cells is None or len(cells) < 2 or any(
+                len(c[0]) > 60 or re.search(r"[.!?:;]$", c[0]) for c in cells):
+            cells = None
+        if cells is not None and block and len(cells) == len(block[0]):
+            block.append(cells)
+            continue
+        tables.append(block)
+        block = [cells] if cells is not None else []
+    tables.append(block)
+    return [t for t in tables if len(t) >= 2 and any(
+        re.fullmatch(r"[-+]?\d+(?:\.\d+)?%?", c[0]) for row in t[1:] for c in row)]
 
 
 _XML = re.compile(r"<([A-Za-z][\w.-]{0,40})(?:\s[^<>]*)?>([^<>]{0,200})</\1\s*>")

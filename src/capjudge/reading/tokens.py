@@ -56,12 +56,15 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 6
+READING_RULES_VERSION = 7
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
 a label may stand on its own line; ``\\boxed{N}``. 3: the reader of :mod:`capjudge.reading`
-(NFKC, reasoning dropped, structure first, competing values and cut numbers abstain)."""
+(NFKC, reasoning dropped, structure first, competing values and cut numbers abstain). 7:
+tool-call arguments as a JSON string, CSV tables, worked arithmetic and arrows, abbreviated
+criterion labels, a pointed-at rubric level, star rows; a trailing "+", another criterion's
+label and a bottom-tenth rating beside praise alone abstain (corpora E-G)."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""

@@ -50,6 +50,9 @@ TRANSLATIONS: dict[str, tuple[str, ...]] = {
                     "итоговый балл"),
 }
 
+# The criteria the vocabulary knows by name (a verdict under another's name rates that one).
+CRITERIA = tuple(w for w in TRANSLATIONS if w != "final score")
+
 # The names of a verdict as such (for a slot that is its request's only one).
 GENERIC = ("score", "final score", "rating", "final rating", "overall", "overall score",
            "overall rating", "grade", "final grade", "verdict", "final verdict", "final answer",
@@ -77,6 +80,28 @@ def slot_names(slot: ScoreSlot) -> tuple[str, ...]:
     for word in own:
         names += TRANSLATIONS.get(word.lower(), ())
     return tuple(dict.fromkeys(n for n in names if n))
+
+
+# Short cuts that are words of their own ("con", "flu", "hall") or too common to be a label.
+_NOT_ABBREVIATIONS = frozenset({"con", "com", "cor", "flu", "hal", "hall", "clar", "cla"})
+
+
+def abbreviations(slot: ScoreSlot) -> tuple[str, ...]:
+    """The slot's criterion name cut short: "Acc", "Comp.", "Conc", "Rel" (ACCR on one line).
+
+    Only a criterion the vocabulary knows, cut to three letters or more where the cut starts
+    no other criterion's name ("Co" could be completeness, conciseness or correctness); each
+    also with its full stop ("Acc."). A reading under an abbreviation is never the method's
+    own format (:mod:`capjudge.reading.contract`).
+    """
+    name = slot.name.lower()
+    if name not in TRANSLATIONS or not name.isalpha():
+        return ()
+    others = [w for w in TRANSLATIONS if w != name and w.isascii()]
+    cuts = [name[:k] for k in range(3, len(name))
+            if name[:k] not in _NOT_ABBREVIATIONS
+            and not any(o.startswith(name[:k]) for o in others)]
+    return tuple(c + dot for c in cuts for dot in ("", "."))
 
 
 def is_generic(slot: ScoreSlot) -> bool:

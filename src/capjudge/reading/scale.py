@@ -1,0 +1,114 @@
+"""Whether a number is a reading of a slot's scale: the scale's phrasings, ranges, other scales.
+
+:func:`check_number` says why a number is not a value of the slot (a range or hedge, a
+fraction or percentage on another scale, a decimal on a whole-number scale, a value outside
+the scale); :func:`clean_text` blanks the scale's own phrasings ("on a scale of 0 to 100")
+before the first number is read (VisCE² §3).
+"""
+
+from __future__ import annotations
+
+import re
+
+from capjudge.protocol import ScoreSlot
+from capjudge.reading.candidates import Candidate
+from capjudge.reading.numbers import NUMBER_WORDS, Number, number_at
+
+# "70 or 75" in the languages the vocabulary knows ("70 o 75", "3 ou 4", "3 oder 4", "3 или 4").
+_RANGE_AFTER = re.compile(r"[\s$*_]*(?:-|\u2013|\u2014|to|~|or|and|至|到|或|o|ou|oder|или|и|y|und|"
+                          r"et|e|bis|ó|또는|أو|または|か|hoặc|atau)\s*(?:an?\s+)?"
+                          r"[$*_\s]*"
+                          r"(?:[-]?\d|(?:" + NUMBER_WORDS.pattern + r"))", re.I)
+_RANGE_BEFORE = re.compile(r"(?:\bbetween|\beither|\bfrom|\brange\s+of|\bentre|\bzwischen|"
+                           r"между|\btra)\s*(?:an?\s+)?\$?\s*$", re.I)
+# "82,5": a decimal comma (German, French, Spanish ...), not a list ("3,4,5") or thousands.
+_DECIMAL_COMMA = re.compile(r",\d{1,2}(?![\d,])")
+_FRACTION_AFTER = re.compile(r"[\s*_`$]*(?:/|\bout\s+of\b|\bof\b)[\s*_`$]*(?=\d|"
+                             + NUMBER_WORDS.pattern + ")", re.I)
+_PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b)")
+
+
+def _blank(text: str, pattern: re.Pattern[str]) -> str:
+    return pattern.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def scale_phrases(low: int, high: int) -> list[re.Pattern[str]]:
+    """The canonical phrasings that name the scale ``low``-``high``.
+
+    VisCE² §3 removes them before taking the first integer: "on a scale of 0 to 100", "(1-5)",
+    "between 0 and 100", "out of 5", "/100", "满分100分". Only the slot's own scale: "8/10" on
+    0-100 is a number on another scale, not a phrasing to drop.
+    """
+    lo, hi = re.escape(str(low)), re.escape(str(high))
+    num_lo, num_hi = rf"\$?{lo}\$?", rf"\$?{hi}\$?"
+    between = r"\s*(?:-|\u2013|\u2014|to|and|至|到|~)\s*"
+    return [
+        re.compile(rf"\b(?:on\s+)?(?:a\s+)?(?:precise\s+)?scale\s+(?:of|from)\s+{num_lo}"
+                   rf"{between}{num_hi}", re.I),
+        re.compile(rf"\bon\s+a\s+{num_lo}{between}{num_hi}\s+scale\b", re.I),
+        re.compile(rf"\b(?:from|between)\s+{num_lo}{between}{num_hi}(?!\d)", re.I),
+        re.compile(rf"[(\[]\s*{num_lo}{between}{num_hi}\s*[)\]]"),
+        re.compile(rf"(?<![\d.]){num_lo}{between}{num_hi}\s*(?:-?point\s+)?(?:scale|分)", re.I),
+        re.compile(rf"\b(?:on\s+)?an?\s+{num_hi}-point\s+scale\b", re.I),
+        re.compile(rf"\bout\s+of\s+{num_hi}(?![\d.])", re.I),
+        re.compile(rf"/\s*{num_hi}(?![\d.])"),
+        re.compile(rf"满分\s*{num_hi}\s*分?|満点\s*{num_hi}\s*点?|{num_hi}\s*点满分|"
+                   rf"{num_hi}\s*点満点|{num_hi}\s*分制|{num_hi}\s*점\s*만점|"
+                   rf"{num_hi}\s*점\s*척도|{num_hi}\s*段階|{num_hi}\s*级|{num_hi}\s*級"),
+    ]
+
+
+def clean_text(text: str, slot: ScoreSlot) -> str:
+    """The text with the slot's own scale phrasings blanked (same length, same offsets)."""
+    for pattern in scale_phrases(slot.low, slot.high):
+        text = _blank(text, pattern)
+    return text
+
+
+def denominator(after: str) -> Number | None:
+    """The scale a number is stated on, from the text right after it ("/10", "out of 100")."""
+    frac = _FRACTION_AFTER.match(after)
+    return number_at(after, frac.end()) if frac is not None else None
+
+
+def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:
+    """Why ``n`` is not a reading of ``slot`` (None when it is one), and its scale.
+
+    The second value says whether it is written against the slot's own scale ("4/5",
+    "70 out of 100").
+    """
+    after = text[n.end:]
+    before = text[max(0, n.start - 24): n.start]
+    if (rng := _RANGE_AFTER.match(after)) is not None or _RANGE_BEFORE.search(before):
+        span = after[: rng.end()] if rng else ""
+        return (f"the score is a range or a hedge ({(n.written + span).strip()!r}), not one "
+                "number"), False
+    own = False
+    if (den := denominator(after)) is not None:
+        if den.value != slot.high:
+            written = (n.written + after[:den.end]).strip()
+            return (f"the score is given on another scale ({written}), not "
+                    f"{slot.low}-{slot.high}"), False
+        own = True
+    if (plus := re.match(r"\+(?![\s$*_]*\d)", after)) is not None:
+        return (f"the score is written as {n.written.strip()}{plus.group(0)}: more than "
+                f"{n.written.strip()}, not one value of {slot.low}-{slot.high}"), False
+    if _PERCENT_AFTER.match(after) and slot.high != 100:
+        return f"the score is a percentage ({n.written}%), not {slot.low}-{slot.high}", False
+    if n.kind == "digits" and n.integral and (dec := _DECIMAL_COMMA.match(after)):
+        return (f"the score is written as a decimal with a comma ({n.written.strip()}"
+                f"{dec.group(0)}); the scale is whole numbers {slot.low}-{slot.high}"), own
+    if not n.integral:
+        form = "a decimal" if "." in n.written else "a mixed number"
+        return (f"the score is written as {form} ({n.written.strip()}); the scale is whole "
+                f"numbers {slot.low}-{slot.high}"), own
+    if not slot.low <= n.value <= slot.high:
+        return f"printed score {int(n.value)} is outside {slot.low}-{slot.high}", own
+    return None, own
+
+
+def make_candidate(text: str, n: Number, how: str, rank: int, slot: ScoreSlot,
+                   final: bool = False, *, source: str) -> Candidate:
+    """A candidate reading of ``slot`` at ``n``, with why it is not one (:func:`check_number`)."""
+    problem, own = check_number(text, n, slot)
+    return Candidate(n, how, rank, final, problem, own, source)

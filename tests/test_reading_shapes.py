@@ -1,0 +1,209 @@
+"""Verdict shapes the reader learnt after corpora E-G (issue 40): hand-worked cases per rule.
+
+Each rule is a class of answers, tested with examples of the class and with its near misses
+(the lookalike that must stay unread, or read otherwise): tool-call arguments as a JSON string,
+CSV tables, worked arithmetic and arrows, abbreviated criterion labels, a rubric with one level
+pointed at, star rows, a trailing "+", another criterion's label, a bottom-tenth rating beside
+praise alone, and cap3d's paraphrased labels, zero in words and ambiguous fractions.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from capjudge.methods.cap3d import read_ch
+from capjudge.methods.gveval import accr_slots, score_slot
+from capjudge.methods.harmoniceval import rating_slot as he_slot
+from capjudge.methods.visce2 import rating_slot as visce2_slot
+from capjudge.protocol import ScoreSlot
+from capjudge.reading.locate import Located, Unreadable, locate
+from capjudge.reading.numbers import number_at
+from capjudge.reading.structure import json_fields, table_fields
+from capjudge.reading.vocabulary import abbreviations
+
+GV, VIS, HE = score_slot(), visce2_slot(), he_slot("correctness")
+ACCR = accr_slots()
+
+
+def _value(text: str, slot: ScoreSlot = GV) -> float | None:
+    found = locate(text, slot)
+    return found.value if isinstance(found, Located) else None
+
+
+def _why(text: str, slot: ScoreSlot = GV) -> str:
+    found = locate(text, slot)
+    assert isinstance(found, Unreadable), found
+    return found.reason
+
+
+# -- structure: JSON inside a JSON string, CSV ------------------------------------------------
+
+
+def test_tool_call_arguments_written_as_a_json_string_are_read_in_place() -> None:
+    text = '{"name": "submit_score", "arguments": "{\\"score\\": 72}"}'
+    inner = [f for f in json_fields(text) if f.path == ("arguments", "score")]
+    assert len(inner) == 1 and inner[0].value == "72"
+    assert text[inner[0].start:inner[0].end] == "72"  # offsets in the answer itself
+    assert _value(text) == 72
+    assert _value('[{"function": {"arguments": "{\\"final_score\\": \\"58\\"}"}}]') == 58
+
+
+def test_a_json_string_that_is_not_json_is_only_a_string() -> None:
+    fields = json_fields('{"reason": "{not json", "score": 70}')
+    assert [f.path for f in fields] == [("reason",), ("score",)]
+
+
+def test_csv_rows_are_a_table_and_the_overall_row_is_the_verdict() -> None:
+    text = "criterion,score\ncoverage,80\nredundancy,60\noverall,71"
+    cells = {f.path: f.value for f in table_fields(text)}
+    assert cells[("overall", "score")] == "71"
+    assert _value(text) == 71
+    assert _value('caption,rating\n"A dog, on a beach",83', VIS) == 83  # a quoted comma
+
+
+@pytest.mark.parametrize("prose", [
+    "The caption is good, but short.\nIt names a dog, a ball.",  # sentences, not rows
+    "one, two\nthree, four",  # no number under the header
+])
+def test_prose_with_commas_is_no_table(prose: str) -> None:
+    assert table_fields(prose) == []
+
+
+# -- numbers: a computation's result ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, value", [
+    ("$100 - 12 - 6 = 82$", 82),
+    ("Base 90 - 15 (wrong shirt colour) = 75", 75),
+    ("100, -10 for the jacket, -5 for the place \u2192 85", 85),
+    ("Score: 82 \u2192 71", 71),
+    ("85 - 5 = 80", 80),
+])
+def test_a_worked_score_reads_as_its_stated_result(text: str, value: int) -> None:
+    n = number_at(text, text.index("8") if text.startswith("Score") else
+                  next(i for i, c in enumerate(text) if c.isdigit()))
+    assert n is not None and n.value == value and n.kind == "digits"
+
+
+def test_an_unevaluated_computation_reads_only_inside_its_delimiters() -> None:
+    n = number_at("$100 - 15 - 10$", 1)
+    assert n is not None and n.value == 75 and n.kind == "arithmetic"
+    assert _value("The final score is $100 - 15 - 10$.") == 75
+    plain = number_at("about 100 - 15 - 10 of them", 6)
+    assert plain is not None and plain.value == 100  # not closed by the judge: as written
+
+
+@pytest.mark.parametrize("text", ["$100 - 10 = 80$", "70 - 80"])
+def test_a_contradicted_result_or_a_range_is_not_worked_out(text: str) -> None:
+    start = 1 if text.startswith("$") else 0
+    n = number_at(text, start)
+    assert n is not None and n.value == float(text[start:].split()[0])
+
+
+def test_a_denominator_is_never_a_computation() -> None:
+    assert _value("Score \u2014 7 out of 10 \u2192 70/100. Mostly right.", VIS) == 70
+
+
+# -- vocabulary: abbreviated criteria -----------------------------------------------------------
+
+
+def test_abbreviations_are_unambiguous_cuts_of_known_criteria() -> None:
+    names = {slot.name: abbreviations(slot) for slot in ACCR}
+    assert "acc" in names["accuracy"] and "comp" in names["completeness"]
+    assert "conc" in names["conciseness"] and "rel" in names["relevance"]
+    # "co" and "com"/"con" could be several criteria or are words of their own.
+    assert not any(a in ("co", "com", "con") for cuts in names.values() for a in cuts)
+    assert abbreviations(GV) == ()  # the generic verdict has no criterion name to cut
+
+
+def test_abbreviated_labels_on_one_line_read_each_criterion_off_contract() -> None:
+    text = "Mostly right.\n\nAcc $80$ | Comp $70$ | Conc. $90$ | Rel $85$"
+    found = [locate(text, slot) for slot in ACCR]
+    assert [f.value for f in found if isinstance(f, Located)] == [80, 70, 90, 85]
+    assert all(isinstance(f, Located) and f.off_contract for f in found)
+
+
+# -- contract: what the whole answer says about the reading -----------------------------------
+
+
+def test_a_rubric_with_one_level_pointed_at_reads_that_level() -> None:
+    rubric = ("- 1 Very Low Correctness: wrong.\n- 2 Low Correctness: some right.  <-- selected\n"
+              "- 3 Moderate Correctness: mostly.\n- 4 High Correctness: nearly all.\n"
+              "- 5 Extremely High Correctness: all.")
+    assert _value(rubric, HE) == 2
+    assert _value(rubric.replace("<-- selected", "(my rating)"), HE) == 2
+
+
+def test_a_rubric_restated_with_nothing_pointed_at_is_not_a_checklist() -> None:
+    rubric = "- 1 Very Low Correctness: wrong.\n- 2 Low Correctness: some right.\n"
+    found = locate(rubric + "\nThe dog is a cat.", HE)
+    assert not (isinstance(found, Located) and "checklist" in found.how)
+
+
+@pytest.mark.parametrize("text, value", [("\u2605\u2605\u2605\u2605\u2606\n\nMostly right.", 4),
+                                         ("\u2b50\u2b50\u2b50\nIt invents a lake.", 3),
+                                         ("Rating: \u2605\u2605\u2606\u2606\u2606", 2)])
+def test_a_row_of_stars_counts_on_a_scale_it_fits(text: str, value: int) -> None:
+    assert _value(text, HE) == value
+
+
+def test_stars_on_another_scale_are_not_read() -> None:
+    assert _value("\u2605\u2605\u2605\u2605\u2606\nGood caption.", VIS) is None
+
+
+def test_a_trailing_plus_is_more_than_the_value() -> None:
+    assert "4+" in _why("4+\nThe chef and the dessert are right.", HE)
+
+
+def test_another_criterions_label_is_not_the_asked_one() -> None:
+    assert "fluency" in _why("Fluency: 5\nThe sentence reads naturally.", HE)
+    assert _value("Correctness: 4\nFluency: 5", HE) == 4
+
+
+@pytest.mark.parametrize("text", ["9 \u2014 an excellent caption, it fully matches the image.",
+                                  "The caption is accurate and complete, with no errors.\n\n"
+                                  "Rating: 9"])
+def test_a_bottom_tenth_rating_beside_praise_alone_abstains(text: str) -> None:
+    assert "0-10 scale" in _why(text, VIS)
+
+
+@pytest.mark.parametrize("text, value", [
+    ("9\n\nThe caption describes a picnic, but the image shows skiers.", 9),
+    ("0 \u2014 nothing in the caption matches the bus.", 0),
+    ("9/100: accurate words, but about another picture.", 9),
+    ("90 \u2014 an excellent caption.", 90),
+])
+def test_a_low_rating_beside_a_fault_or_on_its_scale_stands(text: str, value: int) -> None:
+    assert _value(text, VIS) == value
+
+
+def test_a_score_header_over_rows_of_other_things_is_no_verdict() -> None:
+    table = ("| Object | Score |\n|---|---|\n| laptop | $95$ |\n| mug | $80$ |\n"
+             "| notebook | $20$ |")
+    assert _value(table) is None
+
+
+# -- cap3d ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, c, h", [
+    ("Correct attributes: 4 (mug, white)\nHallucinated attributes: None \u2014 no errors.", 4, 0),
+    ("CS=3, HS=1, P=75%. Correct: lamp, brass.", 3, 1),
+    ("Correctness Score (C. Score): 5\n\nThere are no hallucinations: all match.", 5, 0),
+    ('```json\n{"C_score": 4, "H_score": 2, "correct": ["robot", "silver"]}\n```', 4, 2),
+])
+def test_cap3d_counts_under_other_words(text: str, c: float, h: float) -> None:
+    found = read_ch(text, ["A silver robot"])
+    assert found["correctness"][0] == c and found["hallucination"][0] == h
+
+
+def test_cap3d_paraphrase_that_lists_instead_of_counting_gives_no_count() -> None:
+    found = read_ch("Correct attributes: lamp, brass\nWrong details: shade colour")
+    assert found["correctness"][0] is None and found["hallucination"][0] is None
+
+
+def test_cap3d_fraction_of_several_points_is_ambiguous_but_a_half_point_is_not() -> None:
+    found = read_ch("C. Score: 3/4\nH. Score: 1")
+    assert found["correctness"][0] is None and "3 (of 4) or as 0.75" in str(
+        found["correctness"][1])
+    assert read_ch("C. Score: 1/2\nH. Score: 0")["correctness"][0] == 0.5
