@@ -149,7 +149,7 @@ class Scripted:
     """
 
     distribution: dict[int, float] = field(default_factory=lambda: {70: 1.0})
-    reasoning: str = "The caption names the main objects and their colours correctly."
+    reasoning: str = "The caption was compared with the image, object by object."
     split_digits: bool = False
     space_token: bool = False
     labels: list[tuple[str, dict[int, float]]] | None = None
