@@ -9,7 +9,7 @@ from prefect.cache_policies import NO_CACHE
 
 from capjudge.aggregate import AggregateConfig, run_aggregate
 from capjudge.records import AggregateSummary, PublishedHeadline, ReportOutcome
-from capjudge.report import ReportConfig, run_report
+from capjudge.report import ReportConfig
 from capjudge.validate import ValidateConfig, run_validate
 
 
@@ -31,6 +31,9 @@ def validate_task(items_path: str, judge_dirs: Sequence[str], out_dir: str,
 def report_task(ingest_dir: str, judge_dirs: Sequence[str], aggregate_dir: str, out_dir: str,
                 config: ReportConfig) -> ReportOutcome:
     """Write the report; return what the flow publishes (headline rows, the HTML's path)."""
+    # Imported here: the aggregate and validate stages' processes import this module too.
+    from capjudge.report import run_report
+
     ctx = run_report(ingest_dir, judge_dirs, aggregate_dir, out_dir, config)
     headline: list[PublishedHeadline] = [
         {"series": h["series"], "method": h["method"], "n": h["n"],

@@ -41,9 +41,11 @@ body that is not a completion is) and llama.cpp's specifics are in
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
+import ssl
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -106,6 +108,23 @@ from capjudge.util.credentials import CredentialsInURLError, check_url, strip_us
 
 log = logging.getLogger(__name__)
 
+def tls_context() -> ssl.SSLContext:
+    """The TLS context every OpenAI client of this process verifies servers with.
+
+    The one the HTTP client builds by default (its CA paths, ``SSL_CERT_FILE`` and
+    ``SSL_CERT_DIR``), made once per process and per those variables: loading the CA bundle
+    takes ~20 ms, paid by every client otherwise (``capjudge score`` makes one per run).
+    """
+    return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.cache
+def _tls_context(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
 class OpenAIBackend(OpenAIServed):
     """Chat completions with log-probabilities against an OpenAI-protocol server."""
 
@@ -146,7 +165,8 @@ class OpenAIBackend(OpenAIServed):
         # first request or cache look-up (it joins the snapshot and the cache key).
         self._served = ServedModel(model, base_url, api_key, snapshot, timeout_s)
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
-                                     timeout=timeout_s)
+                                     timeout=timeout_s, http_client=openai.DefaultHttpxClient(
+                                         verify=tls_context()))
         self.capabilities = Capabilities(vision=vision, distribution="logprobs", max_batch=1,
                                          concurrency=concurrency, json_schema=True)
         # Complete digit-split scores with continuation follow-ups (vLLM, llama.cpp and other

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -29,6 +28,7 @@ from capjudge.records import (
     ScoredItem,
 )
 from capjudge.report.agreement import agreement, clean, criterion_matrices
+from capjudge.report.config import ReportConfig
 from capjudge.report.context import (
     Figures,
     GalleryEntry,
@@ -91,20 +91,6 @@ SAMPLE_PROTOCOL = f"{SAMPLE_CARD['protocol']}: {SAMPLE_CARD['description']}"
 EMPTY_AGREEMENT = pa.schema([("judge", pa.string()), ("method", pa.string()),
                              ("mode", pa.string()), ("protocol", pa.string()),
                              ("items", pa.int64()), ("n", pa.int64())]).empty_table()
-
-
-@dataclass(frozen=True)
-class ReportConfig:
-    """``params.yaml: report``."""
-
-    human_criterion: str = "overall"
-    bootstrap: int = 500
-    title: str = "capjudge report"
-    registry: str | None = ".capjudge-runs"  # where runs are filed for `capjudge compare`
-    params: str = "params.yaml"
-    calibration: bool = True  # fit an isotonic judge -> human map (Judge reliability section)
-    calibration_fit: float = 0.5  # share of the labelled items the map is fitted on
-    seed: int = 0  # the calibration split and every bootstrap of the reliability sections
 
 
 def _judge_rows(judges: dict[str, JudgeSummary]) -> list[JudgeRow]:

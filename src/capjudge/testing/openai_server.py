@@ -207,10 +207,10 @@ class MockOpenAIServer:
         # servers do): the probe of auth handling and of redaction.
         self.reject_key = False
         self._httpd: ThreadingHTTPServer = _Listener(("127.0.0.1", 0), self._handler())
-        # A short poll: shutdown() waits for the serve loop's next poll, and with the default
+        # A short poll (5 ms): shutdown() waits for the serve loop's next poll, and with the default
         # 0.5 s every stop of the server cost half a second (most of a replayed test case).
         self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.02}, daemon=True)
+                                        kwargs={"poll_interval": 0.005}, daemon=True)
 
     @property
     def url(self) -> str:
