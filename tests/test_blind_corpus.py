@@ -81,7 +81,8 @@ def test_corpus_d_no_wrong_value_as_valid_and_read_right_but_for_abstentions(
 # verdict after sentences that evaluate only the references): 101/129, none. Then the safe
 # misses' classes read (tool-call arguments as a JSON string, CSV tables, worked arithmetic and
 # arrows, abbreviated labels, a pointed-at rubric level, star rows, cap3d's paraphrased labels
-# and zero in words): 118/129, none.
+# and zero in words): 118/129, none; with numbers spelled out in five other languages:
+# 121/129.
 CORPUS_E = load(DATA / "blind_answers_e.json") \
     if (DATA / "blind_answers_e.json").is_file() else []
 KNOWN_WRONG_E: set[str] = set()
@@ -94,7 +95,7 @@ KNOWN_WRONG_E: set[str] = set()
 # improved caption, image clarity, an opening rating against a level named later, a ticked
 # line's digit): 123/145, 1 left (VisCE²'s literal reading of "Rating: 9" on 0-100, which the
 # follow-up repeats); then a bottom-tenth rating beside praise alone abstains, and the classes
-# above: 137/145, none.
+# above: 137/145, none; 139/145 with numbers spelled out in other languages.
 CORPUS_F = load(DATA / "blind_answers_f.json") \
     if (DATA / "blind_answers_f.json").is_file() else []
 KNOWN_WRONG_F: set[str] = set()
@@ -106,15 +107,16 @@ KNOWN_WRONG_F: set[str] = set()
 # changes made for E and F: 144/163, 5 (the new arrow reading took a denominator, "7 out of
 # 10 -> 70/100", for a computation). The classes behind them fixed (a table's "Score" header
 # over rows scoring other things, another criterion's label, a trailing "+", a bottom-tenth
-# rating beside praise alone, cap3d's "3/4"): 150/163, none.
+# rating beside praise alone, cap3d's "3/4"): 150/163, none; 151/163 with numbers spelled
+# out in other languages.
 CORPUS_G = load(DATA / "blind_answers_g.json") \
     if (DATA / "blind_answers_g.json").is_file() else []
 KNOWN_WRONG_G: set[str] = set()
 
 
 # (corpus, wrong values known and listed, read right at least).
-CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 118), ("F", CORPUS_F, KNOWN_WRONG_F, 137),
-             ("G", CORPUS_G, KNOWN_WRONG_G, 150)]
+CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
+             ("G", CORPUS_G, KNOWN_WRONG_G, 151)]
 
 
 @pytest.mark.heavy(seconds=15)

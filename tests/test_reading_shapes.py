@@ -17,6 +17,7 @@ from capjudge.methods.harmoniceval import rating_slot as he_slot
 from capjudge.methods.visce2 import rating_slot as visce2_slot
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.locate import Located, Unreadable, locate
+from capjudge.reading.number_words import spelled_at
 from capjudge.reading.numbers import number_at
 from capjudge.reading.structure import json_fields, table_fields
 from capjudge.reading.vocabulary import abbreviations
@@ -207,3 +208,44 @@ def test_cap3d_fraction_of_several_points_is_ambiguous_but_a_half_point_is_not()
     assert found["correctness"][0] is None and "3 (of 4) or as 0.75" in str(
         found["correctness"][1])
     assert read_ch("C. Score: 1/2\nH. Score: 0")["correctness"][0] == 0.5
+
+
+# -- numbers spelled out in other languages -----------------------------------------------------
+
+
+@pytest.mark.parametrize("words, value", [
+    ("setenta y ocho", 78), ("soixante-dix-huit", 78), ("soixante dix huit", 78),
+    ("quatre-vingt-dix-neuf", 99), ("vingt et un", 21), ("fünfundsiebzig", 75),
+    ("dreissig", 30), ("settantotto", 78), ("ventuno", 21), ("setenta e oito", 78),
+    ("dieciseis", 16), ("cien", 100),
+])
+def test_numbers_spelled_out_in_other_languages(words: str, value: int) -> None:
+    assert spelled_at(words, 0) == (len(words), value)
+
+
+@pytest.mark.parametrize("article", ["un", "une", "uno", "una", "ein", "eine", "um", "uma"])
+def test_articles_that_spell_one_are_not_numbers(article: str) -> None:
+    assert spelled_at(article, 0) is None
+
+
+@pytest.mark.parametrize("text, slot, value", [
+    ("Calificación: setenta y ocho. La descripción es correcta.", VIS, 78),
+    ("Die endgültige Punktzahl ist fünfundsiebzig.", GV, 75),
+    ("Note : quatre sur cinq. La légende décrit le chat.", HE, 4),
+    ("Puntuación: cuatro de cinco. Falta el vendedor.", HE, 4),
+])
+def test_a_verdict_spelled_out_after_its_label(text: str, slot: ScoreSlot, value: int) -> None:
+    assert _value(text, slot) == value
+
+
+@pytest.mark.parametrize("text, slot", [
+    ("Puntuación: cuatro o cinco.", HE),  # a hedge
+    ("Calificación: ocho sobre diez.", VIS),  # 8 of 10, on a 0-100 scale
+])
+def test_spelled_hedges_and_other_scales_abstain(text: str, slot: ScoreSlot) -> None:
+    assert _value(text, slot) is None
+
+
+def test_a_homograph_in_prose_is_not_a_verdict() -> None:
+    # "neuf" (new) in a sentence is never scanned for; only a value after a label is read.
+    assert _value("La légende parle d'un vélo neuf devant la gare.", VIS) is None

@@ -23,6 +23,8 @@ The steps, one module each:
   hypotheticals, rejected alternatives) and declines.
 - :mod:`capjudge.reading.numbers`: numbers in digits, English words and CJK numerals, and a worked
   score's stated result.
+- :mod:`capjudge.reading.number_words`: numbers spelled out in Spanish, French, German,
+  Italian and Portuguese.
 - :mod:`capjudge.reading.scale`: whether a number is a value of the slot's scale (ranges,
   hedges, other scales, the scale's own phrasings).
 - :mod:`capjudge.reading.structure`: JSON (and JSON inside its strings), markdown, HTML and

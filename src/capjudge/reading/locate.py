@@ -58,7 +58,14 @@ from capjudge.reading.contract import (
     revised_opening,
 )
 from capjudge.reading.masking import find_decline, mask_text
-from capjudge.reading.numbers import DIGITS, NUMBER_WORDS, Number, first_number, number_at
+from capjudge.reading.numbers import (
+    DIGITS,
+    NUMBER_WORDS,
+    Number,
+    first_number,
+    number_at,
+    value_at,
+)
 from capjudge.reading.scale import clean_text, denominator, make_candidate
 from capjudge.reading.structure import (
     Field,
@@ -256,7 +263,8 @@ _LINE_FIX = re.compile(r"\b(?:actually|correction|make\s+(?:that|it)|change\s+(?
 # "Score ⇒ 70", "Score -> 70", "Score → 70": an arrow from the label to its value.
 _ARROW = r"(?:-+>|=+>|[\u2192\u21d2\u21e8\u27f6\u27f9\u2794\u279c\u27a1\u2b95])"
 _SEPARATOR = (r"(?:\s*\([^()\n]{0,40}\))?" + _MARKUP
-              + r"(?:" + _ARROW + r"|[:=]|\bis\b|\bof\b|\bwould\s+be\b|\u2014|\u2013|-(?!\d))?"
+              + r"(?:" + _ARROW + r"|[:=]|\b(?:is|ist|es|est|era|war|è|é)\b|\bof\b|\bwould\s+be\b|"
+              r"\u2014|\u2013|-(?!\d))?"
               + _MARKUP + _LATEX_OPEN + r"\$?" + _MARKUP)
 
 
@@ -276,10 +284,11 @@ def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         for m in rx.finditer(text):
             if m.group(0).count("\n") > 2:
                 continue
-            n = number_at(text, m.end())
+            n = value_at(text, m.end())
             if n is None or (n.kind != "digits" and not stands_alone(text, n)):
                 continue  # "Conciseness: One clear sentence": a word, not the value
-            if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|of|be)\b|" + _ARROW,
+            if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|ist|es|est|of|be)\b|"
+                                           + _ARROW,
                                            m.group(0)):
                 continue  # "Overall 3 objects ...": a generic word without a separator
             label = re.sub(r"[\s*_`:$\\{]+$", "", m.group(0)).strip()
@@ -294,9 +303,9 @@ def _opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         return []
     m = re.match(r"[\s*_`#>:\[(]*", text)
     start = m.end() if m else 0
-    n = number_at(text, start)
-    if n is None or re.match(r"[.)]\s+\D", text[n.end:]):
-        return []  # a list marker ("1. The caption ..."), not a rating
+    n = value_at(text, start)
+    if n is None or (n.kind == "digits" and re.match(r"[.)]\s+\D", text[n.end:])):
+        return []  # a list marker ("1. The caption ..."), not a rating ("Seventy-five. ...")
     return [make_candidate(text, n, "the number the answer opens with", 1, slot,
                        source="opening")]
 
@@ -407,6 +416,14 @@ def _phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         if first is not None:
             out.append(make_candidate(text, first, "the first number (VisCE² §3 reading)", 0,
                                   slot, source="phrase"))
+        elif not has_number(text):
+            # No digit anywhere: a verdict's generic label with its value spelled out in
+            # another language ("Note : quatre sur cinq", "Puntuación: cuatro de cinco").
+            rx = re.compile(_label_pattern(GENERIC) + _SEPARATOR, re.I)
+            out += [make_candidate(text, n, "a generic label's value in words", 0, slot,
+                                   source="phrase")
+                    for m in rx.finditer(text)
+                    if (n := value_at(text, m.end())) is not None and n.kind == "words"]
     return out
 
 

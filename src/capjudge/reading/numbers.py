@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from capjudge.reading.number_words import spelled_at
 from capjudge.reading.view import VULGAR
 
 _UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -123,6 +124,22 @@ def number_at(text: str, pos: int) -> Number | None:
     if c is not None and (written := cjk_value(c.group(0))) is not None:
         return Number(c.start(), c.end(), c.end(), float(written), c.group(0), "cjk")
     return None
+
+
+def value_at(text: str, pos: int) -> Number | None:
+    """:func:`number_at`, or a number spelled out in another language, where a value is due.
+
+    For the places a value is expected (after a label, at the answer's opening): "setenta y
+    ocho", "fünfundsiebzig" (:mod:`capjudge.reading.number_words`).
+    """
+    n = number_at(text, pos)
+    if n is not None:
+        return n
+    spelled = spelled_at(text, pos)
+    if spelled is None:
+        return None
+    end, value = spelled
+    return Number(pos, end, end, float(value), text[pos:end], "words")
 
 
 def numbers_in(text: str, start: int = 0, end: int | None = None, *, words: bool = False

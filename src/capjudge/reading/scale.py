@@ -12,19 +12,22 @@ import re
 
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate
-from capjudge.reading.numbers import NUMBER_WORDS, Number, number_at
+from capjudge.reading.number_words import spelled_pattern
+from capjudge.reading.numbers import NUMBER_WORDS, Number, value_at
 
 # "70 or 75" in the languages the vocabulary knows ("70 o 75", "3 ou 4", "3 oder 4", "3 или 4").
 _RANGE_AFTER = re.compile(r"[\s$*_]*(?:-|\u2013|\u2014|to|~|or|and|至|到|或|o|ou|oder|или|и|y|und|"
                           r"et|e|bis|ó|또는|أو|または|か|hoặc|atau)\s*(?:an?\s+)?"
                           r"[$*_\s]*"
-                          r"(?:[-]?\d|(?:" + NUMBER_WORDS.pattern + r"))", re.I)
+                          r"(?:[-]?\d|(?:" + NUMBER_WORDS.pattern + r")|(?:"
+                          + spelled_pattern().pattern + r"))", re.I)
 _RANGE_BEFORE = re.compile(r"(?:\bbetween|\beither|\bfrom|\brange\s+of|\bentre|\bzwischen|"
                            r"между|\btra)\s*(?:an?\s+)?\$?\s*$", re.I)
 # "82,5": a decimal comma (German, French, Spanish ...), not a list ("3,4,5") or thousands.
 _DECIMAL_COMMA = re.compile(r",\d{1,2}(?![\d,])")
-_FRACTION_AFTER = re.compile(r"[\s*_`$]*(?:/|\bout\s+of\b|\bof\b)[\s*_`$]*(?=\d|"
-                             + NUMBER_WORDS.pattern + ")", re.I)
+_FRACTION_AFTER = re.compile(r"[\s*_`$]*(?:/|\bout\s+of\b|\bof\b|\b(?:sobre|sur|de|von|auf|su|"
+                             r"di|em|en)\b)[\s*_`$]*(?=\d|" + NUMBER_WORDS.pattern + "|"
+                             + spelled_pattern().pattern + ")", re.I)
 _PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b)")
 
 
@@ -68,7 +71,7 @@ def clean_text(text: str, slot: ScoreSlot) -> str:
 def denominator(after: str) -> Number | None:
     """The scale a number is stated on, from the text right after it ("/10", "out of 100")."""
     frac = _FRACTION_AFTER.match(after)
-    return number_at(after, frac.end()) if frac is not None else None
+    return value_at(after, frac.end()) if frac is not None else None
 
 
 def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:

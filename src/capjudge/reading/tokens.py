@@ -64,7 +64,8 @@ a label may stand on its own line; ``\\boxed{N}``. 3: the reader of :mod:`capjud
 (NFKC, reasoning dropped, structure first, competing values and cut numbers abstain). 7:
 tool-call arguments as a JSON string, CSV tables, worked arithmetic and arrows, abbreviated
 criterion labels, a pointed-at rubric level, star rows; a trailing "+", another criterion's
-label and a bottom-tenth rating beside praise alone abstain (corpora E-G)."""
+label and a bottom-tenth rating beside praise alone abstain; numbers spelled out in five
+other languages where a value is due (corpora E-G)."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
