@@ -249,3 +249,35 @@ def test_spelled_hedges_and_other_scales_abstain(text: str, slot: ScoreSlot) -> 
 def test_a_homograph_in_prose_is_not_a_verdict() -> None:
     # "neuf" (new) in a sentence is never scanned for; only a value after a label is read.
     assert _value("La légende parle d'un vélo neuf devant la gare.", VIS) is None
+
+
+# -- decorations, the scale written inside the anchor, lists of JSON objects -------------------
+
+
+@pytest.mark.parametrize("verdict, value", [("$+69$", 69), ("$\u224874$", 74), ("$~75$", 75),
+                                            ("$\\approx 72$", 72)])
+def test_a_plus_sign_or_about_before_the_verdict(verdict: str, value: int) -> None:
+    assert _value(f"Generic but correct.\n\nThe final score is {verdict}.") == value
+
+
+def test_the_scale_inside_the_anchor_keeps_the_anchor_that_closes_the_verdict() -> None:
+    text = ("Missing the zebras.\n\nAccuracy: $85/100$\nCompleteness: $70/100$\n"
+            "Conciseness: $95/100$\nRelevance: $90/100$")
+    assert [_value(text, slot) for slot in ACCR] == [85, 70, 95, 90]
+
+
+def test_each_object_of_a_json_list_names_its_own_criterion() -> None:
+    text = ('[{"criterion": "Accuracy", "score": 85}, {"criterion": "Completeness", "score": 65},'
+            ' {"criterion": "Conciseness", "score": 90}, {"criterion": "Coverage", "score": 1}]')
+    assert _value(text, ACCR[0]) == 85 and _value(text, ACCR[2]) == 90
+    # "Coverage" is completeness too: two objects name it, with different values.
+    assert _value(text, ACCR[1]) is None
+
+
+def test_cap3d_labels_as_headings_with_the_count_below() -> None:
+    text = ("## Correctness Score (C. Score)\n\n**4**\n\n## Hallucination Score (H. Score)\n\n"
+            "**1**\n\n## Explanation\n\nFlamingo, pink.")
+    found = read_ch(text)
+    assert found["correctness"][0] == 4 and found["hallucination"][0] == 1
+    # A label ending a line of prose is no heading.
+    assert read_ch("We then compute the Correctness Score\n4 of them.")["correctness"][0] is None

@@ -46,14 +46,19 @@ _SCORE_WORDS = (r"(?:[\s_]*(?:score|points?|得分|分数|分數|スコア|点�
                 r"punktzahl))?")
 
 
-def _label(name: str, initial: str) -> re.Pattern[str]:
-    """A points label: "Correctness Score (C. Score):", "C. Score:", "正确性得分（C. Score）："."""
+def _label_name(name: str, initial: str) -> str:
+    """The names of a points label: "Correctness Score", "C. Score", "正确性得分"."""
     # The English name and other languages' (the English variants, "correct", are too common
     # a word: "- Correct: chair, black" lists attributes).
     names = (name, *(w for w in TRANSLATIONS[name] if not w.isascii()))
     words = "|".join(sorted({re.escape(w) for w in names}, key=len, reverse=True))
+    return rf"(?:(?<![A-Za-z])(?:{words}){_SCORE_WORDS}|\b{initial}[._]?\s*score)"
+
+
+def _label(name: str, initial: str) -> re.Pattern[str]:
+    """A points label: "Correctness Score (C. Score):", "C. Score:", "正确性得分（C. Score）："."""
     return re.compile(
-        rf"(?:(?<![A-Za-z])(?:{words}){_SCORE_WORDS}|\b{initial}[._]?\s*score)\s*"
+        rf"{_label_name(name, initial)}\s*"
         rf"(?:\(\s*{initial}\.?\s*score\s*\))?[\s*_]*[:=](?P<rest>[^\n]*)", re.I)
 
 
@@ -223,6 +228,10 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
         places = _occurrences(rx, masked)
         values = [_read_points(name, _value_after(masked, start)) for start, _ in places]
         if not values:
+            # "## Correctness Score (C. Score)" alone on its line, the count below it.
+            places = _occurrences(_HEADINGS[name], masked)
+            values = [_read_points(name, _value_after(masked, start)) for start, _ in places]
+        if not values:
             # "Correct attributes: 4", "CS=3": the counts under other words; only those that
             # hold a count ("Correct attributes: chair, black" lists them).
             read = [(_read_points(name, _NEXT_FIELD.split(_value_after(masked, start))[0]),
@@ -243,6 +252,15 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
     return out
 
 
+def _heading(name: str, initial: str) -> re.Pattern[str]:
+    """A points label alone on its line (a heading, a bold line): its value is on the next."""
+    label = _label_name(name, initial)
+    return re.compile(rf"^[ \t#>*_-]*{label}\s*(?:\(\s*{initial}\.?\s*score\s*\))?[ \t*_]*"
+                      r"(?P<rest>)$", re.I | re.M)
+
+
+_HEADINGS = {"correctness": _heading("correctness", "c"),
+             "hallucination": _heading("hallucination", "h")}
 # "CS=3, HS=1, P=75%": the next field on the line ends a value.
 _NEXT_FIELD = re.compile(r"[,;|]\s*[A-Za-z][\w. ]{0,20}[:=]")
 _THINGS = r"(?:attributes?|details?|elements?|features?|items?|facts?|properties|objects?)"

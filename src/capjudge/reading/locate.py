@@ -86,6 +86,8 @@ from capjudge.reading.vocabulary import (
 
 _MARKUP = r"[\s*_`]*"
 _LATEX_OPEN = r"(?:\\(?:boxed|text|textbf|mathbf)\s*\{\s*)?"
+# What may stand right before a verdict's digits: a plus sign, "about" ("$+69$", "$≈74$", "~75").
+_DECORATION = r"(?:[+~\u2248\u223c][ \t]*|\\(?:approx|sim)[ \t]*)?"
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 _REVISION = re.compile(
     r"\b(?:actually|on\s+(?:second\s+thought|reflection|closer\s+(?:look|inspection))|upon\s+"
@@ -140,12 +142,12 @@ _NAME_KEYS = frozenset({"name", "criterion", "criteria", "aspect", "dimension", 
                         "category", "label", "key", "title"})
 
 
-def _sibling_names(fields: Sequence[Field]) -> dict[tuple[str, ...], list[str]]:
-    """Per JSON object (its path), the values of its naming keys ({"criterion": "accuracy"})."""
-    out: dict[tuple[str, ...], list[str]] = {}
+def _sibling_names(fields: Sequence[Field]) -> dict[tuple[int, tuple[str, ...]], list[str]]:
+    """Per JSON object (its group and path), the values of its naming keys ({"criterion": ...})."""
+    out: dict[tuple[int, tuple[str, ...]], list[str]] = {}
     for f in fields:
         if f.kind == "json" and f.name.lower() in _NAME_KEYS:
-            out.setdefault(f.path[:-1], []).append(f.value)
+            out.setdefault((f.group, f.path[:-1]), []).append(f.value)
     return out
 
 
@@ -162,12 +164,12 @@ def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
     siblings = _sibling_names(fields)
     if is_generic(slot):
         fields += boxed_fields(text)
-    keyed: dict[tuple[str, ...], list[tuple[str, int]]] = {}
+    keyed: dict[tuple[int, tuple[str, ...]], list[tuple[str, int]]] = {}
     for f in fields:
         rank = 2 if f.kind == "boxed" else _field_rank(f, slot)
         named = []
         if f.kind == "json" and f.name.lower() in _VALUE_WORDS:
-            named = [matches(v, slot) for v in siblings.get(f.path[:-1], [])]
+            named = [matches(v, slot) for v in siblings.get((f.group, f.path[:-1]), [])]
             if named:
                 # The object names what it rates: its score is that thing's, or nobody's.
                 rank = max(named)
@@ -182,7 +184,7 @@ def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
         final = f.kind == "boxed" or any(FINAL_WORDS.search(p) for p in f.path)
         out.append(make_candidate(text, n, how, rank, slot, final, source="structure"))
         if f.kind == "json" and f.name.lower() in _VALUE_WORDS and not named:
-            keyed.setdefault(f.path[:-1], []).append((f.name, len(out) - 1))
+            keyed.setdefault((f.group, f.path[:-1]), []).append((f.name, len(out) - 1))
     for keys in keyed.values():
         values = {name: out[k].number.value for name, k in keys}
         if len(values) > 1 and len(set(values.values())) > 1:
@@ -225,7 +227,8 @@ def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         return []
     anchor = re.escape(slot.anchor)
     label = re.compile(_label_pattern(slot_names(slot)), re.I)
-    value = re.compile(rf"[^\d]{{0,80}}?{anchor}{_MARKUP}{_LATEX_OPEN}{_MARKUP}(?=[-]?\d)")
+    value = re.compile(rf"[^\d]{{0,80}}?{anchor}{_MARKUP}{_LATEX_OPEN}{_MARKUP}{_DECORATION}"
+                       r"(?=[-]?\d)")
     out = []
     for m in label.finditer(text):
         v = value.match(text, m.end())
@@ -265,7 +268,7 @@ _ARROW = r"(?:-+>|=+>|[\u2192\u21d2\u21e8\u27f6\u27f9\u2794\u279c\u27a1\u2b95])"
 _SEPARATOR = (r"(?:\s*\([^()\n]{0,40}\))?" + _MARKUP
               + r"(?:" + _ARROW + r"|[:=]|\b(?:is|ist|es|est|era|war|è|é)\b|\bof\b|\bwould\s+be\b|"
               r"\u2014|\u2013|-(?!\d))?"
-              + _MARKUP + _LATEX_OPEN + r"\$?" + _MARKUP)
+              + _MARKUP + _LATEX_OPEN + r"\$?" + _MARKUP + _DECORATION)
 
 
 def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:

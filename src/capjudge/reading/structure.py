@@ -21,7 +21,7 @@ comma-separated lines (``criterion,score`` then ``overall,71``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class Field:
         start: offset of the value's text in the answer.
         end: offset just after it.
         kind: ``json``, ``table``, ``xml`` or ``boxed``.
+        group: which written structure it belongs to (a JSON object's offset): the objects
+            of a list (``[{"criterion": ...}, {"criterion": ...}]``) are read one by one.
     """
 
     path: tuple[str, ...]
@@ -42,6 +44,7 @@ class Field:
     start: int
     end: int
     kind: str
+    group: int = -1
 
     @property
     def name(self) -> str:
@@ -165,6 +168,7 @@ def json_fields(text: str, depth: int = 0) -> list[Field]:
             continue
         # An object needs a key that looks like a name: "{85}" or "{x}" in prose is not JSON.
         for f in parser.fields:
+            f = replace(f, group=start)
             out.append(f)
             out += _encoded_fields(text, f, depth)
         pos = parser.pos
@@ -182,8 +186,8 @@ def _encoded_fields(text: str, f: Field, depth: int) -> list[Field]:
     if depth >= 2 or f.kind != "json" or not f.value.lstrip().startswith(("{", "[")):
         return []
     inner = text[f.start:f.end].replace('\\"', ' "')
-    return [Field(f.path + g.path, g.value, f.start + g.start, f.start + g.end, "json")
-            for g in json_fields(inner, depth + 1)]
+    return [Field(f.path + g.path, g.value, f.start + g.start, f.start + g.end, "json",
+                  f.start + g.group) for g in json_fields(inner, depth + 1)]
 
 
 _ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$", re.M)
