@@ -281,3 +281,19 @@ def test_cap3d_labels_as_headings_with_the_count_below() -> None:
     assert found["correctness"][0] == 4 and found["hallucination"][0] == 1
     # A label ending a line of prose is no heading.
     assert read_ch("We then compute the Correctness Score\n4 of them.")["correctness"][0] is None
+
+
+def test_one_step_down_from_a_number_below_the_top_is_not_worked_out() -> None:
+    # "$85 - 80$": a range written downwards, or a subtraction? Not 5.
+    assert _value("The final score is $85 - 80$.") is None
+    assert _value("The final score is $100 - 20$.") == 80
+
+
+def test_a_synonym_criterions_label_is_not_another_criterion() -> None:
+    # Accuracy and correctness share names in other languages ("exactitud"): a synonym.
+    assert _value("Accuracy: 4\nThe dog is right, the park is a beach.", HE) == 4
+
+
+def test_stars_as_bullets_are_no_rating() -> None:
+    text = "\u2605 The dog is right.\n\u2605 The park is a beach.\n\n4"
+    assert _value(text, HE) == 4

@@ -16,7 +16,7 @@ import re
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, Unreadable, printed_value, stands_alone
 from capjudge.reading.numbers import Number, number_at
-from capjudge.reading.vocabulary import CRITERIA, matches
+from capjudge.reading.vocabulary import CRITERIA, matches, slot_names
 
 # A verdict taken back: nothing after it replaces it (a replacement is a revision: decide()).
 WITHDRAWN = re.compile(
@@ -208,7 +208,12 @@ def other_criterion(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
     m = _LABEL_BEFORE.search(text, line_start, chosen.number.start)
     if m is None or matches(m.group("label"), slot):
         return None
-    named = [c for c in CRITERIA if matches(m.group("label"), ScoreSlot(c, 0, 1, label=c)) == 2]
+    own = {n.lower() for n in slot_names(slot)}
+    named = [c for c in CRITERIA
+             if matches(m.group("label"), (other := ScoreSlot(c, 0, 1, label=c))) == 2
+             # A criterion that shares a name with the slot's is a synonym of it ("accuracy"
+             # and "correctness" are both "exactitud"), not another criterion.
+             and not own & {n.lower() for n in slot_names(other)}]
     if not named:
         return None
     return (f"the verdict {chosen.number.written.strip()!r} rates {named[0]} "

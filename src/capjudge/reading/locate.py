@@ -358,7 +358,9 @@ def _star_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         after = text[m.end(): line_end if line_end >= 0 else len(text)]
         alone = not re.sub(r"[\s*_`#>:\-\u2014]", "", before) or re.search(
             r"[:=\u2014-][\s*_`]*$", before)
-        if on_scale and alone and slot.low <= full <= slot.high and not re.match(
+        # A star that opens a line of text is a bullet ("★ The dog is right"), not a rating.
+        rating = re.match(r"[\s*_`]*(?:$|[(\[\-\u2014\u2013|:.,;!])", after) is not None
+        if on_scale and alone and rating and slot.low <= full <= slot.high and not re.match(
                 r"[\s*_`]*(?:/|out\s+of)", after):
             number = Number(m.start(), m.end(), m.end(), float(full), m.group(0), "stars")
             out.append(Candidate(number, f"a row of stars ({m.group(0)})", 1,

@@ -209,7 +209,10 @@ def _worked(text: str, n: Number) -> Number:
         if stated is not None and (steps == 0 or stated.value == value):
             return stated
         return n
-    if steps and value >= 0 and re.match(r"[ \t]*\$", text[pos:]) and re.search(
+    # One step from a number that is no scale's top ("$85 - 80$") may be a range written
+    # downwards: only deductions from the top, or two steps or more, are worked out.
+    from_top = n.value in (5, 10, 100) or steps >= 2
+    if steps and from_top and value >= 0 and re.match(r"[ \t]*\$", text[pos:]) and re.search(
             r"\$[ \t*_`]*$", text[:n.start]):
         return Number(n.start, pos, pos, float(value), text[n.start:pos].strip(), "arithmetic")
     return n
