@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 
 _ES_UNITS = ["cero", "", "dos", "tres", "cuatro", "cinco", "seis", "siete", "ocho", "nueve",
              "diez", "once", "doce", "trece", "catorce", "quince", "dieciséis", "diecisiete",
@@ -44,28 +45,39 @@ _PT_UNITS = ["zero", "", "dois", "três", "quatro", "cinco", "seis", "sete", "oi
              "dezoito", "dezenove"]
 _PT_TENS = {20: "vinte", 30: "trinta", 40: "quarenta", 50: "cinquenta", 60: "sessenta",
             70: "setenta", 80: "oitenta", 90: "noventa"}
-# The one-forms inside compounds, and the other spellings each language allows.
+# Portuguese spellings besides the tables' (European and Brazilian ones, the feminine "duas").
 _PT_VARIANTS = {"quatorze": 14, "dezasseis": 16, "dezassete": 17, "dezanove": 19, "duas": 2}
 
 
+def _compounds(units: list[str], tens: dict[int, str], one: str,
+               write: Callable[[str, int, str], str]) -> dict[str, int]:
+    """The units alone (but the article-like one), each tens word alone and with each unit.
+
+    ``write(tens_word, unit, unit_word)`` spells a compound the language's way ("setenta y
+    ocho", "soixante-huit", "achtundsechzig", "settantotto"); ``one`` is the unit's word for 1
+    inside a compound ("uno", "un", "ein").
+    """
+    forms = {word: value for value, word in enumerate(units) if word}
+    for value, word in tens.items():
+        forms[word] = value
+        for unit in range(1, 10):
+            forms[write(word, unit, units[unit] or one)] = value + unit
+    return forms
+
+
 def _spanish() -> dict[str, int]:
-    forms = {w: v for v, w in enumerate(_ES_UNITS) if w}
-    for tens, word in _ES_TENS.items():
-        forms[word] = tens
-        forms[f"{word} y uno"] = tens + 1
-        for unit in range(2, 10):
-            forms[f"{word} y {_ES_UNITS[unit]}"] = tens + unit
+    forms = _compounds(_ES_UNITS, _ES_TENS, "uno", lambda t, u, w: f"{t} y {w}")
     forms.update({"cien": 100, "ciento": 100, "veintiún": 21})
     return forms
 
 
 def _french() -> dict[str, int]:
-    forms = {w: v for v, w in enumerate(_FR_UNITS) if w}
-    for tens, word in _FR_TENS.items():
-        forms[word] = tens
-        forms[f"{word} et un"] = tens + 1
-        for unit in range(2, 10):
-            forms[f"{word}-{_FR_UNITS[unit]}"] = tens + unit
+    def write(tens: str, unit: int, word: str) -> str:
+        return f"{tens} et un" if unit == 1 else f"{tens}-{word}"
+
+    # Belgian and Swiss French count on in tens: "septante", "huitante", "nonante".
+    forms = _compounds(_FR_UNITS, {**_FR_TENS, 70: "septante", 80: "huitante", 90: "nonante"},
+                       "un", write)
     forms["soixante et onze"] = 71
     for teen in range(10, 20):
         if teen != 11:
@@ -74,44 +86,28 @@ def _french() -> dict[str, int]:
     forms["quatre-vingt-un"] = 81
     for unit in range(2, 20):
         forms[f"quatre-vingt-{_FR_UNITS[unit]}"] = 80 + unit
-    forms.update({"cent": 100, "septante": 70, "huitante": 80, "octante": 80, "nonante": 90})
-    for base, tens in (("septante", 70), ("huitante", 80), ("nonante", 90)):
-        forms[f"{base} et un"] = tens + 1
-        for unit in range(2, 10):
-            forms[f"{base}-{_FR_UNITS[unit]}"] = tens + unit
+    forms.update({"cent": 100, "octante": 80})
     return forms
 
 
 def _german() -> dict[str, int]:
-    forms = {w: v for v, w in enumerate(_DE_UNITS) if w}
-    units = ["", "ein", *(_DE_UNITS[2:10])]
-    for tens, word in _DE_TENS.items():
-        forms[word] = tens
-        for unit in range(1, 10):
-            forms[f"{units[unit]}und{word}"] = tens + unit
+    forms = _compounds(_DE_UNITS, _DE_TENS, "ein", lambda t, u, w: f"{w}und{t}")
     forms.update({"hundert": 100, "einhundert": 100, "eins": 1})
     return forms
 
 
 def _italian() -> dict[str, int]:
-    forms = {w: v for v, w in enumerate(_IT_UNITS) if w}
-    for tens, word in _IT_TENS.items():
-        forms[word] = tens
-        for unit in range(1, 10):
-            name = "uno" if unit == 1 else _IT_UNITS[unit]
-            stem = word[:-1] if unit in (1, 8) else word  # "ventuno", "settantotto"
-            forms[stem + ("tré" if unit == 3 else name)] = tens + unit
+    def write(tens: str, unit: int, word: str) -> str:
+        stem = tens[:-1] if unit in (1, 8) else tens  # "ventuno", "settantotto"
+        return stem + ("tré" if unit == 3 else word)
+
+    forms = _compounds(_IT_UNITS, _IT_TENS, "uno", write)
     forms["cento"] = 100
     return forms
 
 
 def _portuguese() -> dict[str, int]:
-    forms = {w: v for v, w in enumerate(_PT_UNITS) if w}
-    for tens, word in _PT_TENS.items():
-        forms[word] = tens
-        forms[f"{word} e um"] = tens + 1
-        for unit in range(2, 10):
-            forms[f"{word} e {_PT_UNITS[unit]}"] = tens + unit
+    forms = _compounds(_PT_UNITS, _PT_TENS, "um", lambda t, u, w: f"{t} e {w}")
     forms.update(_PT_VARIANTS)
     forms["cem"] = 100
     return forms
