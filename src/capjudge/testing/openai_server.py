@@ -271,8 +271,20 @@ class MockHandler(BaseHTTPRequestHandler):
         # API front-ends disable Nagle too).
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    def _answered(self) -> None:
+        """The request in flight is answered (counted once, before its answer goes out).
+
+        Counted before the first byte is written: a client that sends its next request as
+        soon as it has this answer must not find this one still counted (the count is what
+        tests hold a client's concurrency bound against).
+        """
+        if getattr(self, "_counted", False):
+            self._counted = False
+            self.mock.in_flight.leave()
+
     def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None
               ) -> None:
+        self._answered()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -325,10 +337,11 @@ class MockHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         """``/chat/completions``: the scripted answer, or the fault planned for it."""
         self.mock.in_flight.enter()
+        self._counted = True
         try:
             self._post()
         finally:
-            self.mock.in_flight.leave()
+            self._answered()  # a dropped or stalled request too
 
     def _post(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
