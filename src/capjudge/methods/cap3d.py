@@ -224,13 +224,14 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
         return {name: (None, why) for name in _PATTERNS}
     masked = mask_text(view.text, [normalise(q)[0] for q in quotes])
     out: dict[str, tuple[float | None, str | None]] = {}
-    for name, rx in _PATTERNS.items():
-        places = _occurrences(rx, masked)
-        values = [_read_points(name, _value_after(masked, start)) for start, _ in places]
-        if not values:
-            # "## Correctness Score (C. Score)" alone on its line, the count below it.
-            places = _occurrences(_HEADINGS[name], masked)
+    for name in _PATTERNS:
+        # The labels with their value; else a label alone on its line ("## Correctness Score
+        # (C. Score)"), the count below it.
+        for rx in (_PATTERNS[name], _HEADINGS[name]):
+            places = _occurrences(rx, masked)
             values = [_read_points(name, _value_after(masked, start)) for start, _ in places]
+            if values:
+                break
         if not values:
             # "Correct attributes: 4", "CS=3": the counts under other words; only those that
             # hold a count ("Correct attributes: chair, black" lists them).

@@ -183,7 +183,7 @@ def _encoded_fields(text: str, f: Field, depth: int) -> list[Field]:
     same length), so the inner fields keep their offsets in the answer; their path continues
     the string's.
     """
-    if depth >= 2 or f.kind != "json" or not f.value.lstrip().startswith(("{", "[")):
+    if depth >= 2 or not f.value.lstrip().startswith(("{", "[")):
         return []
     inner = text[f.start:f.end].replace('\\"', ' "')
     return [Field(f.path + g.path, g.value, f.start + g.start, f.start + g.end, "json",
