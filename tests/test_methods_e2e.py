@@ -4,6 +4,7 @@ embedded model on the text-only criteria; adversarial captions."""
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +33,8 @@ def score(capsys: pytest.CaptureFixture[str], server: MockOpenAIServer, tmp_path
 
 
 def test_score_every_method(capsys: pytest.CaptureFixture[str], server: MockOpenAIServer,
-                            tmp_path: Path, sample_dir: Path) -> None:
+                            tmp_path: Path, sample_dir: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
     image = str(sample_dir / "images" / "scene-00.png")
     video = str(sample_dir / "videos" / "move_lr.mp4")
     views = [str(sample_dir / "objects" / "cube" / f"view-{i}.png") for i in range(1, 5)]
@@ -73,8 +75,12 @@ def test_score_every_method(capsys: pytest.CaptureFixture[str], server: MockOpen
         assert code == 0 and out["score"] == pytest.approx(100 * c / (c + h))
 
     before = server.total_received
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     code, out = score(capsys, server, tmp_path, "--method", "visce2", "--image", image,
                       "--caption", "Two blue squares.")
+    assert not list(scratch.iterdir())  # the one-picture context stage left nothing behind
     assert code == 0 and 0 <= float(out["score"]) <= 100  # type: ignore[arg-type]
     assert server.total_received - before == 3  # context + description + the rating
     bodies = [json.dumps(b) for b in server.requests[-3:]]

@@ -247,15 +247,17 @@ def run(args: argparse.Namespace) -> int:
     except (BackendError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
     client = make_client(config, backend)
-    if method.needs_context and backend.capabilities.vision and item.media_kind != "none":
-        # The method's context stage on this one picture (answers cached like the stage's).
-        out = Path(tempfile.mkdtemp(prefix="capjudge-score-context-"))
-        section: dict[str, object] = {"backend": args.extractor or args.backend,
-                                   "backend_options": dict(config.backend_options),
-                                   "cache_dir": config.cache_dir}
-        method.run_context([item], out, section)
-        config.method_options["contexts"] = str(out)
-    result = judge_items([item], config, backend=backend, client=client)
+    # The context stage's output lives only as long as this one judgement: one run used to
+    # leave a directory behind in the temp folder each time (thousands on a busy machine).
+    with tempfile.TemporaryDirectory(prefix="capjudge-score-context-") as scratch:
+        if method.needs_context and backend.capabilities.vision and item.media_kind != "none":
+            # The method's context stage on this one picture (answers cached like the stage's).
+            section: dict[str, object] = {"backend": args.extractor or args.backend,
+                                       "backend_options": dict(config.backend_options),
+                                       "cache_dir": config.cache_dir}
+            method.run_context([item], Path(scratch), section)
+            config.method_options["contexts"] = scratch
+        result = judge_items([item], config, backend=backend, client=client)
     try:
         raise_if_stopped(result.stats)
     except (AuthError, WrongServerError) as exc:
