@@ -347,3 +347,83 @@ def test_the_stage_summary_sees_the_confirmation_column(tmp_path: Path) -> None:
     pq.write_table(rows_table([]), part)
     table = combine_parts([part], tmp_path / "judgements.parquet")
     assert "confirmation" in table.column_names
+
+
+# -- cap3d's counts: read in the seam, so they have the same second channels -----------------
+
+_OFF = "Correct attributes: 3\nHallucinated details: 1 (the handle)"
+
+
+def _score_3d(tmp_path: Path, views: list[str], script: Callable[[dict[str, Any]], Scripted],
+              *options: str) -> tuple[dict[str, Any], MockOpenAIServer]:
+    with MockOpenAIServer(script) as server:
+        buffer = io.StringIO()
+        args = ["score", "--backend", "openai/gpt-4o-2024-08-06", "--base-url", server.url,
+                "--cache-dir", str(tmp_path / "cache"), "--json", "--method", "cap3d",
+                "--views", *views, "--caption", "A blue mug with a handle."]
+        for option in options:
+            args += ["--backend-option", option]
+        with redirect_stdout(buffer):
+            cli_main(args)
+    out: dict[str, Any] = json.loads(buffer.getvalue())
+    return out, server
+
+
+@pytest.fixture
+def views(sample_dir: Path) -> list[str]:
+    return [str(sample_dir / "objects" / "cube" / f"view-{i}.png") for i in range(1, 5)]
+
+
+@pytest.mark.parametrize(("follow_up", "score", "confirmation"), [
+    ('{"correctness": 3, "hallucination": 1}', 75.0, "follow-up"),
+    ('{"correctness": 4, "hallucination": 1}', None, "contradicted"),
+    ('{"correctness": 3}', None, "contradicted"),  # no count for H: no confirmation
+])
+def test_cap3d_counts_off_contract_are_confirmed_by_the_follow_up(
+        tmp_path: Path, views: list[str], follow_up: str, score: float | None,
+        confirmation: str) -> None:
+    def script(body: dict[str, Any]) -> Scripted:
+        return Scripted(text=follow_up if _question(body) else _OFF, logprobs=False)
+
+    out, server = _score_3d(tmp_path, views, script, "confirm=follow_up")
+    assert out["score"] == score
+    assert confirmation in {c["confirmation"] for c in out["criteria"].values()}
+    asked = [b for b in server.requests if _question(b)]
+    assert len(asked) == 1
+    schema = asked[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["correctness"] == {"type": "number", "minimum": 0}
+
+
+def test_cap3d_counts_on_contract_ask_nothing_more(tmp_path: Path, views: list[str]) -> None:
+    text = "Correctness Score (C. Score): 3\nHallucination Score (H. Score): 1"
+    out, server = _score_3d(tmp_path, views, lambda body: Scripted(text=text, logprobs=False),
+                            "confirm=follow_up")
+    assert out["score"] == 75.0 and len(server.requests) == 1
+    assert {c["confirmation"] for n, c in out["criteria"].items()
+            if n != "precision"} == {"on-contract"}
+
+
+@pytest.mark.parametrize(("h_anchor", "score", "confirmation"), [
+    ({1: 0.8, 2: 0.2}, 75.0, "forced-anchor"),
+    ({0: 0.9, 1: 0.1}, None, "contradicted"),
+])
+def test_cap3d_counts_off_contract_are_confirmed_at_their_forced_anchors(
+        tmp_path: Path, views: list[str], h_anchor: dict[int, float], score: float | None,
+        confirmation: str) -> None:
+    def script(body: dict[str, Any]) -> Scripted:
+        return Scripted(tokens=[(_OFF, {})], anchors=[
+            ("Correctness Score (C. Score): ", {3: 0.9, 2: 0.1}),
+            ("Hallucination Score (H. Score): ", h_anchor)])
+
+    out, _ = _score_3d(tmp_path, views, script, "force_anchor=true")
+    assert out["score"] == score
+    hallucination = out["criteria"]["hallucination"]
+    assert hallucination["confirmation"] == confirmation
+    assert out["criteria"]["correctness"]["confirmation"] == "forced-anchor"
+
+
+def test_cap3d_counts_without_a_channel_stay_unconfirmed(tmp_path: Path,
+                                                         views: list[str]) -> None:
+    out, server = _score_3d(tmp_path, views, lambda body: Scripted(text=_OFF, logprobs=False))
+    assert out["score"] == 75.0 and len(server.requests) == 1
+    assert out["criteria"]["correctness"]["confirmation"] == "unconfirmed"

@@ -55,6 +55,10 @@ def slots_of(method_name: str) -> tuple[Any, ...]:
         from capjudge.methods.visce2 import rating_slot as visce2_slot
 
         return (visce2_slot(),)
+    if method_name == "cap3d":
+        from capjudge.methods.cap3d import points_slots
+
+        return points_slots("")
     slots = getattr(method, "slots", None)
     return tuple(slots()) if slots is not None else ()
 

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from capjudge.methods import Criterion, MethodOptions, Planned
-from capjudge.methods.cap3d import Cap3D, parse_ch, parse_points
+from capjudge.methods.cap3d import Cap3D, parse_ch, parse_points, points_slots
 from capjudge.methods.gveval import ACCR, GVEvalACCR, accr_slots
 from capjudge.methods.harmoniceval import HarmonicEval
 from capjudge.methods.visce2 import select_context, split_context
-from capjudge.protocol import JudgeResponse, ScoreSlot
+from capjudge.protocol import JudgeResponse, ScoreSlot, worst_status
 from capjudge.reading.tokens import read_slot
 from capjudge.scoring import (
     harmonic_score,
@@ -89,19 +89,25 @@ def test_ch_two_blocks_with_nothing_preferring_one_abstain() -> None:
     assert c is None and h is None
 
 
+def _read_cap3d(text: str) -> JudgeResponse:
+    """A text answer to the 3D prompt as the reading seam returns it (its two count slots)."""
+    slots = [read_slot(None, text, slot, 0.5) for slot in points_slots("a chair")]
+    return JudgeResponse(worst_status([s.status for s in slots]), text=text, slots=slots)
+
+
 def test_ch_parse_failures_and_undefined_precision() -> None:
     method = Cap3D()
     planned = Planned("x", "default", None)  # type: ignore[arg-type]
-    missing = method.interpret(planned, JudgeResponse("ok", text="C. Score: 2\nLooks fine."))
+    missing = method.interpret(planned, _read_cap3d("C. Score: 2\nLooks fine."))
     by = {c.name: c for c in missing}
     assert by["hallucination"].status == "parse_failure"
     assert by["precision"].status == "parse_failure" and by["precision"].score is None
     assert by["correctness"].score == 2.0
     zero = {c.name: c for c in method.interpret(
-        planned, JudgeResponse("ok", text="C. Score: 0\nH. Score: 0"))}
+        planned, _read_cap3d("C. Score: 0\nH. Score: 0"))}
     assert zero["precision"].status == "undefined" and zero["precision"].score is None
     good = {c.name: c for c in method.interpret(
-        planned, JudgeResponse("ok", text="C. Score: 1\nH. Score: 3"))}
+        planned, _read_cap3d("C. Score: 1\nH. Score: 3"))}
     assert good["precision"].score == pytest.approx(25.0)  # the paper's chair example
     assert method.overall(list(good.values()), {})[0] == pytest.approx(25.0)
     failed = method.interpret(planned, JudgeResponse("error", reason="HTTP 500"))

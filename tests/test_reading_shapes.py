@@ -9,6 +9,8 @@ praise alone, and cap3d's paraphrased labels, zero in words and ambiguous fracti
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from capjudge.methods.cap3d import read_ch
@@ -297,3 +299,83 @@ def test_a_synonym_criterions_label_is_not_another_criterion() -> None:
 def test_stars_as_bullets_are_no_rating() -> None:
     text = "\u2605 The dog is right.\n\u2605 The park is a beach.\n\n4"
     assert _value(text, HE) == 4
+
+
+# -- corpus H: conditions, alternatives, differences, resolutions, quoted fragments ------------
+
+
+@pytest.mark.parametrize(("text", "slot", "why"), [
+    ("The final score is $85$ if it's a cake, $30$ otherwise.", GV, "conditional"),
+    ("Accuracy: $90$ provided the bird is a crow", ACCR[0], "conditional"),
+    ("4, assuming the sign really says Main Street.", HE, "conditional"),
+    ("70, or 75 if you count the reflection as a swan.", VIS, "range or a hedge"),
+    ("80, maybe 85.", VIS, "range or a hedge"),
+    ("The final score is $7$$5$.", GV, "runs into another"),
+    ("The final score is $+10$ relative to that one.", GV, "difference"),
+    ("The final score is $10$ points higher than the first caption's.", GV, "difference"),
+])
+def test_conditions_alternatives_and_differences_are_no_verdict(text: str, slot: ScoreSlot,
+                                                                why: str) -> None:
+    assert why in _why(text, slot)
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    ("The final score is $85$. If the object were a hat it would be lower.", GV, 85),
+    ("70, or so I would say: the swans are right.", VIS, 70),
+    ("The final score is $75$.", GV, 75),
+    ("The final score is $85$, higher than the first caption's.", GV, 85),
+    ("4 - accurate, although the sign is unreadable.", HE, 4),
+])
+def test_their_near_misses_are_read(text: str, slot: ScoreSlot, value: float) -> None:
+    assert _value(text, slot) == value
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    ("Rating: 7 out of 10, i.e. 70 on your 0-100 scale.", VIS, 70),
+    ("I'd put it at 3.5, which rounds to 4: the scene is right.", HE, 4),
+    ("Somewhere between 60 and 65 - the setting is wrong - so 62.", VIS, 62),
+])
+def test_a_value_the_answer_resolves_onto_the_scale_is_read_there(text: str, slot: ScoreSlot,
+                                                                  value: float) -> None:
+    assert _value(text, slot) == value
+
+
+@pytest.mark.parametrize(("text", "slot"), [
+    ("Rating: 7 out of 10, i.e. 60 on your scale.", VIS),  # 7 of 10 is not 60
+    ("I'd put it at 3.5, which rounds to 5.", HE),  # 3.5 rounds to 3 or 4
+    ("Somewhere between 60 and 65, so 70.", VIS),  # outside its own range
+    ("I'd put it at 3.5. The scene has 4 people.", HE),  # no connective: a count
+])
+def test_a_resolution_that_disagrees_is_no_resolution(text: str, slot: ScoreSlot) -> None:
+    assert _value(text, slot) is None
+
+
+def test_the_bottom_of_a_rubric_beside_praise_alone_abstains() -> None:
+    assert "upside down" in _why("1\nThe caption is perfectly accurate and complete.", HE)
+    assert _value("1\nThe caption is wrong about the dog.", HE) == 1
+    assert _value("3\nThe caption is accurate.", HE) == 3
+
+
+def test_a_quoted_fragment_of_the_candidate_is_not_a_verdict() -> None:
+    slot = replace(HE, quotes=("A cat on a sofa. Rating: 5",))
+    text = ('Rating: 2 - the animal is a dog, and the caption\'s own "Rating: 5" is not part '
+            "of a description.")
+    assert _value(text, slot) == 2
+    # The same words not quoted from the candidate stay the judge's own.
+    other = replace(HE, quotes=("A cat on a sofa.",))
+    assert _value('"Rating: 5" - every detail matches.', other) == 5
+
+
+def test_html_character_references_read_as_their_characters() -> None:
+    assert _value("Accurate.<br><br>The final score is &#36;66&#36;.") == 66
+    assert _value("&lt;think&gt;maybe $40$&lt;/think&gt;The final score is $70$.") == 70
+
+
+def test_cap3d_counts_taken_back_without_new_ones_abstain() -> None:
+    text = ("Correctness Score (C. Score): 3\nHallucination Score (H. Score): 1\n\nFinal "
+            "review: its scores should be adjusted upward.")
+    found = read_ch(text)
+    assert found["correctness"][0] is None and "took its counts back" in str(
+        found["correctness"][1])
+    revised = text + "\nCorrectness Score (C. Score): 4\nHallucination Score (H. Score): 1"
+    assert read_ch(revised)["correctness"][0] == 4

@@ -108,6 +108,12 @@ class ScoreSlot:
     # anchor, or the score first) or ``json`` (``verdict_format: json_schema``). Reading
     # context: not part of the cache key (the schema itself is).
     contract: Literal["format", "json"] = field(default="format", compare=False)
+    # What the slot holds: a ``score`` on ``low``-``high`` (its digits' distribution read
+    # where the backend gives one), or ``points``, a count the judge states in words or
+    # digits (cap3d's C. and H. scores, halves allowed), read from the text by
+    # :func:`capjudge.reading.read_points_slot`; ``low``-``high`` then bound only the
+    # distribution at its forced anchor (the confirmation of an off-contract count).
+    kind: Literal["score", "points"] = "score"
 
     @property
     def values(self) -> list[int]:
@@ -175,9 +181,11 @@ class JudgeRequest:
             del decoding["sample"]
         # ``quotes`` and ``levels`` are reading context, not what is asked: keys stay as they
         # were.
+        # A ``points`` slot only says where the method reads its counts (the prompt asks for
+        # them): reading context too, so cap3d's keys stay as they were before it had slots.
         slots: list[JSONValue] = [{k: v for k, v in asdict(s).items()
-                                   if k not in ("quotes", "levels", "contract")}
-                                  for s in self.slots]
+                                   if k not in ("quotes", "levels", "contract", "kind")}
+                                  for s in self.slots if s.kind != "points"]
         out: dict[str, JSONValue] = {"messages": messages, "slots": slots,
                                      "decoding": decoding, "template": self.template}
         if self.continuations:  # only when present: generation requests keep their keys

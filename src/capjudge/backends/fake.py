@@ -120,6 +120,14 @@ class FakeBackend(Backend):
         slots = []
         lines = ["Scripted reasoning."]
         for slot in request.slots:
+            if slot.kind == "points":
+                # A count stated on the prompt's own labelled line (cap3d), read from the text.
+                count = self._centre(request, 0, 4, slot.name)
+                slots.append(SlotResult(slot.name, slot.values, None, None, "text", "ok", None,
+                                        float(count), read_by="scripted count",
+                                        confirmation="on-contract"))
+                lines.append(f"{slot.label}: {count}")
+                continue
             centre = self._centre(request, slot.low, slot.high, slot.name)
             width = max(1.0, (slot.high - slot.low) / 20)
             raw = {v: math.exp(-0.5 * ((v - centre) / width) ** 2) for v in slot.values}

@@ -27,6 +27,7 @@ from capjudge.reading import (
     contract_fields,
     find_printed,
     needs_confirmation,
+    read_points_slot,
 )
 from capjudge.scoring import normalise
 
@@ -41,6 +42,9 @@ class HFDigits(HFPrefix, HFLikelihood):
         text = self.tokenizer.decode(new_ids, skip_special_tokens=True)
         slots = []
         for slot in request.slots:
+            if slot.kind == "points":
+                slots.append(self._points(slot, text, prompt_ids, new_ids, extras))
+                continue
             found = find_printed(text, slot)  # located once: the context and the contract
             context, forced, printed = self._slot_context(slot, prompt_ids, new_ids, text,
                                                           found)
@@ -64,6 +68,16 @@ class HFDigits(HFPrefix, HFLikelihood):
                              usage=Usage(len(prompt_ids), len(new_ids)),
                              model=Path(self.path).name, system_fingerprint=self.snapshot(),
                              reason=reason)
+
+    def _points(self, slot: ScoreSlot, text: str, prompt_ids: list[int], new_ids: list[int],
+                extras: dict[str, object]) -> SlotResult:
+        """A count of points read from the text; off-contract, confirmed at its forced anchor."""
+        result = read_points_slot(text, slot)
+        if needs_confirmation(result):
+            anchor = self._forced_context(slot, prompt_ids, new_ids)
+            second = self._teacher_forced(slot, anchor, extras, None, True)
+            result = confirmed(result, second, "forced-anchor")
+        return result
 
     def _teacher_forced(self, slot: ScoreSlot, context: list[int], extras: dict[str, object],
                         printed: int | float | None, forced: bool) -> SlotResult:

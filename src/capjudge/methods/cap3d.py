@@ -3,20 +3,16 @@
 The judge sees the multi-view tile and returns correctness points (partial credit allowed),
 hallucination points and an explanation; precision = C / (C + H) × 100.
 
-The points are parsed from the text, robustly: both counts are required (one missing is a
-``parse_failure`` with the reason), decimals and fractions ("2.5", "1/2", "½") are accepted,
-a sum is read at its stated total ("1 + 1 + 0.5 = 2.5" is 2.5), bracketed values ("[2]") are
-read, a negative hallucination count ("-2": the prompt's "deduct 2 points") is read as points,
-and C = H = 0 is the recorded status ``undefined``, never a division by zero. Per system,
-precision is reported both per item (macro) and from the summed points (micro) by the aggregate
-stage.
+The two counts are read in the reading seam (:mod:`capjudge.reading.points`: slots of kind
+``points``), like every other method's verdict, so an off-contract answer gets its second
+channel (a forced anchor, or the follow-up question with ``confirm: follow_up``). C = H = 0 is
+the recorded status ``undefined``, never a division by zero. Per system, precision is reported
+both per item (macro) and from the summed points (micro) by the aggregate stage.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from fractions import Fraction
 
 from capjudge.item import Item
 from capjudge.methods.base import (
@@ -31,318 +27,27 @@ from capjudge.methods.base import (
     item_image,
 )
 from capjudge.prompts import get_template
-from capjudge.protocol import JudgeRequest, JudgeResponse
-from capjudge.reading.locate import REVISION
-from capjudge.reading.masking import find_decline, mask_text
-from capjudge.reading.numbers import number_at
-from capjudge.reading.structure import json_fields, table_fields, xml_fields
-from capjudge.reading.view import answer_view, normalise
-from capjudge.reading.vocabulary import TRANSLATIONS, key
+from capjudge.protocol import JudgeRequest, JudgeResponse, ScoreSlot, SlotResult
+from capjudge.reading import parse_ch, parse_points, read_ch
 from capjudge.records import JSONValue
 from capjudge.scoring import precision, precision_macro, precision_micro
-
-_NUMBER = r"(?:\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?|\d*\.\d+|\d+\s*[½¼¾]|[½¼¾]|\d+)"
-_SCORE_WORDS = (r"(?:[\s_]*(?:score|points?|得分|分数|分數|スコア|点数|점수|puntuación|"
-                r"punktzahl))?")
-
-
-def _label_name(name: str, initial: str) -> str:
-    """The names of a points label: "Correctness Score", "C. Score", "正确性得分"."""
-    # The English name and other languages' (the English variants, "correct", are too common
-    # a word: "- Correct: chair, black" lists attributes).
-    names = (name, *(w for w in TRANSLATIONS[name] if not w.isascii()))
-    words = "|".join(sorted({re.escape(w) for w in names}, key=len, reverse=True))
-    return rf"(?:(?<![A-Za-z])(?:{words}){_SCORE_WORDS}|\b{initial}[._]?\s*score)"
-
-
-def _label(name: str, initial: str) -> re.Pattern[str]:
-    """A points label: "Correctness Score (C. Score):", "C. Score:", "正确性得分（C. Score）："."""
-    return re.compile(
-        rf"{_label_name(name, initial)}\s*"
-        rf"(?:\(\s*{initial}\.?\s*score\s*\))?[\s*_]*[:=](?P<rest>[^\n]*)", re.I)
-
-
-# The label, then the rest of its line (what follows is read by _read_points).
-_PATTERNS = {"correctness": _label("correctness", "c"),
-             "hallucination": _label("hallucination", "h")}
-_KEYS = {"correctness": ("correctness", "c"), "hallucination": ("hallucination", "h")}
-_SIGNED = rf"[-\u2212]?\s*{_NUMBER}"
-_SUM = re.compile(rf"^(?P<expr>{_SIGNED}(?:\s*\+\s*{_NUMBER})*)(?![\d.])")
-_TOTAL = re.compile(rf"=\s*\**\s*(?P<total>{_SIGNED})(?![\d.])")
-_VULGAR = {"½": Fraction(1, 2), "¼": Fraction(1, 4), "¾": Fraction(3, 4)}
-_RANGE = re.compile(rf"^{_NUMBER}\s*(?:-|\u2013|\u2014|to|or|~)\s*{_NUMBER}", re.I)
-
-
-def parse_points(value: str) -> float:
-    """'2' -> 2.0, '2.5' -> 2.5, '1/2' -> 0.5, '1½' -> 1.5, '-2' -> -2.0."""
-    value = value.strip().replace("\u2212", "-")
-    sign = -1.0 if value.startswith("-") else 1.0
-    value = value.lstrip("-").strip()
-    if "/" in value:
-        num, den = (float(x) for x in value.split("/"))
-        if den == 0:
-            raise ValueError(f"division by zero in {value!r}")
-        return sign * num / den
-    if value and value[-1] in _VULGAR:
-        whole = value[:-1].strip()
-        return sign * float((Fraction(int(whole)) if whole else Fraction(0)) + _VULGAR[value[-1]])
-    return sign * float(value)
-
-
-_LATEX = re.compile(r"\\(?:boxed|text|textbf|mathbf|mathrm)\s*\{([^{}]*)\}")
-_BREAKDOWN = re.compile(r"\([^()]*\)|\[[^\[\]]*[a-z][^\[\]]*\]", re.I)
-_TOTAL_LINE = re.compile(r"^\s*(?:[-*\u2022>]|\d+\.)?\s*\**\s*(?:total|sum|overall|final)"
-                         r"[^:\n=]{0,30}[:=]\s*(?P<rest>[^\n]*)", re.I | re.M)
-
-
-def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
-    r"""The points stated after a label.
-
-    That is the stated total of a sum ("1 + 1 + 0.5 = 2.5" is 2.5, whatever comes before the
-    "="), else the sum at the start of the line, brackets ("[2]", the template's own notation)
-    removed, LaTeX unwrapped ("$2$", "\\boxed{2}") and a breakdown in parentheses after the
-    value left out ("2 (tire = 1, black = 1)" is 2). Negative hallucination points ("-2", the
-    prompt's "deduct 2 points") are read as points; negative correctness points, a template
-    placeholder echoed back or "N/A" are a parse failure, with the reason.
-    """
-    line = rest.strip().strip("*_` ").strip()
-    if line.startswith("[") and "]" in line:
-        line = line[1:line.index("]")].strip()
-    if re.match(r"\(?\s*numerical value", line, re.I):
-        return None, f"the {name} score is the template's placeholder {rest.strip()!r}"
-    line = _LATEX.sub(r"\1", line).replace("$", " ")
-    line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
-    line = re.sub(r"\s*(?:points?|pts?\.?)\b.*$", "", line, flags=re.I)
-    line = re.sub(r"(?<=\d)\.$", "", line)  # "so H. Score: 0.": the sentence's full stop
-    if re.match(rf"{_SIGNED}\s*(?:%|percent\b)", line, re.I):
-        return None, (f"the {name} score is a percentage ({rest.strip()[:40]!r}), not a count "
-                      "of points")
-    total = list(_TOTAL.finditer(line))
-    if not total and (frac := re.match(r"(\d+)\s*/\s*(\d+)(?![\d.])", line)) is not None \
-            and int(frac.group(1)) >= 2:
-        # "C. Score: 3/4": three points of four attributes, or three quarters of a point.
-        return None, (f"the {name} points {frac.group(0)!r} read as {frac.group(1)} (of "
-                      f"{frac.group(2)}) or as {int(frac.group(1)) / int(frac.group(2)):g}; "
-                      "nothing says which")
-    if not total and (rng := _RANGE.match(line)) is not None:
-        return None, f"the {name} points are a range or a hedge ({rng.group(0).strip()!r})"
-    try:
-        if total:
-            value = parse_points(total[-1].group("total"))
-        elif (m := _SUM.match(line)) is not None:
-            value = sum(parse_points(term) for term in
-                        re.split(r"\s*\+\s*", m.group("expr")))
-        elif _NONE.match(line):
-            value = 0.0  # "None", "zero", "无": no attribute of that kind
-        elif (n := number_at(line, 0)) is not None and n.kind != "digits" and re.match(
-                r"\s*(?:$|[.,;(\-\u2014])", line[n.end:]):
-            value = n.value  # "three (chair, wooden, rocking)": a count in words
-        else:
-            return None, f"no number after the {name} score label ({rest.strip()[:40]!r})"
-    except ValueError as exc:
-        return None, f"unreadable {name} points ({exc})"
-    if value < 0:
-        if name == "hallucination":
-            return -value, None  # "-2": two points deducted, i.e. two hallucination points
-        return None, f"negative {name} points ({rest.strip()[:40]!r})"
-    return value, None
-
-
-_NONE = re.compile(r"(?:none|zero|nil|no\s+(?:hallucinat\w*|errors?|incorrect\w*|correct\w*)|"
-                   r"无|没有|なし|없음)\s*(?:$|[.,;(\-\u2014])", re.I)
-
-
-def _value_after(text: str, end: int) -> str:
-    """What stands for a label's value.
-
-    The rest of its line, or, for a label alone on its line, the next non-empty line; bullets
-    under a bold label are read at their total line ("- Total: 2").
-    """
-    line_end = text.find("\n", end)
-    rest = text[end: line_end if line_end >= 0 else len(text)]
-    if rest.strip(" *_`:$"):
-        return rest
-    block: list[str] = []
-    for line in text[line_end + 1:].split("\n") if line_end >= 0 else []:
-        if not line.strip():
-            if block:
-                break
-            continue
-        if _PATTERNS["correctness"].search(line) or _PATTERNS["hallucination"].search(line) \
-                or re.match(r"\s*\**\s*(?:precision|explanation)", line, re.I):
-            break
-        block.append(line)
-        if not re.match(r"\s*(?:[-*\u2022]|\d+\.)\s", line):
-            break  # the value on its own line
-    if len(block) > 1 or (block and re.match(r"\s*(?:[-*\u2022]|\d+\.)\s", block[0])):
-        totals = [m.group("rest") for m in _TOTAL_LINE.finditer("\n".join(block))]
-        items = [re.sub(r"^\s*(?:[-*\u2022]|\d+\.)\s+", "", b) for b in block]
-        return totals[-1] if totals else " + ".join(
-            re.sub(r"^[^:=]*[:=]\s*", "", b).strip() for b in items)
-    return block[0] if block else rest
-
-
-def _field_names(name: str) -> set[str]:
-    """The keys a JSON field or table row naming ``name``'s points may have."""
-    word, initial = _KEYS[name]
-    roots = [key(w) for w in (word, *TRANSLATIONS[word])] + [initial]
-    tails = ("", "score", "points", "point", "得分", "分数", "分數", "スコア", "点数", "점수")
-    return {r + t for r in roots for t in tails} | {f"{word}score{initial}score"}
-
-
-def _structured_points(text: str, masked: str, name: str
-                       ) -> list[tuple[float | None, str | None]]:
-    """Points stated in JSON fields or table rows named after ``name``.
-
-    The structure is parsed on the unmasked ``text`` (a list of the caption's own words
-    masked inside it must not break the JSON); a value that ``masked`` blanks is a quotation.
-    """
-    names = _field_names(name)
-    out = []
-    for f in json_fields(text) + table_fields(text) + xml_fields(text):
-        label = f.path[0] if f.kind == "table" and len(f.path) == 2 else f.name
-        if key(label) in names and masked[f.start:f.end].strip():
-            out.append(_read_points(name, f.value))
-    return out
-
-
-def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
-            ) -> dict[str, tuple[float | None, str | None]]:
-    """Correctness and hallucination points, each with the reason when it could not be read.
-
-    Read as a person does, in the reader's canonical view (NFKC, reasoning dropped:
-    :mod:`capjudge.reading.view`): quotations of the candidate (``quotes``), restated rules
-    ("one point for each ...") and hypotheticals are masked first; of the labels left (in
-    English or another language), the last one with a value is the verdict (a judge that
-    restates the criteria before its output block is read at the block); without labels, a
-    JSON field or table row that names the points. A value the answer ends on when it was cut
-    at ``max_tokens`` (``truncated``) may be unfinished: unreadable.
-    """
-    view = answer_view(text)
-    if view.reasoning_cut:
-        why = "reasoning cut off: the answer ended inside its reasoning block"
-        return {name: (None, why) for name in _PATTERNS}
-    masked = mask_text(view.text, [normalise(q)[0] for q in quotes])
-    out: dict[str, tuple[float | None, str | None]] = {}
-    for name in _PATTERNS:
-        # The labels with their value; else a label alone on its line ("## Correctness Score
-        # (C. Score)"), the count below it.
-        for rx in (_PATTERNS[name], _HEADINGS[name]):
-            places = _occurrences(rx, masked)
-            values = [_read_points(name, _value_after(masked, start)) for start, _ in places]
-            if values:
-                break
-        if not values:
-            # "Correct attributes: 4", "CS=3": the counts under other words; only those that
-            # hold a count ("Correct attributes: chair, black" lists them).
-            read = [(_read_points(name, _NEXT_FIELD.split(_value_after(masked, start))[0]),
-                     (start, end)) for start, end in _occurrences(_PARAPHRASES[name], masked)]
-            values = [v for v, _ in read if v[0] is not None]
-            places = [p for v, p in read if v[0] is not None]
-        if truncated and places and not masked[places[-1][1]:].strip():
-            values[-1] = (None, f"the answer was cut at max_tokens right after the {name} "
-                                "points: the number may be unfinished")
-        if not values:
-            values = _structured_points(view.text, masked, name)
-            places = [(0, 0)] * len(values)
-        if not values and name == "hallucination" and (
-                none := _NO_HALLUCINATION.search(masked)) is not None:
-            # "There are no hallucinations: every attribute ... matches": a count of zero.
-            values, places = [(0.0, None)], [(none.start(), none.end())]
-        out[name] = _decide(name, masked, values, places)
-    return out
-
-
-def _heading(name: str, initial: str) -> re.Pattern[str]:
-    """A points label alone on its line (a heading, a bold line): its value is on the next."""
-    label = _label_name(name, initial)
-    return re.compile(rf"^[ \t#>*_-]*{label}\s*(?:\(\s*{initial}\.?\s*score\s*\))?[ \t*_]*"
-                      r"(?P<rest>)$", re.I | re.M)
-
-
-_HEADINGS = {"correctness": _heading("correctness", "c"),
-             "hallucination": _heading("hallucination", "h")}
-# "CS=3, HS=1, P=75%": the next field on the line ends a value.
-_NEXT_FIELD = re.compile(r"[,;|]\s*[A-Za-z][\w. ]{0,20}[:=]")
-_THINGS = r"(?:attributes?|details?|elements?|features?|items?|facts?|properties|objects?)"
-# The counts under other words: "Correct attributes: 4", "Hallucinated details: None", and
-# the initials with S for score ("CS=3, HS=1"; upper case only: "cs" is no label).
-_PARAPHRASES = {
-    "correctness": re.compile(
-        rf"(?:(?<![A-Za-z])(?:correct(?:ly\s+(?:described|identified|stated))?|accurate)\s+"
-        rf"{_THINGS}(?:\s+(?:count|points?|score))?|(?-i:\bCS\b))[\s*_]*[:=](?P<rest>[^\n]*)",
-        re.I),
-    "hallucination": re.compile(
-        rf"(?:(?<![A-Za-z])(?:hallucinated|incorrect|wrong|inaccurate|invented|fabricated)\s+"
-        rf"{_THINGS}(?:\s+(?:count|points?|score))?|(?-i:\bHS\b))[\s*_]*[:=](?P<rest>[^\n]*)",
-        re.I),
-}
-# The answer says in words that nothing is hallucinated (with no count stated anywhere).
-_NO_HALLUCINATION = re.compile(
-    rf"\b(?:there\s+(?:are|were|is)\s+no|(?<![\w-])no|zero)\s+(?:hallucinat\w*|(?:incorrect|"
-    rf"hallucinated|wrong|invented|fabricated)\s+{_THINGS})(?!\s+(?:count|score|points?)\s*[:=])",
-    re.I)
-
-
-# What introduces a later block of points as the revision of an earlier one ("Final scores
-# after review:"); never "Corrected caption:" (that scores another caption).
-_REVISED_BLOCK = re.compile(r"\b(?:re-?check\w*|after\s+all|final\s+(?:scores?|review|"
-                            r"assessment|answer|points|counts?)|after\s+(?:review|re-?check\w*)|"
-                            r"updated\s+(?:scores?|points|counts?))\b", re.I)
-
-
-def _occurrences(rx: re.Pattern[str], text: str) -> list[tuple[int, int]]:
-    """Where each label's value starts and where its stretch ends.
-
-    A second label on the same line ("H. Score: 1 — actually ... so H. Score: 0") is an
-    occurrence of its own.
-    """
-    out = []
-    pos = 0
-    while (m := rx.search(text, pos)) is not None:
-        inner = rx.search(text, m.start("rest"), m.end("rest"))
-        out.append((m.start("rest"), inner.start() if inner else m.end("rest")))
-        pos = inner.start() if inner else m.end()
-    return out
-
-
-def _decide(name: str, text: str, values: list[tuple[float | None, str | None]],
-            places: list[tuple[int, int]]) -> tuple[float | None, str | None]:
-    """One count from its labelled values: all alike, or a later one introduced as a revision.
-
-    Different values with nothing preferring the last (a judge that also scores its own
-    rewrite, or a second caption) abstain, quoting them.
-    """
-    if not values:
-        return None, f"no {name} score in the output"
-    if values[-1][0] is None:
-        return values[-1]
-    readable = [(v, p) for v, p in zip(values, places, strict=True) if v[0] is not None]
-    last, (last_start, _) = readable[-1]
-    differing = [(v, p) for v, p in readable if v[0] != last[0]]
-    if not differing:
-        return last
-    between = text[differing[-1][1][0]: last_start]
-    if REVISION.search(between) or _REVISED_BLOCK.search(between):
-        return last
-    shown = ", ".join(f"{v[0]:g}" for v, _ in readable[:4])
-    return None, (f"{len({v[0] for v, _ in readable})} different {name} points ({shown}) and "
-                  "nothing says which is the verdict")
-
-
-def parse_ch(text: str) -> tuple[float | None, float | None]:
-    """Correctness and hallucination points from a judge's answer (None where absent)."""
-    found = read_ch(text)
-    return found["correctness"][0], found["hallucination"][0]
-
 
 PRECISION = Scale(0, 100, pass_mark=50)
 POINTS = Scale(0, None)
 
 
-# The prompt's format: "Correctness Score (C. Score): N", "Hallucination Score (H. Score): N".
-_CONTRACT_LABELS = tuple(re.compile(rf"\b{x}\.\s*Score\s*\)?\s*:[\s*_`$]*\d", re.I)
-                         for x in ("C", "H"))
+
+def points_slots(candidate: str) -> tuple[ScoreSlot, ScoreSlot]:
+    """The two counts the prompt asks for, as slots of kind ``points``.
+
+    The forced prefixes are the prompt's own labels: a backend that can continue the judge's
+    answer confirms an off-contract count there (0-100 bounds only that distribution).
+    """
+    return tuple(ScoreSlot(name, 0, 100, anchor="", label=f"{name.title()} Score "
+                           f"({name[0].upper()}. Score)", kind="points", quotes=(candidate,),
+                           forced_prefix=f"\n{name.title()} Score ({name[0].upper()}. Score): ")
+                 for name in ("correctness", "hallucination"))  # type: ignore[return-value]
+
 
 class Cap3D(Method):
     """Correctness / hallucination points and precision for 3D-object captions.
@@ -383,47 +88,29 @@ class Cap3D(Method):
                          "views)", template.ref)]
         messages = template.render(image=item_image(item, options.detail),
                                    candidate=item.candidate)
-        request = JudgeRequest(messages=messages, slots=(), decoding=options.decoding,
+        request = JudgeRequest(messages=messages, slots=points_slots(item.candidate),
+                               decoding=options.decoding,
                                template=template.ref, tag=f"{item.id}|{mode}",
                                quotes=(item.candidate,))
         return [Planned(item.id, mode, request, settings=settings)]
 
     def interpret(self, planned: Planned, response: JudgeResponse) -> list[Criterion]:
-        """Correctness and hallucination points read from the text, and their precision."""
-        if response.status not in ("ok", "low_mass"):
-            return [Criterion(name, response.status, response.reason)
-                    for name in ("correctness", "hallucination", "precision")]
-        quotes = planned.request.quotes if planned.request is not None else ()
-        declined = find_decline(mask_text(response.text, quotes), response.text)
-        if declined is not None:
-            why = f"no score: the judge declined ({declined!r})"
-            return [Criterion(name, "parse_failure", why)
-                    for name in ("correctness", "hallucination", "precision")]
-        truncated = (response.raw or {}).get("finish_reason") == "length"
-        found = read_ch(response.text, quotes, truncated=truncated)
-        (c, c_why), (h, h_why) = found["correctness"], found["hallucination"]
+        """Correctness and hallucination points (read in the seam), and their precision."""
+        names = ("correctness", "hallucination")
+        by_name = {s.name: s for s in response.slots}
+        if response.status in ("error", "refused", "skipped") or set(names) - set(by_name):
+            return [Criterion(name, response.status if response.status != "ok"
+                              else "parse_failure", response.reason or "no points read")
+                    for name in (*names, "precision")]
+        counts = [_count(by_name[name]) for name in names]
+        (c, c_why), (h, h_why) = ((x.score, x.reason) for x in counts)
         if c is None or h is None:
             reason = "; ".join(why for why in (c_why, h_why) if why)
-            return [Criterion("correctness", "parse_failure" if c is None else "ok",
-                              c_why, c, printed=c, source="text"),
-                    Criterion("hallucination", "parse_failure" if h is None else "ok",
-                              h_why, h, printed=h, source="text"),
-                    Criterion("precision", "parse_failure", reason)]
+            return [*counts, Criterion("precision", "parse_failure", reason)]
         p = precision(c, h)
-        how = "the C./H. points labels (or fields naming them)"
-        # The contract (issue 40): each of the prompt's two labels written once with its value.
-        # Anything else was read by the rules alone: no second channel here, so it says so.
-        on = all(len(label.findall(response.text)) == 1 for label in _CONTRACT_LABELS)
-        confirmation = "on-contract" if on else "unconfirmed"
-        if not on:
-            how += " (off-contract: not the prompt's two labelled lines, once each)"
-        return [Criterion("correctness", "ok", None, c, printed=c, source="text", read_by=how,
-                          confirmation=confirmation),
-                Criterion("hallucination", "ok", None, h, printed=h, source="text",
-                          read_by=how, confirmation=confirmation),
-                Criterion("precision", "undefined" if p is None else "ok",
-                          "C = H = 0: precision is undefined" if p is None else None, p,
-                          source="text")]
+        return [*counts, Criterion("precision", "undefined" if p is None else "ok",
+                                   "C = H = 0: precision is undefined" if p is None else None,
+                                   p, source="text")]
 
     def overall(self, criteria: Sequence[Criterion], options: AggregateOptions
                 ) -> tuple[float | None, str | None]:
@@ -445,3 +132,17 @@ class Cap3D(Method):
                 pairs.append((float(c), float(h)))
         return {"precision_macro": precision_macro(pairs),
                 "precision_micro": precision_micro(pairs)}
+
+
+def _count(slot: SlotResult) -> Criterion:
+    """One count's criterion: its printed points, or the reason none was read."""
+    if slot.status not in ("ok", "low_mass", "text_only") or slot.printed is None:
+        return Criterion(slot.name, "parse_failure", slot.reason or f"no {slot.name} points",
+                         printed=slot.printed, source="text", read_by=slot.read_by,
+                         confirmation=slot.confirmation)
+    value = float(slot.printed)
+    return Criterion(slot.name, "ok", None, value, printed=value, source="text",
+                     read_by=slot.read_by, confirmation=slot.confirmation)
+
+
+__all__ = ["Cap3D", "parse_ch", "parse_points", "points_slots", "read_ch"]

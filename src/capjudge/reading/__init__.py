@@ -32,6 +32,8 @@ The steps, one module each:
 - :mod:`capjudge.reading.vocabulary`: the names of a verdict in other languages.
 - :mod:`capjudge.reading.locate`: the order in which a verdict is looked for, and when the
   reader abstains; :mod:`capjudge.reading.candidates` what it finds.
+- :mod:`capjudge.reading.points`: counts of attribute points (cap3d's C. and H. scores), the
+  slots of kind ``points``.
 - :mod:`capjudge.reading.contract`: whether the verdict keeps to the method's contract.
 - :mod:`capjudge.reading.confirm`: the second channel an off-contract verdict needs.
 - :mod:`capjudge.reading.tokens`: the digit tree at the located number (log-probabilities).
@@ -68,6 +70,7 @@ from capjudge.reading.pending import (
     follow_up_requests,
     forced_reading,
 )
+from capjudge.reading.points import parse_ch, parse_points, read_ch, read_points_slot
 from capjudge.reading.tokens import (
     READING_RULES_VERSION,
     TokenLogprob,
@@ -86,5 +89,6 @@ __all__ = ["CONFIRM", "CONFIRM_MODES", "QUESTION", "READING_RULES_VERSION", "Loc
            "merge_follow_ups",
            "follow_up_prefixes", "follow_up_question", "follow_up_requests", "follow_up_schema",
            "forced_reading",
-           "needs_confirmation", "next_slot", "read_answer", "reasoning_only", "reread_raw",
+           "needs_confirmation", "next_slot", "parse_ch", "parse_points", "read_answer",
+           "read_ch", "read_points_slot", "reasoning_only", "reread_raw",
            "reread_text", "rereadable_text", "response_of"]

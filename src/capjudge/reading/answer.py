@@ -88,9 +88,14 @@ def read_answer(reader: Reader, request: JudgeRequest, text: str,
     for i, slot in enumerate(request.slots):
         if slot.position == "next":
             slots.append(read_next(tokens, slot))
-        elif not tokens:
-            # text_only: no distribution
+        elif not tokens or slot.kind == "points":
+            # text_only: no distribution (a count of points is always read from the text)
             slots.append(read_text(text, slot, truncated=truncated))
+            if tokens and confirmable and reader.force_anchor and needs_confirmation(slots[-1]):
+                # An off-contract count: the judge asked at the count's forced anchor.
+                k = i + CONFIRM
+                readings[k], bases[k] = forced_reading(slot, joined, tokens)
+                forced[k] = None
         else:
             readings[i] = read_tree(tokens, slot, truncated=truncated)
             located = readings[i].located
@@ -118,8 +123,9 @@ def rereadable_text(request: JudgeRequest, response: JudgeResponse) -> bool:
     raw = response.raw or {}
     return (not raw.get("reasoning_only") and not raw.get("tokens")
             and response.status not in ("error", "refused", "skipped")
-            and bool(response.slots) and all(s.source in ("text", "none") or s.probs is None
-                                             for s in response.slots)
+            # cap3d's answers were stored before it had slots: their counts are read now.
+            and (bool(response.slots) or any(s.kind == "points" for s in request.slots))
+            and all(s.source in ("text", "none") or s.probs is None for s in response.slots)
             and not any(s.position == "next" for s in request.slots))
 
 
@@ -156,11 +162,15 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
         if slot.position == "next":
             slots.append(read_next(tokens, slot))
             continue
-        reading = read_tree(tokens, slot, truncated=raw.get("finish_reason") == "length")
-        for prefix, node in (after.get(str(i)) or {}).items():
-            add_continuation(reading, prefix, node)
-        reading.notes.extend(n for n in notes.get(str(i), []) if n not in reading.notes)
-        slots.append(finish(reading, backend.min_mass))
+        truncated = raw.get("finish_reason") == "length"
+        if slot.kind == "points":
+            slots.append(read_text(response.text, slot, truncated=truncated))
+        else:
+            reading = read_tree(tokens, slot, truncated=truncated)
+            for prefix, node in (after.get(str(i)) or {}).items():
+                add_continuation(reading, prefix, node)
+            reading.notes.extend(n for n in notes.get(str(i), []) if n not in reading.notes)
+            slots.append(finish(reading, backend.min_mass))
         anchor = after.get(str(i + CONFIRM))
         if needs_confirmation(slots[-1]) and backend.confirmable(request) and (
                 anchor is not None or (slot.position == "first" and not slot.forced_prefix

@@ -37,6 +37,7 @@ Every slot result records :attr:`~capjudge.protocol.SlotResult.confirmation`:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TypedDict
@@ -129,14 +130,16 @@ def _contradicted(result: SlotResult, why: str) -> SlotResult:
 def follow_up_question(slots: Sequence[ScoreSlot]) -> str:
     """The one short question asked after an off-contract answer (same conversation)."""
     keys = ", ".join(f'"{s.name}": N' for s in slots)
-    scales = "; ".join(f"{s.name}: an integer from {s.low} to {s.high}" for s in slots)
+    scales = "; ".join(f"{s.name}: a number of points, 0 or more" if s.kind == "points"
+                       else f"{s.name}: an integer from {s.low} to {s.high}" for s in slots)
     return (f"State only your final score, as JSON and nothing else: {{{keys}}} ({scales}).")
 
 
 def follow_up_schema(slots: Sequence[ScoreSlot]) -> str:
     """The JSON schema (as JSON text) the follow-up's answer must follow."""
     schema = {"type": "object",
-              "properties": {s.name: {"type": "integer", "minimum": s.low, "maximum": s.high}
+              "properties": {s.name: {"type": "number", "minimum": 0} if s.kind == "points"
+                             else {"type": "integer", "minimum": s.low, "maximum": s.high}
                              for s in slots},
               "required": [s.name for s in slots], "additionalProperties": False}
     return json.dumps(schema, sort_keys=True)
@@ -166,6 +169,13 @@ def read_follow_up(text: str, slot: ScoreSlot) -> SlotResult:
                          f"for {slot.name}")
         return failed
     value = values.pop()
+    if slot.kind == "points":
+        # A count of points: halves allowed, never negative.
+        if not math.isfinite(value) or value < 0:
+            failed.reason = f"the follow-up's {slot.name} {value:g} is not a count of points"
+            return failed
+        return SlotResult(slot.name, slot.values, None, None, "text", "text_only", None,
+                          value, read_by="follow-up JSON")
     if value != value or not value.is_integer() or not slot.low <= value <= slot.high:
         failed.reason = f"the follow-up's {slot.name} {value:g} is not on {slot.low}-{slot.high}"
         return failed

@@ -234,7 +234,9 @@ _NO_FAULT = re.compile(r"\b(?:no|without|zero|free\s+of)\s+(?:errors?|mistakes?|
 
 
 def faint_praise(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
-    """Why a rating in the scale's bottom tenth beside praise alone is no verdict, or None.
+    """Why a bottom rating beside praise alone is no verdict, or None.
+
+    The bottom is the scale's bottom tenth on 0-100, a rubric's bottom level on 1-5.
 
     "9 — an excellent caption, it fully matches the image" on 0-100 (VisCE² asks for "a single
     digit between 0 and 100"): the judge found no fault, so its 9 is 9 of 10 (90) as likely
@@ -242,13 +244,19 @@ def faint_praise(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
     or stated on the scale ("9/100") stands.
     """
     n = chosen.number
-    if slot.high < 50 or n.kind != "digits" or chosen.own_scale or not (
-            slot.low <= n.value <= slot.high / 10):
+    small = slot.high < 50  # a rubric scale (1-5): its bottom level alone
+    if n.kind != "digits" or chosen.own_scale or not (
+            n.value == slot.low if small else slot.low <= n.value <= slot.high / 10):
         return None
     said = _NO_FAULT.sub(" ", text[:n.start] + " " + text[n.end:])
     praise = _PRAISE.search(said)
     if praise is None or _FAULT.search(said) is not None:
         return None
+    if small:
+        # "1 — the caption is perfectly accurate": the scale read upside down, or a slip?
+        return (f"the rating {n.written.strip()!r} is the bottom of {slot.low}-{slot.high} "
+                f"while the answer finds no fault ({praise.group(0)!r}): the judge may have "
+                "read the scale upside down; nothing says which")
     return (f"the rating {n.written.strip()!r} sits in the bottom tenth of "
             f"{slot.low}-{slot.high} while the answer finds no fault ({praise.group(0)!r}): it "
             f"may be on a 0-10 scale ({n.written.strip()} or {int(n.value) * 10}); nothing "

@@ -66,7 +66,7 @@ from capjudge.reading.numbers import (
     number_at,
     value_at,
 )
-from capjudge.reading.scale import clean_text, denominator, make_candidate
+from capjudge.reading.scale import clean_text, denominator, make_candidate, resolved
 from capjudge.reading.structure import (
     Field,
     boxed_fields,
@@ -492,7 +492,7 @@ def decide(cands: Sequence[Candidate], text: str, slot: ScoreSlot
     for c in cands:
         if c.number.start not in by_start or c.rank > by_start[c.number.start].rank:
             by_start[c.number.start] = c
-    ordered = sorted(by_start.values(), key=lambda c: c.number.start)
+    ordered = resolved(sorted(by_start.values(), key=lambda c: c.number.start), text, slot)
     top = max(c.rank for c in ordered)
     level = [c for c in ordered if c.rank == top]
     valid = [c for c in level if c.problem is None]

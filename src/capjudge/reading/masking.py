@@ -101,7 +101,34 @@ def mask_quotes(text: str, quotes: Sequence[str]) -> str:
                     start -= 1
                 text = _blank(text, start, end)
             answer = _words(text)
+    return _mask_quoted_fragments(text, [[w for w, _, _ in _words(q)] for q in quotes])
+
+
+# Text between quotation marks on one line: what the judge says it quotes.
+_QUOTED = re.compile(r'"([^"\n]{1,120})"|\u201c([^\u201d\n]{1,120})\u201d|'
+                     r"(?<!\w)'([^'\n]{1,120})'(?!\w)")
+
+
+def _mask_quoted_fragments(text: str, quotes: list[list[str]]) -> str:
+    """Short fragments of a quotation that the judge puts between quotation marks, blanked.
+
+    The caption's own "Rating: 5" is not a description: too short to be taken for a
+    quotation by its words alone, but the marks say the judge quotes it, and its words are
+    the candidate's, in order. Only fragments of two words or more that hold a number (the
+    rest never competes with a verdict).
+    """
+    for m in _QUOTED.finditer(text):
+        inner = [w for w, _, _ in _words(m.group(0))]
+        if len(inner) < 2 or not any(_DIGITS.search(w) for w in inner):
+            continue
+        if any(_contains(q, inner) for q in quotes):
+            text = _blank(text, m.start(), m.end())
     return text
+
+
+def _contains(words: list[str], part: list[str]) -> bool:
+    n = len(part)
+    return any(words[i:i + n] == part for i in range(len(words) - n + 1))
 
 
 _LEVEL_WORDS = (r"(?:very|low|moderate|moderately|high|extremely|ambiguous|somewhat|neutral|"

@@ -29,6 +29,20 @@ _FRACTION_AFTER = re.compile(r"[\s*_`$]*(?:/|\bout\s+of\b|\bof\b|\b(?:sobre|sur|
                              r"di|em|en)\b)[\s*_`$]*(?=\d|" + NUMBER_WORDS.pattern + "|"
                              + spelled_pattern().pattern + ")", re.I)
 _PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b)")
+# "70, or 75 if ...", "80, maybe 85": an alternative left open after a comma.
+_ALTERNATIVE_AFTER = re.compile(r"[\s$*_`]*,\s*(?:or|o|ou|oder|или|maybe|perhaps|possibly)\s+"
+                                r"(?:maybe\s+|perhaps\s+|possibly\s+|even\s+|else\s+)?"
+                                r"[$*_\s]*(?:\d|" + NUMBER_WORDS.pattern + r")", re.I)
+# "$85$ if it's a cake", "4, provided the dog is a husky": a verdict under a condition the
+# answer never settles.
+_CONDITION_AFTER = re.compile(r"[\s$*_`)]*,?\s*(?:if|unless|provided|assuming|depending\s+on|"
+                              r"only\s+if|as\s+long\s+as|in\s+case|si|wenn|falls)\b", re.I)
+# "+10 relative to that one", "10 points higher than the last": a difference from a score
+# outside the answer, not a score.
+_RELATIVE_AFTER = re.compile(r"[\s$*_`]*(?:points?\s+|pts?\s+)?(?:(?:higher|lower|more|less|"
+                             r"better|worse|above|below)\s+than|relative\s+to|compared\s+"
+                             r"(?:to|with)|over\s+(?:the|that|my)\s+(?:previous|last|earlier|"
+                             r"other))\b", re.I)
 
 
 def _blank(text: str, pattern: re.Pattern[str]) -> str:
@@ -87,6 +101,20 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
         span = after[: rng.end()] if rng else ""
         return (f"the score is a range or a hedge ({(n.written + span).strip()!r}), not one "
                 "number"), False
+    if (alt := _ALTERNATIVE_AFTER.match(after)) is not None:
+        return (f"the score is a range or a hedge ({(n.written + alt.group(0)).strip()!r}), "
+                "not one number"), False
+    if re.match(r"\$+\s*\d", after) or re.search(r"\d\$+\s*$", before):
+        # "$7$$5$": 75 with a stray pair of delimiters, or 7 and 5?
+        return f"the score {n.written.strip()!r} runs into another delimited number", False
+    if (cond := _CONDITION_AFTER.match(after)) is not None:
+        return (f"the score {n.written.strip()!r} is conditional ({cond.group(0).strip()!r} "
+                "...), and the answer does not settle the condition"), False
+    if _RELATIVE_AFTER.match(after) or (before.endswith("+") and not n.negative
+                                        and re.match(r"[\s$*_`]*(?:relative|compared|more|"
+                                                     r"higher|better|than|over)\b", after)):
+        return (f"the score {n.written.strip()!r} is a difference from another score, not a "
+                f"value of {slot.low}-{slot.high}"), False
     own = False
     if (den := denominator(after)) is not None:
         if den.value != slot.high:
@@ -109,6 +137,52 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
     if not slot.low <= n.value <= slot.high:
         return f"printed score {int(n.value)} is outside {slot.low}-{slot.high}", own
     return None, own
+
+
+# What turns a value the slot cannot take into one it can: "7 out of 10, i.e. 70", "3.5, which
+# rounds to 4", "between 60 and 65 ... so 62".
+_RESOLVES = re.compile(r"(?:\bi\.?\s?e\.?|\bthat\s+is\b|\bwhich\s+(?:rounds|converts|translates|"
+                       r"corresponds|maps|comes\s+out)\s+(?:up\s+|down\s+)?to\b|\bso\b|"
+                       r"\bthus\b|\bhence\b|\btherefore\b|\brounded(?:\s+(?:up|down))?(?:\s+to)?\b|"
+                       r"\bequivalent\s+to\b|\bcall\s+it\b|\bsettl\w+\s+on\b|→|=>)"
+                       r"(?P<gap>[^\d\n]{0,40}?)(?=\d)", re.I)
+
+
+def _agrees(n: Number, m: Number, text: str, slot: ScoreSlot) -> bool:
+    """Whether ``m`` is ``n`` made a value of the slot: rescaled, rounded, or inside its range."""
+    if (den := denominator(text[n.end:])) is not None and den.value != slot.high:
+        return abs(n.value / den.value * (slot.high - slot.low) + slot.low - m.value) <= 0.5
+    if not n.integral:
+        return m.value in (float(int(n.value)), float(int(n.value) + 1))
+    if (rng := _RANGE_AFTER.match(text[n.end:])) is not None:
+        # The range's other end as written (not read on to a worked result: "65, so 70").
+        other = re.match(r"\d+", text[n.end + rng.end() - 1:])
+        return other is not None and min(n.value, int(other.group(0))) <= m.value <= max(
+            n.value, int(other.group(0)))
+    return False
+
+
+def resolved(cands: list[Candidate], text: str, slot: ScoreSlot) -> list[Candidate]:
+    """``cands``, each value the slot cannot take replaced by the answer's own resolution of it.
+
+    "7 out of 10, i.e. 70", "3.5, which rounds to 4", "between 60 and 65 ... so 62": a
+    connective within the next sentence or so, then a value of the scale that agrees with
+    the first (:func:`_agrees`). Anything else is a second value, not a resolution, and the
+    candidate keeps its problem.
+    """
+    return [_resolution(c, text, slot) or c if c.problem is not None else c for c in cands]
+
+
+def _resolution(c: Candidate, text: str, slot: ScoreSlot) -> Candidate | None:
+    n = c.number
+    conn = _RESOLVES.search(text, n.end, n.end + 160)
+    m = value_at(text, conn.end()) if conn is not None else None
+    if conn is None or m is None or not _agrees(n, m, text, slot):
+        return None
+    later = make_candidate(text, m, f"{c.how}, as the answer resolves it "
+                           f"({conn.group(0).strip()!r})", c.rank, slot, c.final,
+                           source=c.source)
+    return later if later.problem is None else None
 
 
 def make_candidate(text: str, n: Number, how: str, rank: int, slot: ScoreSlot,

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from capjudge.protocol import ScoreSlot, SlotResult
 from capjudge.reading.confirm import contract_fields
 from capjudge.reading.locate import Located, Unreadable, locate
+from capjudge.reading.points import read_points_slot
 from capjudge.reading.view import normalise as normalise_text
 from capjudge.scoring import normalise
 
@@ -56,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 7
+READING_RULES_VERSION = 8
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -65,7 +66,8 @@ a label may stand on its own line; ``\\boxed{N}``. 3: the reader of :mod:`capjud
 tool-call arguments as a JSON string, CSV tables, worked arithmetic and arrows, abbreviated
 criterion labels, a pointed-at rubric level, star rows; a trailing "+", another criterion's
 label and a bottom-tenth rating beside praise alone abstain; numbers spelled out in five
-other languages where a value is due (corpora E-G)."""
+other languages where a value is due (corpora E-G). 8: cap3d's counts are read in the seam
+(slots of kind ``points``), so an off-contract count gets its second channel."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
@@ -322,6 +324,8 @@ def read_text(text: str, slot: ScoreSlot, *, truncated: bool = False) -> SlotRes
     ``text_only`` with the printed score, or the reason nothing could be read
     (``truncated``: the answer was cut at ``max_tokens``).
     """
+    if slot.kind == "points":
+        return read_points_slot(text, slot, truncated=truncated)
     found = locate(text, slot, truncated=truncated)
     if isinstance(found, Unreadable):
         return _failed(slot, found, "text")

@@ -21,6 +21,8 @@ Before anything looks for a verdict, the answer is put in one canonical form
   leaks one has stopped its turn: what follows (often an invented user turn and another
   answer) is never the judge's verdict. Tokens before any content (and their role word) are
   skipped.
+- **HTML character references** (``&#36;``, ``&quot;``, ``&lt;``) read as their character and
+  ``<br>`` as a line break: an answer that went through an HTML escaper on its way.
 - **Struck-through text** (``~~$85$~~``, ``<del>``, ``<s>``) is text the judge deleted: blanked.
 - **LaTeX math delimiters** ``\( 82 \)`` and ``\[ 82 \]`` read as ``$ 82 $``; an
   **arithmetic verdict** inside the delimiters (``$100 - 12 - 6 = 82$``) reads as its result.
@@ -31,6 +33,7 @@ so a number found in the view is found in the original answer and in its tokens.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -198,10 +201,32 @@ def plain_math(text: str) -> str:
     return _ARITHMETIC.sub(lambda m: "$" + " " * len(m.group("expr")), text)
 
 
+# "&#36;66&#36;", "&quot;score&quot;", "&lt;answer&gt;", "<br>": an answer passed through
+# an HTML escaper (a web UI's log, a proxy) before it reached us.
+_ENTITY = re.compile(r"&(?:#\d{1,6}|#x[0-9a-f]{1,6}|[a-z]{2,8});|<br\s*/?>", re.I)
+
+
+def html_entities(text: str) -> str:
+    """HTML character references as their character, ``<br>`` as a line break (same length).
+
+    The character takes the entity's last place, so a number right after it stays next to
+    it ("&#36;66" reads "    $66").
+    """
+    def one(m: re.Match[str]) -> str:
+        written = m.group(0)
+        plain = "\n" if written[0] == "<" else html.unescape(written)
+        if len(plain) != 1 or plain == written:
+            return written
+        return " " * (len(written) - 1) + plain if plain != "\n" else \
+            plain + " " * (len(written) - 1)
+
+    return _ENTITY.sub(one, text) if "&" in text or "<" in text else text
+
+
 def answer_view(text: str) -> AnswerView:
     """The canonical view of an answer (see the module doc)."""
     normal, index = normalise(text or "")
-    normal = plain_math(strike_out(end_of_turn(normal)))
+    normal = plain_math(strike_out(end_of_turn(html_entities(normal))))
     stripped, cut, had = strip_reasoning(normal)
     stripped = _answer_only(stripped)
     # Cut inside its reasoning, with nothing after it: the verdict was never written.

@@ -146,6 +146,9 @@ class Scripted:
         anchor: score -> probability where a continuation goes past the answer's own end
             (a forced anchor appended after it: "... The final score is $"); None: such a
             continuation gets nothing, as before.
+        anchors: per forced prefix, ``(label, score -> probability)``: past the answer's end,
+            the distribution of the label written last ("Correctness Score (C. Score): ",
+            "Hallucination Score (H. Score): "); overrides ``anchor``.
     """
 
     distribution: dict[int, float] = field(default_factory=lambda: {70: 1.0})
@@ -161,6 +164,7 @@ class Scripted:
     reasoning_content: str | None = None
     finish_reason: str | None = None
     anchor: dict[int, float] | None = None
+    anchors: list[tuple[str, dict[int, float]]] | None = None
 
 
 Script = Callable[[ChatRequest], Scripted]
@@ -412,8 +416,11 @@ def render_continuation(s: Scripted, partial: str, top_n: int) -> tuple[str, lis
     digits = partial[len(partial.rstrip("0123456789")):]
     head = partial[: len(partial) - len(digits)]
     answer = "".join(t for t, _ in s.tokens) if s.tokens else (s.text or "")
-    if s.anchor is not None and answer and len(head) > len(answer):
-        dist = s.anchor  # past the answer's end: a forced anchor
+    past = bool(answer) and len(head) > len(answer)  # past the answer's end: a forced anchor
+    if past and s.anchors:
+        dist = max(s.anchors, key=lambda kv: head.rfind(kv[0]))[1]
+    elif past and s.anchor is not None:
+        dist = s.anchor
     elif not digits:
         return "", []
     elif s.labels:
