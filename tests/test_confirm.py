@@ -211,12 +211,15 @@ def test_follow_up_without_one_value_gives_none(text: str) -> None:
 # -- end to end through capjudge score ---------------------------------------------------------
 
 def _score(tmp_path: Path, script: Callable[[dict[str, Any]], Scripted],
-           *options: str) -> tuple[dict[str, Any], MockOpenAIServer]:
+           *options: str, item: tuple[str, ...] = ("--method", "gveval", "--mode", "ref-only",
+                                                   "--caption", "A red car.", "--ref",
+                                                   "A red car parked.")
+           ) -> tuple[dict[str, Any], MockOpenAIServer]:
+    """``capjudge score --json`` on ``item`` against the stand-in answering with ``script``."""
     with MockOpenAIServer(script) as server:
         buffer = io.StringIO()
         args = ["score", "--backend", "openai/gpt-4o-2024-08-06", "--base-url", server.url,
-                "--cache-dir", str(tmp_path / "cache"), "--json", "--method", "gveval",
-                "--mode", "ref-only", "--caption", "A red car.", "--ref", "A red car parked."]
+                "--cache-dir", str(tmp_path / "cache"), "--json", *item]
         for option in options:
             args += ["--backend-option", option]
         with redirect_stdout(buffer):
@@ -356,17 +359,8 @@ _OFF = "Correct attributes: 3\nHallucinated details: 1 (the handle)"
 
 def _score_3d(tmp_path: Path, views: list[str], script: Callable[[dict[str, Any]], Scripted],
               *options: str) -> tuple[dict[str, Any], MockOpenAIServer]:
-    with MockOpenAIServer(script) as server:
-        buffer = io.StringIO()
-        args = ["score", "--backend", "openai/gpt-4o-2024-08-06", "--base-url", server.url,
-                "--cache-dir", str(tmp_path / "cache"), "--json", "--method", "cap3d",
-                "--views", *views, "--caption", "A blue mug with a handle."]
-        for option in options:
-            args += ["--backend-option", option]
-        with redirect_stdout(buffer):
-            cli_main(args)
-    out: dict[str, Any] = json.loads(buffer.getvalue())
-    return out, server
+    return _score(tmp_path, script, *options, item=("--method", "cap3d", "--views", *views,
+                                                    "--caption", "A blue mug with a handle."))
 
 
 @pytest.fixture

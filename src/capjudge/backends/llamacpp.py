@@ -500,8 +500,6 @@ class LlamaCppBackend(OpenAIBackend):
 
     def _call(self, body: ChatBody) -> Any:
         """Send the body to the engine in process; its ``chat.completion`` or the error."""
-        from openai.types.chat import ChatCompletion
-
         primer = body.pop("capjudge_primer", None)
         engine = self._leases.engine_for(continuation=body.get("cache_prompt") is True
                                          and primer is None)
@@ -522,5 +520,5 @@ class LlamaCppBackend(OpenAIBackend):
             return BackendError(f"malformed response: {type(answer).__name__}", transient=True)
         if "error" in answer and not answer.get("choices"):
             return error_from_body(None, answer)
-        return ChatCompletion.construct(**answer)
+        return answer
 

@@ -289,10 +289,7 @@ class OpenAIBackend(OpenAIServed):
         Such a body is a Batch API or ``vllm run-batch`` result line; it is read exactly as
         :meth:`generate` reads its own.
         """
-        from openai.types.chat import ChatCompletion
-
-        # construct(), as the SDK itself does: lenient about fields a server adds or omits.
-        return self._parse(request, ChatCompletion.construct(None, **body), latency_s)
+        return self._parse(request, dict(body), latency_s)
 
     def _one(self, request: JudgeRequest) -> JudgeResponse | BackendError:
         if self.model.startswith(NO_LOGPROBS_PREFIXES):
@@ -318,19 +315,28 @@ class OpenAIBackend(OpenAIServed):
         return self._parse(request, completion, latency)
 
     def _call(self, body: ChatBody) -> Any:
-        """Send one chat-completions body; the SDK's completion, or the error as a value."""
+        """Send one chat-completions body; its JSON object (text if it is none), or the error."""
         import openai
-        from openai.types.chat import ChatCompletion
+        from openai._httpx2 import http_response_types
 
         # The body is ours (ChatBody, checked where it is built) and goes out as it is, through
         # the SDK's own request path (auth, timeout, errors) but not through create(), whose
         # walk of every field through the SDK's TypedDicts was a sixth of the client's CPU
         # per request (3.23 -> 2.72 ms measured; issue 42: that CPU bounds the concurrency).
-        # Continuation fields (vLLM's chat parameters) are plain body fields here.
+        # The answer comes back as the HTTP response and is read as plain JSON: building the
+        # SDK's ChatCompletion model (a pydantic object per token and alternative) was another
+        # tenth. Continuation fields (vLLM's chat parameters) are plain body fields here.
         post: Any = self._sender().post
         try:
-            return post("/chat/completions", cast_to=ChatCompletion, body=dict(body),
-                        options={"security": {"bearer_auth": True}})
+            response = post("/chat/completions", cast_to=http_response_types()[0],
+                            body=dict(body), options={"security": {"bearer_auth": True}})
+            try:
+                return json.loads(response.content)
+            except ValueError as exc:
+                if "json" in response.headers.get("content-type", ""):
+                    # JSON cut off: the server may be restarting; worth one more try.
+                    return BackendError(f"malformed response: {exc}", transient=True)
+                return response.text  # an HTML page, a proxy's text: said as such in _parse
         except openai.RateLimitError as exc:
             return BackendError(f"429 rate limited: {exc.message}", transient=True,
                                 retry_after=retry_after_s(exc.response.headers))
@@ -356,6 +362,7 @@ class OpenAIBackend(OpenAIServed):
 
     def _parse(self, request: JudgeRequest, completion: Any, latency: float
                ) -> JudgeResponse | BackendError:
+        """One answer's JSON body (``completion``; text when it was none) as a response."""
         wrong = not_a_completion(completion)
         if wrong is not None:
             # An HTML login page, a wrong port, another API: every request would get the same.
@@ -363,66 +370,68 @@ class OpenAIBackend(OpenAIServed):
             return BackendError(f"{where} did not answer as an OpenAI chat-completions API: "
                                 f"it sent {wrong}", transient=False, fatal=True)
         error = body_error(completion)
-        if error is not None or not completion.choices:
+        if error is not None or not completion.get("choices"):
             # A 200 whose body is an error, or has no answer: the server's trouble (a restart, an
             # overloaded worker), worth another try; its message is kept in the reason.
             return BackendError(f"HTTP 200 without an answer: {error or 'no choices'}",
                                 transient=True)
-        timings = sdk_field(completion, "timings")
+        timings = completion.get("timings")
         with self._pending_lock:
-            self.server_stats.add(completion.usage, timings)
+            self.server_stats.add(completion.get("usage"), timings)
         usage = Usage()
-        if completion.usage is not None:
-            usage = Usage(prompt_tokens=completion.usage.prompt_tokens or 0,
-                          completion_tokens=completion.usage.completion_tokens or 0)
-        base: ResponseBase = {"usage": usage, "model": completion.model or self.model,
-                "system_fingerprint": getattr(completion, "system_fingerprint", None),
+        if isinstance(used := completion.get("usage"), dict):
+            usage = Usage(prompt_tokens=used.get("prompt_tokens") or 0,
+                          completion_tokens=used.get("completion_tokens") or 0)
+        base: ResponseBase = {"usage": usage, "model": completion.get("model") or self.model,
+                "system_fingerprint": completion.get("system_fingerprint"),
                 "latency_s": latency, "timings": ServerTimings.from_server(timings)}
-        choice = completion.choices[0]
-        message = choice.message
-        text = (message.content if message is not None else None) or ""
+        choice = completion["choices"][0] or {}
+        message = choice.get("message") or {}
+        text = message.get("content") or ""
+        finish_reason = choice.get("finish_reason")
         if is_continuation(request) and self.continuation == "auto":
             prefill = request.messages[-1].text()
             if isinstance(timings, dict) or (prefill and text.startswith(prefill)):
                 # llama.cpp: it continued the assistant message by itself (and says so by
                 # echoing it, or by its timings object); vLLM's fields are not needed.
                 self.continuation = "prefill"
-        refusal = getattr(message, "refusal", None)
-        if refusal or choice.finish_reason == "content_filter":
+        refusal = message.get("refusal")
+        if refusal or finish_reason == "content_filter":
             return JudgeResponse(status="refused", text=text,
-                                 reason=f"model refused: {refusal or choice.finish_reason}",
+                                 reason=f"model refused: {refusal or finish_reason}",
                                  **base)
-        truncated = choice.finish_reason == "length"
+        truncated = finish_reason == "length"
         # A reasoning model's thinking in its own field is never the answer; an answer with
         # nothing but that field stopped before its verdict.
-        thinking = sdk_field(message, "reasoning_content") or sdk_field(message, "reasoning")
+        thinking = message.get("reasoning_content") or message.get("reasoning")
         if not text.strip() and thinking and request.slots:
             slots = [reasoning_only(slot, truncated) for slot in request.slots]
-            response = response_of(text, slots, choice.finish_reason, request, base)
-            response.raw = {"finish_reason": choice.finish_reason, "reasoning_only": True}
+            response = response_of(text, slots, finish_reason, request, base)
+            response.raw = {"finish_reason": finish_reason, "reasoning_only": True}
             return response
         tokens: list[TokenLogprob] | None = None
-        if choice.logprobs is not None and choice.logprobs.content:
+        if (content := (choice.get("logprobs") or {}).get("content")):
             tokens = [
-                TokenLogprob(t.token, t.logprob,
-                             tuple((a.token, a.logprob) for a in (t.top_logprobs or [])))
-                for t in choice.logprobs.content
+                TokenLogprob(t["token"], t["logprob"],
+                             tuple((a["token"], a["logprob"]) for a in t.get("top_logprobs")
+                                   or ()))
+                for t in content
             ]
         joined = "".join(t.token for t in tokens or [])
         slots, readings, bases, forced = read_answer(self, request, text, tokens, truncated)
         question = self._asks_question(request, slots, readings)
-        response = response_of(text, slots, choice.finish_reason, request, base)
+        response = response_of(text, slots, finish_reason, request, base)
         if tokens:
             # The raw answer, so a change of reading rules re-reads it (reread), never re-asks.
             response.raw = {"tokens": [[t.token, t.logprob, [list(a) for a in t.top]]
                                        for t in tokens],
-                            "finish_reason": choice.finish_reason,
+                            "finish_reason": finish_reason,
                             "notes": {str(i): list(r.notes) for i, r in readings.items()
                                       if r.notes}}
         else:
             # A text answer is re-read from ``text``; what was cut must be remembered (cap3d
             # reads its points from the text too).
-            response.raw = {"finish_reason": choice.finish_reason}
+            response.raw = {"finish_reason": finish_reason}
         if question or (self.continue_digits
                         and any(follow_up_prefixes(r) for r in readings.values())):
             with self._pending_lock:

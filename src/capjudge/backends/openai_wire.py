@@ -279,8 +279,8 @@ def with_api_path(base_url: str | None) -> str | None:
 def not_a_completion(completion: Any) -> str | None:
     """What came back instead of a chat completion (its first characters), or None.
 
-    A string (an HTML page the SDK could not parse as JSON), or a JSON object with neither
-    ``choices`` nor an ``error`` nor the ``chat.completion`` object type.
+    A string (an HTML page, text: no JSON at all), JSON that is no object, or a JSON object
+    with neither ``choices`` nor an ``error`` nor the ``chat.completion`` object type.
     """
     if completion is None:
         return "an empty body"
@@ -290,13 +290,13 @@ def not_a_completion(completion: Any) -> str | None:
         kind = "an HTML page" if "<html" in text[:2000].lower() or \
             "<!doctype" in text[:200].lower() else "text"
         return f"{kind}: {' '.join(text.split())[:80]!r}"
-    if getattr(completion, "choices", None) is not None or body_error(completion):
+    if not isinstance(completion, dict):
+        return f"JSON that is no object ({type(completion).__name__}: {str(completion)[:60]!r})"
+    if completion.get("choices") is not None or body_error(completion):
         return None
-    if getattr(completion, "object", None) == "chat.completion":
+    if completion.get("object") == "chat.completion":
         return None
-    extra = getattr(completion, "model_extra", None) or {}
-    keys = sorted(extra) if isinstance(extra, dict) else []
-    return f"a JSON object with the keys {keys[:8]} and no 'choices'"
+    return f"a JSON object with the keys {sorted(completion)[:8]} and no 'choices'"
 
 
 def body_error(completion: Any) -> str | None:
@@ -304,8 +304,7 @@ def body_error(completion: Any) -> str | None:
 
     Some proxies and servers send such a body instead of an error status.
     """
-    extra = getattr(completion, "model_extra", None) or {}
-    error = extra.get("error") if isinstance(extra, dict) else None
+    error = completion.get("error") if isinstance(completion, dict) else None
     if error is None:
         return None
     if isinstance(error, dict):

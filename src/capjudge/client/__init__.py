@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from capjudge.backends.base import Backend
@@ -129,6 +129,12 @@ class JudgeClient:
         self.progress = progress
         self.stats = ClientStats()
         self._lock = threading.Lock()
+        # One pool of sending threads for every call of this client (issue 42): chunks run on
+        # threads of one process share it, so their requests queue in the order they came
+        # (one chunk's tail is answered while the next one's requests are already going out:
+        # no drain between chunks), digit follow-ups join the same queue, and each thread's
+        # HTTP connection stays open from one chunk to the next.
+        self._pool: ThreadPoolExecutor | None = None
         # Stop, credentials, Retry-After, rpm/tpm and backoff: capjudge.client.guard.
         self.guard = SendGuard(retry or RetryPolicy(), limiter or RateLimiter(rpm, tpm),
                                pause or SharedPause(), sleep, seed, self._lock)
@@ -290,11 +296,16 @@ class JudgeClient:
     def _fan_out(self, batches: list[list[int]], requests: Sequence[JudgeRequest],
                  keys: list[str], stats: ClientStats, results: list[JudgeResponse | None],
                  done: int) -> int:
-        """The batches on ``concurrency`` threads; on Ctrl-C the queued ones are dropped."""
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)))
+        """The batches on the client's ``concurrency`` threads (Ctrl-C drops the queued ones)."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.concurrency,
+                                                thread_name_prefix="capjudge-send")
+            pool = self._pool
+        futures: dict[Future[list[JudgeResponse]], list[int]] = {}
         try:
-            futures = {pool.submit(self._batch_of, requests, keys, b, stats): b
-                       for b in batches}
+            for b in batches:
+                futures[pool.submit(self._batch_of, requests, keys, b, stats)] = b
             for future in as_completed(futures):
                 batch = futures[future]
                 try:
@@ -308,9 +319,9 @@ class JudgeClient:
             # Requests in flight finish on their threads (their answers are cached); none
             # queued is started, and nobody waits for them here.
             self.stop("interrupted")
-            pool.shutdown(wait=False, cancel_futures=True)
+            for future in futures:
+                future.cancel()
             raise
-        pool.shutdown(wait=True)
         return done
 
     def _run_batch(self, batch: list[JudgeRequest], keys: list[str], stats: ClientStats

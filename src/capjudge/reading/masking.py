@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
@@ -36,6 +37,8 @@ def _blank(text: str, start: int, end: int) -> str:
 
 def _words(text: str) -> list[tuple[str, int, int]]:
     """(normalised word, start, end): NFKC and case-folded, so look-alikes compare equal."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and casefold() is lower() there
+        return [(m.group(0).lower(), m.start(), m.end()) for m in _WORD.finditer(text)]
     return [(unicodedata.normalize("NFKC", m.group(0)).casefold(), m.start(), m.end())
             for m in _WORD.finditer(text)]
 
@@ -53,6 +56,11 @@ def _quote_spans(answer: list[tuple[str, int, int]], quote: list[str]) -> list[t
     if not quote or not answer:
         return []
     words = [w for w, _, _ in answer]
+    need = min(max(1, round(0.6 * len(quote))), 8) if len(quote) > 2 else len(quote)
+    if sum((Counter(words) & Counter(quote)).values()) < min(need, 3):
+        # A span is kept only with at least min(need, 3) matched words, and the words the two
+        # share bound what can match: none can be a quotation (most answers).
+        return []
     blocks = [b for b in SequenceMatcher(None, words, quote, autojunk=False)
               .get_matching_blocks() if b.size]
     groups: list[list[tuple[int, int, int]]] = []
@@ -63,7 +71,6 @@ def _quote_spans(answer: list[tuple[str, int, int]], quote: list[str]) -> list[t
             groups[-1].append((b.a, b.b, b.size))
         else:
             groups.append([(b.a, b.b, b.size)])
-    need = min(max(1, round(0.6 * len(quote))), 8) if len(quote) > 2 else len(quote)
     spans = []
     for group in groups:
         matched = sum(size for _, _, size in group)
@@ -86,8 +93,8 @@ def mask_quotes(text: str, quotes: Sequence[str]) -> str:
     The quotation marks around a masked span are blanked too.
     """
     answer = _words(text)
-    for quote in quotes:
-        target = [w for w, _, _ in _words(quote)]
+    targets = [[w for w, _, _ in _words(quote)] for quote in quotes]
+    for target in targets:
         for _ in range(4):  # a quotation may occur more than once
             spans = _quote_spans(answer, target)
             if not spans:
@@ -101,7 +108,7 @@ def mask_quotes(text: str, quotes: Sequence[str]) -> str:
                     start -= 1
                 text = _blank(text, start, end)
             answer = _words(text)
-    return _mask_quoted_fragments(text, [[w for w, _, _ in _words(q)] for q in quotes])
+    return _mask_quoted_fragments(text, targets)
 
 
 # Text between quotation marks on one line: what the judge says it quotes.
@@ -117,6 +124,8 @@ def _mask_quoted_fragments(text: str, quotes: list[list[str]]) -> str:
     the candidate's, in order. Only fragments of two words or more that hold a number (the
     rest never competes with a verdict).
     """
+    if not quotes or ('"' not in text and "'" not in text and "\u201c" not in text):
+        return text
     for m in _QUOTED.finditer(text):
         inner = [w for w, _, _ in _words(m.group(0))]
         if len(inner) < 2 or not any(_DIGITS.search(w) for w in inner):
