@@ -123,15 +123,28 @@ KNOWN_WRONG_G: set[str] = set()
 # an alternative left open after a comma, "$7$$5$", a difference from another score, a rubric's
 # bottom level beside praise alone, cap3d counts taken back with none given): 136/147, none;
 # then its safe misses' classes (a quoted fragment of the candidate, HTML character
-# references, a value the answer resolves onto the scale: "7 out of 10, i.e. 70"): 142/147.
+# references, a value the answer resolves onto the scale: "7 out of 10, i.e. 70"): 142/147;
+# a block headed final after one headed draft: 143/147.
 CORPUS_H = load(DATA / "blind_answers_h.json") \
     if (DATA / "blind_answers_h.json").is_file() else []
 KNOWN_WRONG_H: set[str] = set()
 
 
+# Corpus I (issue 40: a ninth writer, blind to the reader and to corpora A-H, asked for kinds
+# none of them has; committed before it was measured). First measured with rules 8 and the
+# draft/final blocks: 127/140 read right, 3 wrong values returned as valid (the reader of rules
+# 7: 128, 3). The classes behind them fixed (a verdict corrected by an amount with no new value,
+# a summary line that disagrees with the verdict, cap3d counts whose breakdown names the other
+# kind), and a negative H count on the prompt's own line is on-contract: 131/140, none.
+CORPUS_I = load(DATA / "blind_answers_i.json") \
+    if (DATA / "blind_answers_i.json").is_file() else []
+KNOWN_WRONG_I: set[str] = set()
+
+
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
-             ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 142)]
+             ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 143),
+             ("I", CORPUS_I, KNOWN_WRONG_I, 131)]
 
 
 @pytest.mark.heavy(seconds=15)

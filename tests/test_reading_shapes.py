@@ -379,3 +379,51 @@ def test_cap3d_counts_taken_back_without_new_ones_abstain() -> None:
         found["correctness"][1])
     revised = text + "\nCorrectness Score (C. Score): 4\nHallucination Score (H. Score): 1"
     assert read_ch(revised)["correctness"][0] == 4
+
+
+def test_a_block_headed_final_after_one_headed_draft_is_the_verdict() -> None:
+    draft = "Draft scores:\nAccuracy: $80$\nCompleteness: $70$\n\n"
+    assert _value(draft + "Final scores:\nAccuracy: $75$\nCompleteness: $60$", ACCR[0]) == 75
+    # Two blocks each headed final: which stands?
+    twice = "Final scores:\nAccuracy: $80$\n\nFinal scores:\nAccuracy: $75$"
+    assert _value(twice, ACCR[0]) is None
+    # A draft heading after the first block is no revision of it.
+    assert _value("Accuracy: $80$\n\nDraft two:\nAccuracy: $75$", ACCR[0]) is None
+
+
+# -- corpus I: corrections by an amount, summary lines, cap3d's swapped breakdowns ---------------
+
+
+def test_a_verdict_corrected_by_an_amount_with_no_new_value_is_withdrawn() -> None:
+    text = ("The final score is $80$.\n\nSelf-check: on reflection, the missing flower girl "
+            "warrants roughly 10 points less.")
+    assert "withdrew" in _why(text)
+    # An amount already taken off before the verdict is its working, not a correction.
+    assert _value("I took 10 points off for the flower girl. The final score is $80$.") == 80
+
+
+def test_a_summary_line_that_disagrees_with_the_verdict_is_a_second_verdict() -> None:
+    text = "TL;DR: 85/100\n\nThe caption misses a dog.\n\nThe final score is $75$."
+    assert "2 different verdicts" in _why(text)
+    assert _value("TL;DR: 75/100\n\nThe caption misses a dog.\n\nThe final score is $75$.") == 75
+    # A reference scored on the scale is no summary of the verdict.
+    assert _value("Reference 1 would get 90/100.\n\nThe final score is $75$.") == 75
+
+
+def test_cap3d_counts_whose_breakdown_names_the_other_kind_abstain() -> None:
+    swapped = ("Correctness Score (C. Score): 1 (hallucinated: colour)\n"
+               "Hallucination Score (H. Score): 3 (correct: chair, wood, legs)")
+    found = read_ch(swapped)
+    assert found["correctness"][0] is None and "swapped" in str(found["correctness"][1])
+    fine = ("Correctness Score (C. Score): 3 (chair, wood, legs)\n"
+            "Hallucination Score (H. Score): 1 (incorrect: colour)")
+    assert read_ch(fine)["correctness"][0] == 3 and read_ch(fine)["hallucination"][0] == 1
+
+
+def test_a_negative_hallucination_count_on_the_prompts_line_is_on_contract() -> None:
+    from capjudge.methods.cap3d import points_slots
+    from capjudge.reading import read_points_slot
+
+    text = "Correctness Score (C. Score): 3\nHallucination Score (H. Score): -2"
+    h = read_points_slot(text, points_slots("a bicycle")[1])
+    assert h.printed == 2 and h.confirmation == "on-contract"

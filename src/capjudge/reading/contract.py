@@ -12,6 +12,7 @@ scores something other than the candidate (:func:`other_target`). See
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, Unreadable, printed_value, stands_alone
@@ -33,7 +34,11 @@ WITHDRAWN = re.compile(
     r"|(?:not|un)\s*(?:sure|confident|certain)\s+(?:about|in|of)\s+(?:that|this|the|my)\s+"
     r"(?:score|number|rating|verdict|value)"
     r"|(?:deserves?|should\s+get|would\s+(?:deserve|get))\s+a\s+(?:lower|higher)\s+"
-    r"(?:score|rating))", re.I)
+    r"(?:score|rating)"
+    # A correction by an amount, with no new value: "warrants roughly 10 points less".
+    r"|(?:warrants?|deserves?|merits?|justif(?:y|ies)|should\s+(?:lose|get|be)|would\s+"
+    r"(?:lose|get|be))\s+(?:roughly\s+|about\s+|around\s+|some\s+|another\s+)?\d+\s*"
+    r"(?:more\s+)?points?\s+(?:less|lower|fewer|more|higher|off)\b)", re.I)
 # A verdict questioned afterwards, without a new value: kept, but off-contract.
 _DOUBT = re.compile(
     r"\b(?:too\s+(?:generous|harsh|high|low|lenient|strict)|(?:not|un)\s*(?:sure|confident|certain)"
@@ -261,6 +266,53 @@ def faint_praise(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
             f"{slot.low}-{slot.high} while the answer finds no fault ({praise.group(0)!r}): it "
             f"may be on a 0-10 scale ({n.written.strip()} or {int(n.value) * 10}); nothing "
             "says which")
+
+
+# A block of scores the answer itself calls a draft, and a later one it calls final: "Draft
+# scores:" ... "Final scores:" (headings on their own lines).
+_DRAFT_HEADING = re.compile(r"^[ \t#>*_-]*(?:draft|initial|preliminary|tentative|first[- ]pass)"
+                            r"\b[^\n]{0,30}$", re.I | re.M)
+_FINAL_HEADING = re.compile(r"^[ \t#>*_-]*(?:final|revised|updated|corrected)\s+(?:scores?|"
+                            r"ratings?|verdicts?|evaluation|assessment)[ \t*_:]*$", re.I | re.M)
+
+
+def final_after_draft(text: str, earlier: int, between: str) -> bool:
+    """Whether a later value sits in a block headed final and the earlier one in a draft.
+
+    Both headings are needed: two blocks each headed "Final scores" say nothing of which
+    stands. ``earlier``: where the earlier value starts; ``between``: the text between the
+    two values.
+    """
+    return (_FINAL_HEADING.search(between) is not None
+            and _DRAFT_HEADING.search(text[:earlier]) is not None
+            and _DRAFT_HEADING.search(between) is None)
+
+
+# A line that states the answer's verdict in short ("TL;DR: 85/100", "Verdict - 85 out of 100").
+_SUMMARY_LINE = re.compile(r"[ \t>*_#-]*(?:tl;?\s?dr|summary|verdict|bottom\s+line|in\s+short|"
+                           r"overall|score|rating)\b[^:\n]{0,20}[:\-\u2013\u2014][ \t*_`$]*", re.I)
+
+
+def stated_twice(chosen: Candidate, own_scale: Sequence[Candidate], text: str,
+                 revision: re.Pattern[str]) -> str | None:
+    """Why a verdict in the method's format is not the verdict after all, or None.
+
+    The answer also states another value of the scale, on its own scale, on a summary line
+    ("TL;DR: 85/100" ... "the final score is $75$"), and nothing between the two says the
+    later one revises the earlier: two verdicts.
+    """
+    for o in own_scale:
+        if o.problem is not None or o.number.value == chosen.number.value:
+            continue
+        line_start = text.rfind("\n", 0, o.number.start) + 1
+        if _SUMMARY_LINE.fullmatch(text, line_start, o.number.start) is None:
+            continue
+        first, second = sorted((o.number, chosen.number), key=lambda n: n.start)
+        if not revision.search(text[first.end: second.start]):
+            return (f"2 different verdicts: {o.number.written.strip()!r} ({o.how}, on a summary "
+                    f"line) and {chosen.number.written.strip()!r} ({chosen.how}); nothing says "
+                    "which stands")
+    return None
 
 
 def off_contract(chosen: Candidate, text: str, slot: ScoreSlot, after: str, times: int

@@ -50,12 +50,14 @@ from capjudge.reading.contract import (
     WITHDRAWN,
     checklist,
     faint_praise,
+    final_after_draft,
     has_number,
     off_contract,
     opens,
     other_criterion,
     other_target,
     revised_opening,
+    stated_twice,
 )
 from capjudge.reading.masking import find_decline, mask_text
 from capjudge.reading.numbers import (
@@ -514,8 +516,9 @@ def decide(cands: Sequence[Candidate], text: str, slot: ScoreSlot
         return _pick(finals, slot)
     last, before = valid[-1], valid[-2]
     between = text[before.number.end: last.number.start]
-    if _REVISION.search(between) and all(c.number.value == last.number.value
-                                         for c in valid if c.number.start > before.number.start):
+    if (_REVISION.search(between) or final_after_draft(text, before.number.start, between)) \
+            and all(c.number.value == last.number.value
+                    for c in valid if c.number.start > before.number.start):
         return last
     return Unreadable("parse_failure", f"{len({c.number.value for c in valid})} different "
                       f"values for {slot.name} and nothing says which is the verdict: "
@@ -600,7 +603,9 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         return chosen
     if (cut := _cut(masked, chosen.number, slot, truncated)) is not None:
         return Unreadable("parse_failure", cut, printed_value(chosen))
-    if (conflict := _conflict(chosen, cleaned, slot)) is not None:
+    if (conflict := _conflict(chosen, cleaned, slot) or (stated_twice(
+            chosen, _own_scale_candidates(masked, slot), masked, _REVISION)
+            if chosen.rank == 2 and slot.name in GENERIC else None)) is not None:
         return Unreadable("parse_failure", conflict, printed_value(chosen))
     if not slot.label and not slot.anchor and chosen.rank < 2:
         foreign = _foreign_scale(cleaned, slot)

@@ -87,6 +87,12 @@ _TOTAL_LINE = re.compile(r"^\s*(?:[-*\u2022>]|\d+\.)?\s*\**\s*(?:total|sum|overa
                          r"[^:\n=]{0,30}[:=]\s*(?P<rest>[^\n]*)", re.I | re.M)
 
 
+# The other kind of attribute named at the start of a breakdown in parentheses.
+_OTHER_KIND = {"correctness": re.compile(r"\(\s*(hallucinat\w*|incorrect|wrong|invented)\b",
+                                         re.I),
+               "hallucination": re.compile(r"\(\s*(correct(?:ly)?|accurate)\b", re.I)}
+
+
 def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
     r"""The points stated after a label.
 
@@ -103,6 +109,11 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
     if re.match(r"\(?\s*numerical value", line, re.I):
         return None, f"the {name} score is the template's placeholder {rest.strip()!r}"
     line = _LATEX.sub(r"\1", line).replace("$", " ")
+    if (kind := _OTHER_KIND[name].search(line)) is not None:
+        # "C. Score: 1 (hallucinated: colour)": the count's own breakdown names the other
+        # kind of attribute; the labels may be swapped, and nothing says which it is.
+        return None, (f"the {name} points' own breakdown lists {kind.group(1)!r} attributes: "
+                      "the labels may be swapped")
     line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
     line = re.sub(r"\s*(?:points?|pts?\.?)\b.*$", "", line, flags=re.I)
     line = re.sub(r"(?<=\d)\.$", "", line)  # "so H. Score: 0.": the sentence's full stop
@@ -348,7 +359,7 @@ def parse_ch(text: str) -> tuple[float | None, float | None]:
 
 
 # The prompt's format: "Correctness Score (C. Score): N", "Hallucination Score (H. Score): N".
-_CONTRACT_LABELS = tuple(re.compile(rf"\b{x}\.\s*Score\s*\)?\s*:[\s*_`$]*\d", re.I)
+_CONTRACT_LABELS = tuple(re.compile(rf"\b{x}\.\s*Score\s*\)?\s*:[\s*_`$]*[-\u2212]?\d", re.I)
                          for x in ("C", "H"))
 
 
