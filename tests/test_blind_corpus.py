@@ -135,7 +135,9 @@ KNOWN_WRONG_H: set[str] = set()
 # draft/final blocks: 127/140 read right, 3 wrong values returned as valid (the reader of rules
 # 7: 128, 3). The classes behind them fixed (a verdict corrected by an amount with no new value,
 # a summary line that disagrees with the verdict, cap3d counts whose breakdown names the other
-# kind), and a negative H count on the prompt's own line is on-contract: 131/140, none.
+# kind), and a negative H count on the prompt's own line is on-contract: 131/140, none; then
+# its safe misses' classes (gpt-oss's harmony channels, MT-Bench's [[N]], Prometheus'
+# [RESULT] N): 135/140.
 CORPUS_I = load(DATA / "blind_answers_i.json") \
     if (DATA / "blind_answers_i.json").is_file() else []
 KNOWN_WRONG_I: set[str] = set()
@@ -144,7 +146,7 @@ KNOWN_WRONG_I: set[str] = set()
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
              ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 143),
-             ("I", CORPUS_I, KNOWN_WRONG_I, 131)]
+             ("I", CORPUS_I, KNOWN_WRONG_I, 135)]
 
 
 @pytest.mark.heavy(seconds=15)

@@ -427,3 +427,24 @@ def test_a_negative_hallucination_count_on_the_prompts_line_is_on_contract() -> 
     text = "Correctness Score (C. Score): 3\nHallucination Score (H. Score): -2"
     h = read_points_slot(text, points_slots("a bicycle")[1])
     assert h.printed == 2 and h.confirmation == "on-contract"
+
+
+def test_only_the_final_channel_of_a_harmony_answer_is_read() -> None:
+    analysis = "<|channel|>analysis<|message|>Maybe 70? Let's say 78.<|end|>"
+    final = "<|start|>assistant<|channel|>final<|message|>Accurate. The final score is $80$."
+    assert _value(analysis + final) == 80
+    assert _value(analysis + final + "<|return|>") == 80
+    # Only the analysis channel: the verdict was never written, whatever the drafts say.
+    assert "reasoning" in _why(analysis + "The final score is $78$.")
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("Minor omission: the clock.\n\nRating: [[82]]", 82),
+    ("Feedback: misses the rain. [RESULT] 84", 84),
+])
+def test_the_verdict_markers_of_common_judge_formats_are_read(text: str, value: int) -> None:
+    assert _value(text) == value
+
+
+def test_two_verdict_markers_that_disagree_abstain() -> None:
+    assert _value("First pass [[70]]. Second pass [[85]].") is None

@@ -168,7 +168,7 @@ def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
         fields += boxed_fields(text)
     keyed: dict[tuple[int, tuple[str, ...]], list[tuple[str, int]]] = {}
     for f in fields:
-        rank = 2 if f.kind == "boxed" else _field_rank(f, slot)
+        rank = 2 if f.kind in ("boxed", "marker") else _field_rank(f, slot)
         named = []
         if f.kind == "json" and f.name.lower() in _VALUE_WORDS:
             named = [matches(v, slot) for v in siblings.get((f.group, f.path[:-1]), [])]
@@ -181,9 +181,10 @@ def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
         if n is None or not masked[n.start:n.end].strip():
             continue
         what = {"json": "JSON key", "table": "table row", "xml": "tag",
-                "boxed": "\\boxed{}"}[f.kind]
-        how = f"{what} {'/'.join(p for p in f.path if p)!r}" if f.kind != "boxed" else what
-        final = f.kind == "boxed" or any(FINAL_WORDS.search(p) for p in f.path)
+                "boxed": "\\boxed{}", "marker": "a verdict marker ([[N]], [RESULT] N)"}[f.kind]
+        boxed = f.kind in ("boxed", "marker")
+        how = f"{what} {'/'.join(p for p in f.path if p)!r}" if not boxed else what
+        final = boxed or any(FINAL_WORDS.search(p) for p in f.path)
         out.append(make_candidate(text, n, how, rank, slot, final, source="structure"))
         if f.kind == "json" and f.name.lower() in _VALUE_WORDS and not named:
             keyed.setdefault((f.group, f.path[:-1]), []).append((f.name, len(out) - 1))

@@ -34,7 +34,7 @@ class Field:
         value: the value's text as written (a JSON string without its quotes).
         start: offset of the value's text in the answer.
         end: offset just after it.
-        kind: ``json``, ``table``, ``xml`` or ``boxed``.
+        kind: ``json``, ``table``, ``xml``, ``boxed`` or ``marker``.
         group: which written structure it belongs to (a JSON object's offset): the objects
             of a list (``[{"criterion": ...}, {"criterion": ...}]``) are read one by one.
     """
@@ -338,7 +338,18 @@ def _html_tables(text: str) -> list[list[list[tuple[str, int, int]]]]:
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
 
 
+# The verdict markers of common judge formats: MT-Bench's "[[8]]", Prometheus' "[RESULT] 4".
+_MARKER = re.compile(r"\[\[\s*(?P<a>[^\[\]\n]{1,12}?)\s*\]\]|\[RESULT\]\s*(?P<b>[^\n]{1,12})")
+
+
 def boxed_fields(text: str) -> list[Field]:
-    r"""``\boxed{...}`` contents (a nested ``\text{}`` unwrapped by the value reader)."""
-    return [Field(("boxed",), m.group(1), m.start(1), m.end(1), "boxed")
-            for m in _BOXED.finditer(text)]
+    r"""``\boxed{...}`` contents, and the verdict markers of common judge formats.
+
+    A nested ``\text{}`` is unwrapped by the value reader; MT-Bench's ``[[82]]`` and
+    Prometheus' ``[RESULT] 84`` are fields of kind ``marker``.
+    """
+    boxed = [Field(("boxed",), m.group(1), m.start(1), m.end(1), "boxed")
+             for m in _BOXED.finditer(text)]
+    marked = [Field(("marker",), m.group(g), m.start(g), m.end(g), "marker")
+              for m in _MARKER.finditer(text) for g in ("a", "b") if m.group(g)]
+    return boxed + marked

@@ -67,7 +67,10 @@ tool-call arguments as a JSON string, CSV tables, worked arithmetic and arrows, 
 criterion labels, a pointed-at rubric level, star rows; a trailing "+", another criterion's
 label and a bottom-tenth rating beside praise alone abstain; numbers spelled out in five
 other languages where a value is due (corpora E-G). 8: cap3d's counts are read in the seam
-(slots of kind ``points``), so an off-contract count gets its second channel."""
+(slots of kind ``points``), so an off-contract count gets its second channel; corpora H and
+I: unsettled conditions, alternatives, differences, corrections by an amount, summary lines,
+values the answer resolves onto the scale, quoted fragments, HTML references, draft/final
+blocks, harmony channels, ``[[N]]`` and ``[RESULT] N``."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""

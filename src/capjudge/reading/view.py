@@ -21,6 +21,8 @@ Before anything looks for a verdict, the answer is put in one canonical form
   leaks one has stopped its turn: what follows (often an invented user turn and another
   answer) is never the judge's verdict. Tokens before any content (and their role word) are
   skipped.
+- **gpt-oss's harmony channels**: only the ``final`` channel is the answer; the ``analysis``
+  channel is reasoning (an answer with no final channel never wrote its verdict).
 - **HTML character references** (``&#36;``, ``&quot;``, ``&lt;``) read as their character and
   ``<br>`` as a line break: an answer that went through an HTML escaper on its way.
 - **Struck-through text** (``~~$85$~~``, ``<del>``, ``<s>``) is text the judge deleted: blanked.
@@ -223,11 +225,38 @@ def html_entities(text: str) -> str:
     return _ENTITY.sub(one, text) if "&" in text or "<" in text else text
 
 
+# gpt-oss's "harmony" format: "<|channel|>analysis<|message|>..." is its reasoning,
+# "<|channel|>final<|message|>..." its answer (a "<|constrain|>json" may stand between).
+_CHANNEL = re.compile(r"<\|channel\|>\s*(?P<name>\w+)[^<\n]{0,40}?(?:<\|constrain\|>\s*\w+)?"
+                      r"\s*<\|message\|>")
+_HARMONY_TOKEN = re.compile(r"<\|(?:start|end|return|call)\|>(?:\s*assistant)?")
+
+
+def harmony(text: str) -> tuple[str, bool, bool]:
+    """An answer in the harmony format with only its final channel left (same length).
+
+    Returns (text, had reasoning, reasoning only): an answer whose channels are all analysis
+    never wrote its verdict.
+    """
+    channels = list(_CHANNEL.finditer(text)) if "<|channel|>" in text else []
+    if not channels:
+        return text, False, False
+    finals = [m for m in channels if m.group("name").lower() == "final"]
+    if not finals:
+        return _blank(text, 0, len(text)), True, True
+    last = finals[-1]
+    nxt = next((m.start() for m in channels if m.start() > last.end()), len(text))
+    text = _blank(_blank(text, 0, last.end()), nxt, len(text))
+    return _HARMONY_TOKEN.sub(lambda m: " " * len(m.group(0)), text), True, False
+
+
 def answer_view(text: str) -> AnswerView:
     """The canonical view of an answer (see the module doc)."""
     normal, index = normalise(text or "")
+    normal, in_channels, only_analysis = harmony(normal)
     normal = plain_math(strike_out(end_of_turn(html_entities(normal))))
     stripped, cut, had = strip_reasoning(normal)
+    had, cut = had or in_channels, cut or only_analysis
     stripped = _answer_only(stripped)
     # Cut inside its reasoning, with nothing after it: the verdict was never written.
     return AnswerView(text or "", stripped, index, reasoning_cut=cut and not stripped.strip(),
