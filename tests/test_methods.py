@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from capjudge.methods import Criterion, MethodOptions, Planned
-from capjudge.methods.cap3d import Cap3D, parse_ch, parse_points, points_slots
+from capjudge.methods.cap3d import Cap3D, points_slots
 from capjudge.methods.gveval import ACCR, GVEvalACCR, accr_slots
 from capjudge.methods.harmoniceval import HarmonicEval
 from capjudge.methods.visce2 import select_context, split_context
 from capjudge.protocol import JudgeResponse, ScoreSlot, worst_status
+from capjudge.reading import parse_ch, parse_points
 from capjudge.reading.tokens import read_slot
 from capjudge.scoring import (
     harmonic_score,

@@ -13,11 +13,11 @@ from dataclasses import replace
 
 import pytest
 
-from capjudge.methods.cap3d import read_ch
 from capjudge.methods.gveval import accr_slots, score_slot
 from capjudge.methods.harmoniceval import rating_slot as he_slot
 from capjudge.methods.visce2 import rating_slot as visce2_slot
 from capjudge.protocol import ScoreSlot
+from capjudge.reading import read_ch
 from capjudge.reading.locate import Located, Unreadable, locate
 from capjudge.reading.number_words import spelled_at
 from capjudge.reading.numbers import number_at

@@ -43,7 +43,9 @@ class HFDigits(HFPrefix, HFLikelihood):
         slots = []
         for slot in request.slots:
             if slot.kind == "points":
-                slots.append(self._points(slot, text, prompt_ids, new_ids, extras))
+                # A count of points is read from the text (capjudge.reading.points).
+                slots.append(self._confirm_at_anchor(read_points_slot(text, slot), slot,
+                                                     prompt_ids, new_ids, extras))
                 continue
             found = find_printed(text, slot)  # located once: the context and the contract
             context, forced, printed = self._slot_context(slot, prompt_ids, new_ids, text,
@@ -55,12 +57,7 @@ class HFDigits(HFPrefix, HFLikelihood):
             elif found is not None:
                 fields = contract_fields(found)
                 result.confirmation, result.read_by = fields["confirmation"], fields["read_by"]
-                if needs_confirmation(result):
-                    # Off-contract: the distribution at the forced anchor after the whole
-                    # answer must put the printed value first (capjudge.reading.confirm).
-                    anchor = self._forced_context(slot, prompt_ids, new_ids)
-                    second = self._teacher_forced(slot, anchor, extras, None, True)
-                    result = confirmed(result, second, "forced-anchor")
+                result = self._confirm_at_anchor(result, slot, prompt_ids, new_ids, extras)
             slots.append(result)
         status = worst_status([s.status for s in slots])
         reason = "; ".join(f"{s.name}: {s.reason}" for s in slots if s.reason) or None
@@ -69,15 +66,18 @@ class HFDigits(HFPrefix, HFLikelihood):
                              model=Path(self.path).name, system_fingerprint=self.snapshot(),
                              reason=reason)
 
-    def _points(self, slot: ScoreSlot, text: str, prompt_ids: list[int], new_ids: list[int],
-                extras: dict[str, object]) -> SlotResult:
-        """A count of points read from the text; off-contract, confirmed at its forced anchor."""
-        result = read_points_slot(text, slot)
-        if needs_confirmation(result):
-            anchor = self._forced_context(slot, prompt_ids, new_ids)
-            second = self._teacher_forced(slot, anchor, extras, None, True)
-            result = confirmed(result, second, "forced-anchor")
-        return result
+    def _confirm_at_anchor(self, result: SlotResult, slot: ScoreSlot, prompt_ids: list[int],
+                           new_ids: list[int], extras: dict[str, object]) -> SlotResult:
+        """``result``, confirmed or contradicted at its forced anchor when off-contract.
+
+        The distribution at the slot's forced anchor after the whole answer must put the
+        printed value first (:mod:`capjudge.reading.confirm`).
+        """
+        if not needs_confirmation(result):
+            return result
+        anchor = self._forced_context(slot, prompt_ids, new_ids)
+        second = self._teacher_forced(slot, anchor, extras, None, True)
+        return confirmed(result, second, "forced-anchor")
 
     def _teacher_forced(self, slot: ScoreSlot, context: list[int], extras: dict[str, object],
                         printed: int | float | None, forced: bool) -> SlotResult:

@@ -69,7 +69,6 @@ from capjudge.backends.openai_wire import (
     no_image_input,
     not_a_completion,
     retry_after_s,
-    sdk_field,
     sniff_image_type,
     to_openai_messages,
     with_api_path,
@@ -519,5 +518,5 @@ class OpenAIBackend(OpenAIServed):
 __all__ = ["CONTINUATIONS", "CONTINUATION_FIELDS", "ChatBody", "LLAMACPP_TOP_LOGPROBS",
            "NO_LOGPROBS_PREFIXES", "OpenAIBackend", "ServerStats", "body_error", "error_from_body",
            "image_data_url", "is_auth_failure", "is_continuation", "no_image_input",
-           "not_a_completion", "retry_after_s", "sdk_field", "sniff_image_type",
+           "not_a_completion", "retry_after_s", "sniff_image_type",
            "to_openai_messages", "with_api_path"]

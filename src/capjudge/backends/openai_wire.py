@@ -106,30 +106,19 @@ class ServerStats:
     predicted_ms: float = 0.0
 
     def add(self, usage: Any, timings: Any) -> None:
-        """Add one answer's ``usage`` object (SDK model or dict) and ``timings`` dict."""
+        """Add one answer's ``usage`` and ``timings`` objects (JSON, as the server sent them)."""
         self.calls += 1
-        if usage is not None:
-            self.prompt_tokens += sdk_field(usage, "prompt_tokens") or 0
-            self.completion_tokens += sdk_field(usage, "completion_tokens") or 0
-            details = sdk_field(usage, "prompt_tokens_details")
-            cached = sdk_field(details, "cached_tokens") if details is not None else None
+        if isinstance(usage, dict):
+            self.prompt_tokens += usage.get("prompt_tokens") or 0
+            self.completion_tokens += usage.get("completion_tokens") or 0
+            details = usage.get("prompt_tokens_details")
+            cached = details.get("cached_tokens") if isinstance(details, dict) else None
             if cached is None and isinstance(timings, dict):
                 cached = timings.get("cache_n")
             self.cached_tokens += int(cached or 0)
         if isinstance(timings, dict):
             self.prompt_ms += float(timings.get("prompt_ms") or 0.0)
             self.predicted_ms += float(timings.get("predicted_ms") or 0.0)
-
-
-def sdk_field(obj: Any, name: str) -> Any:
-    """``obj.name`` or ``obj[name]`` (SDK models keep unknown fields in ``model_extra``)."""
-    if isinstance(obj, dict):
-        return obj.get(name)
-    value = getattr(obj, name, None)
-    if value is None:
-        extra = getattr(obj, "model_extra", None) or {}
-        value = extra.get(name) if isinstance(extra, dict) else None
-    return value
 
 
 def error_from_body(code: int | None, body: Any, message: str | None = None) -> BackendError:

@@ -28,7 +28,6 @@ from capjudge.methods.base import (
 )
 from capjudge.prompts import get_template
 from capjudge.protocol import JudgeRequest, JudgeResponse, ScoreSlot, SlotResult
-from capjudge.reading import parse_ch, parse_points, read_ch
 from capjudge.records import JSONValue
 from capjudge.scoring import precision, precision_macro, precision_micro
 
@@ -43,10 +42,12 @@ def points_slots(candidate: str) -> tuple[ScoreSlot, ScoreSlot]:
     The forced prefixes are the prompt's own labels: a backend that can continue the judge's
     answer confirms an off-contract count there (0-100 bounds only that distribution).
     """
-    return tuple(ScoreSlot(name, 0, 100, anchor="", label=f"{name.title()} Score "
-                           f"({name[0].upper()}. Score)", kind="points", quotes=(candidate,),
-                           forced_prefix=f"\n{name.title()} Score ({name[0].upper()}. Score): ")
-                 for name in ("correctness", "hallucination"))  # type: ignore[return-value]
+    def count(name: str) -> ScoreSlot:
+        label = f"{name.title()} Score ({name[0].upper()}. Score)"
+        return ScoreSlot(name, 0, 100, anchor="", label=label, kind="points",
+                         quotes=(candidate,), forced_prefix=f"\n{label}: ")
+
+    return count("correctness"), count("hallucination")
 
 
 class Cap3D(Method):
@@ -145,4 +146,4 @@ def _count(slot: SlotResult) -> Criterion:
                      read_by=slot.read_by, confirmation=slot.confirmation)
 
 
-__all__ = ["Cap3D", "parse_ch", "parse_points", "points_slots", "read_ch"]
+__all__ = ["Cap3D", "points_slots"]

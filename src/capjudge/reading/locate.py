@@ -589,10 +589,11 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         return replace(_located(view, ticked), off_contract=f"read from a ticked checklist "
                        f"line ({ticked.how}), not the method's format")
     formats = _format_candidates(cleaned, slot)  # also what the contract counts
+    own_scale = _own_scale_candidates(masked, slot)  # also a summary line's second verdict
     chosen = _decide_uncut(_structured(view.text, masked, slot) + formats
                     + _label_candidates(cleaned, slot) + _opening_candidates(cleaned, slot)
                     + _standalone_candidates(cleaned, slot) + _star_candidates(cleaned, slot)
-                    + _own_scale_candidates(masked, slot), cleaned, slot, truncated)
+                    + own_scale, cleaned, slot, truncated)
     if chosen is None:
         chosen = _decide_uncut(_phrase_candidates(cleaned, slot), cleaned, slot, truncated)
     levels = _level_candidates(cleaned, slot)
@@ -604,8 +605,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         return chosen
     if (cut := _cut(masked, chosen.number, slot, truncated)) is not None:
         return Unreadable("parse_failure", cut, printed_value(chosen))
-    if (conflict := _conflict(chosen, cleaned, slot) or (stated_twice(
-            chosen, _own_scale_candidates(masked, slot), masked, _REVISION)
+    if (conflict := _conflict(chosen, cleaned, slot) or (
+            stated_twice(chosen, own_scale, masked, _REVISION)
             if chosen.rank == 2 and slot.name in GENERIC else None)) is not None:
         return Unreadable("parse_failure", conflict, printed_value(chosen))
     if not slot.label and not slot.anchor and chosen.rank < 2:

@@ -367,6 +367,10 @@ _CONTRACT_LABELS = tuple(re.compile(rf"\b{x}\.\s*Score\s*\)?\s*:[\s*_`$]*[-\u221
 def _read_both(text: str, quotes: tuple[str, ...], truncated: bool
                ) -> dict[str, tuple[float | None, str | None]]:
     # The two slots of one answer are read together; each slot asks for its own count.
+    declined = find_decline(mask_text(text, quotes), text)
+    if declined is not None:
+        why = f"no score: the judge declined ({declined!r})"
+        return {name: (None, why) for name in _PATTERNS}
     return read_ch(text, quotes, truncated=truncated)
 
 
@@ -385,15 +389,9 @@ def read_points_slot(text: str, slot: ScoreSlot, *, truncated: bool = False) -> 
     ``confirmation`` saying whether the answer kept to the prompt's labelled lines; or a
     ``parse_failure`` with the reason (a refusal, the count missing, unreadable or ambiguous).
     """
-    failed = SlotResult(slot.name, slot.values, None, None, "text", "parse_failure")
-    declined = find_decline(mask_text(text, slot.quotes), text)
-    if declined is not None:
-        failed.reason = f"no score: the judge declined ({declined!r})"
-        return failed
     value, why = _read_both(text, tuple(slot.quotes), truncated)[slot.name]
     if value is None:
-        failed.reason = why
-        return failed
+        return SlotResult(slot.name, slot.values, None, None, "text", "parse_failure", why)
     how = "the C./H. points labels (or fields naming them)"
     if _on_contract(text, slot):
         return SlotResult(slot.name, slot.values, None, None, "text", "ok", None, value,

@@ -145,7 +145,7 @@ _RESOLVES = re.compile(r"(?:\bi\.?\s?e\.?|\bthat\s+is\b|\bwhich\s+(?:rounds|conv
                        r"corresponds|maps|comes\s+out)\s+(?:up\s+|down\s+)?to\b|\bso\b|"
                        r"\bthus\b|\bhence\b|\btherefore\b|\brounded(?:\s+(?:up|down))?(?:\s+to)?\b|"
                        r"\bequivalent\s+to\b|\bcall\s+it\b|\bsettl\w+\s+on\b|→|=>)"
-                       r"(?P<gap>[^\d\n]{0,40}?)(?=\d)", re.I)
+                       r"[^\d\n]{0,40}?(?=\d)", re.I)
 
 
 def _agrees(n: Number, m: Number, text: str, slot: ScoreSlot) -> bool:
