@@ -448,3 +448,60 @@ def test_the_verdict_markers_of_common_judge_formats_are_read(text: str, value: 
 
 def test_two_verdict_markers_that_disagree_abstain() -> None:
     assert _value("First pass [[70]]. Second pass [[85]].") is None
+
+
+# -- corpus J (rules 9): a choice left open, a whole verdict for a criterion, small faults ---------
+
+
+def test_a_choice_left_to_the_reader_abstains() -> None:
+    text = ("If judged on the first half only, I would give $80$; judged on the full video, "
+            "$60$.\n\nI leave the choice to you.")
+    assert "leaves the verdict open" in _why(text)
+    assert "leaves the verdict open" in _why("The final score is $70$. It's your call.")
+    # A range that qualifies a committed value leaves nothing open.
+    assert _value("Rating: 70 (somewhere between 60 and 80 depending on how much the blur "
+                  "matters).", VIS) == 70
+
+
+def test_one_overall_verdict_is_no_criterions_own() -> None:
+    text = "Accurate and to the point, but it omits the child.\n\nOverall: $78$"
+    for slot in ACCR:
+        assert "a verdict for the whole" in _why(text, slot)
+    # For the method's one verdict, "Overall" is that verdict.
+    assert _value("Overall: $78$") == 78
+
+
+def test_a_bottom_rating_beside_small_faults_only_is_no_verdict() -> None:
+    assert "bottom tenth" in _why("My rating is 7. The caption is mostly good with minor "
+                                  "errors.", VIS)
+    # A serious fault makes the low rating believable.
+    assert _value("My rating is 7. The caption is wrong: it shows a cat, not a dog.", VIS) == 7
+
+
+def test_cap3d_counts_with_an_alternative_in_their_aside_abstain() -> None:
+    text = ("Correctness Score (C. Score): 4\n"
+            "Hallucination Score (H. Score): 1 (possibly 2 if the handle counts)")
+    found = read_ch(text)
+    assert found["correctness"][0] == 4 and found["hallucination"][0] is None
+    assert "left open" in str(found["hallucination"][1])
+    # A breakdown in parentheses is not an alternative.
+    assert read_ch("C. Score: 4\nH. Score: 1 (handle: 1)")["hallucination"][0] == 1
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    ("Bewertung: 4,0\n\nDie Leine hat die falsche Farbe.", HE, 4),  # a decimal comma, integral
+    ("An excellent caption.\n\nI would score this caption 91 out of 100.", GV, 91),
+    ("3 (the main object alone would merit 5, but the cups are wrong)", HE, 3),
+])
+def test_values_a_careful_reader_reads(text: str, slot: ScoreSlot, value: int) -> None:
+    assert _value(text, slot) == value
+
+
+def test_still_hypothetical_or_fractional() -> None:
+    assert _value("If it named the dog, I would score it 95.", GV) is None
+    assert _value("Bewertung: 4,5", HE) is None
+
+
+def test_a_count_the_caption_states_is_never_the_rating() -> None:
+    slot = replace(VIS, quotes=("3 giraffes standing near 2 trees.",))
+    assert _value("3 giraffes? I only see 2 giraffes, and no trees. Rating: 40", slot) == 40

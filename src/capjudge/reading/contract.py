@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, Unreadable, printed_value, stands_alone
 from capjudge.reading.numbers import Number, number_at
-from capjudge.reading.vocabulary import CRITERIA, matches, slot_names
+from capjudge.reading.vocabulary import CRITERIA, is_generic, matches, slot_names
 
 # A verdict taken back: nothing after it replaces it (a replacement is a revision: decide()).
 WITHDRAWN = re.compile(
@@ -39,6 +39,14 @@ WITHDRAWN = re.compile(
     r"|(?:warrants?|deserves?|merits?|justif(?:y|ies)|should\s+(?:lose|get|be)|would\s+"
     r"(?:lose|get|be))\s+(?:roughly\s+|about\s+|around\s+|some\s+|another\s+)?\d+\s*"
     r"(?:more\s+)?points?\s+(?:less|lower|fewer|more|higher|off)\b)", re.I)
+# The choice between values left to the reader: "I leave the choice to you", "up to you",
+# "I can't choose between them". (Not "depending on how much ...": that qualifies a committed
+# value as often as it leaves one open.)
+UNDECIDED = re.compile(
+    r"\b(?:(?:I(?:'ll)?\s+)?leave\s+(?:it|the\s+(?:choice|decision|call|final\s+\w+))\s+"
+    r"(?:up\s+)?to\s+you|(?:it(?:'s|\s+is)|that(?:'s|\s+is))\s+(?:up\s+to\s+you|your\s+"
+    r"(?:call|choice|decision))|(?:I\s+)?(?:can(?:no|')t|cannot|won't|will\s+not)\s+(?:choose|pick|decide)"
+    r"\s+(?:between|among|which))", re.I)
 # A verdict questioned afterwards, without a new value: kept, but off-contract.
 _DOUBT = re.compile(
     r"\b(?:too\s+(?:generous|harsh|high|low|lenient|strict)|(?:not|un)\s*(?:sure|confident|certain)"
@@ -200,6 +208,7 @@ def other_target(text: str, chosen: Candidate) -> str | None:
             f"({m.group(0).strip()!r}), not the candidate")
 
 
+_ANY_VERDICT = ScoreSlot("verdict", 0, 1)  # answers to every generic name ("Overall", "Score")
 _LABEL_BEFORE = re.compile(r"(?P<label>[^\W\d_][^\W\d_ ]{2,30})[\s*_`]*[:=][\s*_`$]*$")
 
 
@@ -213,6 +222,11 @@ def other_criterion(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
     m = _LABEL_BEFORE.search(text, line_start, chosen.number.start)
     if m is None or matches(m.group("label"), slot):
         return None
+    if not is_generic(slot) and matches(m.group("label"), _ANY_VERDICT):
+        # "Overall: $78$" when ACCR asked for accuracy: one verdict for the whole caption,
+        # not the criterion's own.
+        return (f"the verdict {chosen.number.written.strip()!r} is labelled "
+                f"{m.group('label')!r}, a verdict for the whole, not {slot.name}")
     own = {n.lower() for n in slot_names(slot)}
     named = [c for c in CRITERIA
              if matches(m.group("label"), (other := ScoreSlot(c, 0, 1, label=c))) == 2
@@ -235,7 +249,11 @@ _FAULT = re.compile(r"\b(?:not|no|never|nothing|none|but|however|although|though
                     r"n't\b", re.I)
 _NO_FAULT = re.compile(r"\b(?:no|without|zero|free\s+of)\s+(?:errors?|mistakes?|issues?|"
                        r"problems?|inaccurac\w+|omissions?)\b|\bnothing\s+(?:wrong|missing|"
-                       r"incorrect)\b", re.I)
+                       r"incorrect)\b"
+                       # "mostly good with minor errors": a small fault does not make 7 of 100
+                       r"|\b(?:minor|slight|small|little|few|tiny|trivial|negligible)\s+(?:\w+\s+)?"
+                       r"(?:errors?|issues?|mistakes?|inaccurac\w+|omissions?|flaws?|problems?|"
+                       r"details?|imperfections?)\b", re.I)
 
 
 def faint_praise(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:

@@ -47,6 +47,7 @@ from capjudge.reading.candidates import (
     stands_alone,
 )
 from capjudge.reading.contract import (
+    UNDECIDED,
     WITHDRAWN,
     checklist,
     faint_praise,
@@ -69,6 +70,7 @@ from capjudge.reading.numbers import (
     value_at,
 )
 from capjudge.reading.scale import clean_text, denominator, make_candidate, resolved
+from capjudge.reading.settled import alternative_after, doubtful
 from capjudge.reading.structure import (
     Field,
     boxed_fields,
@@ -631,10 +633,12 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                               "disagree, and nothing says which stands", printed_value(chosen))
     if (vetoed := _vetoed(chosen, cleaned, slot)) is not None:
         return vetoed
+    if (open_ := alternative_after(chosen, cleaned, slot)) is not None:
+        return Unreadable("parse_failure", open_, printed_value(chosen))
     after = cleaned[chosen.number.end:]
     return replace(_located(view, chosen),
                    off_contract=off_contract(chosen, cleaned, slot, after, len(
-                       {c.number.start for c in formats})))
+                       {c.number.start for c in formats})) or doubtful(chosen, cleaned, slot))
 
 
 def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot) -> Unreadable | None:
@@ -648,6 +652,10 @@ def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot) -> Unreadable | No
             or faint_praise(cleaned, chosen, slot)) is not None:
         return Unreadable("parse_failure", other, printed_value(chosen))
     after = cleaned[chosen.number.end:]
+    sentence = max(cleaned.rfind(c, 0, chosen.number.start) for c in ".!?\n") + 1
+    if (open_ := UNDECIDED.search(cleaned, sentence)) is not None:
+        return Unreadable("parse_failure", f"the answer leaves the verdict open "
+                          f"({open_.group(0).strip()!r})", printed_value(chosen))
     if (gone := WITHDRAWN.search(after)) is not None and not has_number(after[gone.end():]):
         return Unreadable("parse_failure", f"the judge withdrew its verdict "
                           f"{chosen.number.written.strip()!r} ({gone.group(0).strip()!r}) and "

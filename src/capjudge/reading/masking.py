@@ -108,7 +108,25 @@ def mask_quotes(text: str, quotes: Sequence[str]) -> str:
                     start -= 1
                 text = _blank(text, start, end)
             answer = _words(text)
-    return _mask_quoted_fragments(text, targets)
+    return _mask_counts(_mask_quoted_fragments(text, targets), targets)
+
+
+def _mask_counts(text: str, quotes: list[list[str]]) -> str:
+    """A count the caption itself states, echoed by the judge ("3 giraffes?"), blanked.
+
+    The number and the word after it as the candidate or a reference writes them ("3
+    giraffes"): the caption's count, never a rating. The judge's own count of the same thing
+    ("I only see 2 giraffes") is not the caption's and stays.
+    """
+    pairs = {(q[i], q[i + 1].lower()) for q in quotes for i in range(len(q) - 1)
+             if q[i].isdigit() and not q[i + 1].isdigit()}
+    if not pairs:
+        return text
+    words = _words(text)
+    for (w, start, end), (nxt, _, _) in zip(words, words[1:], strict=False):
+        if (w, nxt.lower()) in pairs:
+            text = _blank(text, start, end)
+    return text
 
 
 # Text between quotation marks on one line: what the judge says it quotes.
@@ -201,11 +219,24 @@ def mask_hypotheticals(text: str) -> str:
     "I would rate it 85" and "I'd give it a 4" are verdicts and stay.
     """
     for m in list(_SENTENCE.finditer(text)):
-        sentence = m.group(0)
+        sentence = _FIRST_PERSON.sub(lambda v: " " * len(v.group(0)), m.group(0))
         if sentence.strip() and _HYPOTHETICAL.search(sentence) and _DIGITS.search(sentence) \
                 and not (_CORRECTION.search(sentence) and not _CONDITION.search(sentence)):
-            text = _blank(text, m.start(), m.end())
+            start, end = m.start(), m.end()
+            aside = _ASIDE.search(sentence)
+            if aside is not None and _HYPOTHETICAL.search(aside.group(0)) and not \
+                    _HYPOTHETICAL.search(sentence[:aside.start()] + sentence[aside.end():]):
+                # "3 (the main object alone would merit 5, but ...)": only the aside is.
+                start, end = start + aside.start(), start + aside.end()
+            text = _blank(text, start, end)
     return text
+
+
+# "I would score this caption 91": the judge's own verdict, not a hypothetical one (a
+# condition in the sentence still makes it one: "If it named the dog, I would score it 95").
+_FIRST_PERSON = re.compile(r"\bI(?:\s+would|'d|\u2019d)\s+(?:score|rate|grade|give|assign|put)"
+                           r"\b(?![^.]*\b(?:if|had|unless|were)\b)", re.I)
+_ASIDE = re.compile(r"\([^()]*\)")
 
 
 # "Correction: on a second look ... completeness should be higher — Completeness: $75$": a

@@ -87,6 +87,11 @@ _TOTAL_LINE = re.compile(r"^\s*(?:[-*\u2022>]|\d+\.)?\s*\**\s*(?:total|sum|overa
                          r"[^:\n=]{0,30}[:=]\s*(?P<rest>[^\n]*)", re.I | re.M)
 
 
+# A parenthetical aside that offers another count ("(possibly 2 if ...)", "(or 3)").
+_ALTERNATIVE_ASIDE = re.compile(r"\([^()]*\b(?:or|possibly|maybe|perhaps|otherwise|arguably|"
+                                r"if)\b[^()\d]{0,40}\d[^()]*\)", re.I)
+
+
 # The other kind of attribute named at the start of a breakdown in parentheses.
 _OTHER_KIND = {"correctness": re.compile(r"\(\s*(hallucinat\w*|incorrect|wrong|invented)\b",
                                          re.I),
@@ -114,6 +119,10 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
         # kind of attribute; the labels may be swapped, and nothing says which it is.
         return None, (f"the {name} points' own breakdown lists {kind.group(1)!r} attributes: "
                       "the labels may be swapped")
+    if (aside := _ALTERNATIVE_ASIDE.search(line)) is not None:
+        # "H. Score: 1 (possibly 2 if the handle counts)": the aside offers another count.
+        return None, (f"the {name} points are left open ({aside.group(0).strip()!r}): a "
+                      "range or a hedge")
     line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
     line = re.sub(r"\s*(?:points?|pts?\.?)\b.*$", "", line, flags=re.I)
     line = re.sub(r"(?<=\d)\.$", "", line)  # "so H. Score: 0.": the sentence's full stop

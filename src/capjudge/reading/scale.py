@@ -127,7 +127,8 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
                 f"{n.written.strip()}, not one value of {slot.low}-{slot.high}"), False
     if _PERCENT_AFTER.match(after) and slot.high != 100:
         return f"the score is a percentage ({n.written}%), not {slot.low}-{slot.high}", False
-    if n.kind == "digits" and n.integral and (dec := _DECIMAL_COMMA.match(after)):
+    if n.kind == "digits" and n.integral and (dec := _DECIMAL_COMMA.match(after)) \
+            and dec.group(0).strip(",0"):  # "4,0" is 4, written with a decimal comma
         return (f"the score is written as a decimal with a comma ({n.written.strip()}"
                 f"{dec.group(0)}); the scale is whole numbers {slot.low}-{slot.high}"), own
     if not n.integral:

@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 8
+READING_RULES_VERSION = 9
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -70,7 +70,11 @@ other languages where a value is due (corpora E-G). 8: cap3d's counts are read i
 (slots of kind ``points``), so an off-contract count gets its second channel; corpora H and
 I: unsettled conditions, alternatives, differences, corrections by an amount, summary lines,
 values the answer resolves onto the scale, quoted fragments, HTML references, draft/final
-blocks, harmony channels, ``[[N]]`` and ``[RESULT] N``."""
+blocks, harmony channels, ``[[N]]`` and ``[RESULT] N``. 9: what follows a verdict
+(:mod:`capjudge.reading.settled`: an alternative in its sentence abstains, a later value or
+prose after a verdict the prompt asks to end with is off-contract), a choice left to the
+reader, "Overall" for a criterion, small faults beside a bottom rating, the caption's own
+counts, "4,0", "I would score it 91", a hypothetical aside."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""

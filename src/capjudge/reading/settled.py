@@ -1,0 +1,113 @@
+"""Whether the answer leaves its verdict settled: what comes after it (issue 40, rules 9).
+
+Each blind corpus found wrong values returned as valid in classes no earlier corpus had, and
+most were one shape: the verdict was found, and something *after* it changed what it meant ("$85$
+if it's a cake, $30$ otherwise", "70, or 75 if you count the reflection", "… warrants roughly 10
+points less", a summary line with another value). Rules written per class after each corpus
+are a treadmill; these checks are for the shape, whatever the words:
+
+- :func:`alternative_after` (abstain): the verdict's own sentence goes on to another value of
+  the scale across a word that offers it as an alternative or a condition ("or", "if",
+  "otherwise", "maybe" ...). The answer leaves the choice open; a follow-up that picks one of
+  the two does not make the first reading right.
+- :func:`doubtful` (off-contract, so a second channel must agree, :mod:`capjudge.reading.confirm`):
+  another value of the scale later in the verdict's sentence, a score-like value anywhere after
+  the verdict, or, where the prompt asks the answer to *end* with its verdict (a label and an
+  anchor: G-VEval, ACCR), prose after it. None of these says the reading is wrong; each says the
+  rules alone cannot vouch for it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from capjudge.protocol import ScoreSlot
+from capjudge.reading.candidates import Candidate
+from capjudge.reading.numbers import Number, numbers_in
+
+# Where the verdict's sentence ends ("." or ";" before a space, or the line's end).
+_SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|\n")
+# Words that offer a second value as an alternative or under a condition. ("could", "would"
+# are left out: "(one could argue for 60)" is an aside, and hypotheticals are masked already.)
+_ALTERNATIVE = re.compile(r"\b(?:or|otherwise|if|unless|else|maybe|perhaps|possibly|instead|"
+                          r"alternatively|ou|oder|sinon|sonst|wenn)\b|或|否则",
+                          re.I)
+# Words near a number that make it score-like ("10 points less", "a 75", "deduct 5").
+_SCORE_WORDS = re.compile(r"\b(?:points?|pts?|scores?|scored|rating|rated|rate|grade|marks?|"
+                          r"deduct\w*|penal\w*|bonus|less|more|lower|higher|minus|plus|off)\b",
+                          re.I)
+# A number that is a denominator ("/10", "out of 5"), never a value of its own.
+_DENOMINATOR_BEFORE = re.compile(r"(?:/|\bout\s+of|\bof|\bvon|\bsur|\bsobre)[\s*_`$]*$", re.I)
+# Lines that are another criterion's labelled value ("Completeness: $70$"): the slot's siblings.
+_LABELLED_LINE = re.compile(r"^[ \t>*_#|-]*[^\W\d_][^\n:=]{0,40}[:=][ \t*_`$]*-?\d+"
+                            r"[ \t*_`$.|]*$", re.M)
+
+
+def _sentence_end(text: str, pos: int) -> int:
+    m = _SENTENCE_END.search(text, pos)
+    return m.start() if m else len(text)
+
+
+def _rivals(chosen: Candidate, text: str, slot: ScoreSlot, end: int, *, words: bool
+            ) -> list[Number]:
+    """Values of the scale after the verdict up to ``end``: other than it, not a denominator."""
+    n = chosen.number
+    return [o for o in numbers_in(text, n.end, end, words=words)
+            if o.value != n.value and slot.low <= o.value <= slot.high
+            and not _DENOMINATOR_BEFORE.search(text, max(0, o.start - 10), o.start)]
+
+
+def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """Why the verdict's sentence leaves another value open ("$85$ if …, $30$ otherwise")."""
+    n = chosen.number
+    for o in _rivals(chosen, text, slot, _sentence_end(text, n.end), words=True):
+        # Between the two, or right after the second ("$30$ otherwise", "50 instead").
+        if (word := _ALTERNATIVE.search(text, n.end, min(o.end + 12, len(text)))) is not None:
+            return (f"the verdict {n.written.strip()!r} is followed in its own sentence by "
+                    f"another value {o.written.strip()!r} offered as an alternative or under a "
+                    f"condition ({word.group(0)!r}): the answer leaves the choice open")
+    return None
+
+
+def _rival_in_sentence(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    n = chosen.number
+    rivals = _rivals(chosen, text, slot, _sentence_end(text, n.end), words=True)
+    if not rivals:
+        return None
+    return (f"the verdict's sentence goes on to another value ({n.written.strip()!r} … "
+            f"{rivals[0].written.strip()!r})")
+
+
+def _score_like_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    n = chosen.number
+    for o in _rivals(chosen, text, slot, len(text), words=False):
+        near = text[max(n.end, o.start - 25): o.end + 25]
+        if _SCORE_WORDS.search(near):
+            return (f"after its verdict the answer writes another score-like value "
+                    f"{o.written.strip()!r} ({' '.join(near.split())!r})")
+    return None
+
+
+def _goes_on(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    if not (slot.label and slot.anchor):
+        return None  # a slot asked first: the reasons follow the score, as asked
+    m = _SENTENCE_END.search(text, chosen.number.end)
+    if m is None:
+        return None
+    rest = " ".join(_LABELLED_LINE.sub("", text[m.end():]).split())
+    if len(re.findall(r"[^\W\d_]{2,}", rest)) < 2:
+        return None
+    return (f"the answer goes on after its verdict ({rest[:60]!r}), where the prompt asks it "
+            "to end there")
+
+
+def doubtful(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """Why the rules alone cannot vouch for the reading (it needs a second channel), or None.
+
+    Args:
+        chosen: the reading.
+        text: the answer as read (canonical, masked, the scale's phrasings blanked).
+        slot: its slot.
+    """
+    return (_rival_in_sentence(chosen, text, slot) or _score_like_after(chosen, text, slot)
+            or _goes_on(chosen, text, slot))
