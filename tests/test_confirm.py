@@ -300,6 +300,28 @@ def test_forced_anchor(tmp_path: Path, anchor: dict[str, float], status: str,
         assert out["score"] == pytest.approx(79.0)  # the answer's own distribution stands
 
 
+@pytest.mark.parametrize(("text", "forced"), [
+    # The reader abstains for a reason: no forced anchor stands in for it.
+    ("Accurate. The final score is $80$ or $85$.", False),
+    ("Accurate. The final score is $80$. No wait, I can't settle on a score.", False),
+    # No number written at all: the forced anchor reads the slot (the reading stays unwritten).
+    ("Accurate and complete, nothing is missing.", True),
+])
+def test_a_forced_anchor_reads_only_what_was_never_written(tmp_path: Path, text: str,
+                                                          forced: bool) -> None:
+    def script(body: dict[str, Any]) -> Scripted:
+        return Scripted(tokens=[(text, {})], anchor={80: 0.9, 40: 0.1})
+
+    out, server = _score(tmp_path, script, "force_anchor=true")
+    crit = out["criteria"]["score"]
+    if forced:
+        assert out["status"] == "ok" and crit["confirmation"] == "forced-anchor"
+    else:
+        assert out["status"] == "parse_failure" and out["score"] is None
+        assert "no probability" not in crit["reason"]  # the reader's own reason, kept
+        assert not [b for b in server.requests if _last_role(b) == "assistant"]
+
+
 def test_every_method_states_its_verdict_contract() -> None:
     # Components own their metadata: each registered method says what its prompt asks for.
     from capjudge.methods import get_method
@@ -421,3 +443,62 @@ def test_cap3d_counts_without_a_channel_stay_unconfirmed(tmp_path: Path,
     out, server = _score_3d(tmp_path, views, lambda body: Scripted(text=_OFF, logprobs=False))
     assert out["score"] == 75.0 and len(server.requests) == 1
     assert out["criteria"]["correctness"]["confirmation"] == "unconfirmed"
+
+
+def test_a_slot_asked_first_is_confirmed_after_the_whole_answer() -> None:
+    from capjudge.methods.harmoniceval import rating_slot as he_slot
+    from capjudge.methods.visce2 import rating_slot as visce2_slot
+    from capjudge.reading import TokenLogprob, forced_reading
+
+    text = "The caption names the bus correctly.\nRating: 72"
+    tokens = [TokenLogprob(text, 0.0, ())]
+    for slot in (visce2_slot(), he_slot("correctness")):
+        # Its forced anchor is the answer's start: the answer's own first token, which could
+        # only repeat what it wrote. Confirming, the anchor follows the whole answer.
+        _, base = forced_reading(slot, text, tokens, confirming=True)
+        assert base == text + slot.confirm_prefix and slot.confirm_prefix.strip()
+        _, start = forced_reading(slot, text, tokens)
+        assert start == slot.forced_prefix == ""
+    # A slot read last has one anchor for both.
+    gv = ScoreSlot("score", 0, 100, "$", "final score")
+    assert forced_reading(gv, text, tokens, confirming=True)[1] == forced_reading(
+        gv, text, tokens)[1] == text + gv.forced_prefix
+
+
+def test_the_confirmation_anchor_is_no_part_of_the_cache_key() -> None:
+    from dataclasses import replace
+
+    from capjudge.methods.visce2 import rating_slot as visce2_slot
+    from capjudge.protocol import JudgeRequest, Message
+
+    slot = visce2_slot()
+    request = JudgeRequest(messages=(Message("user", ("Rate it.",)),), slots=(slot,))
+    other = replace(request, slots=(replace(slot, confirm_prefix="\nOther: "),))
+    assert request.canonical() == other.canonical()
+
+
+@pytest.mark.parametrize(("option", "reads_unwritten", "confirms"), [
+    (None, False, True),   # a recognised server: the second channel, but no one-channel reading
+    (True, True, True),
+    (False, False, False),
+])
+def test_reading_an_unwritten_verdict_at_its_anchor_is_asked_for(
+        option: bool | None, reads_unwritten: bool, confirms: bool) -> None:
+    from capjudge.backends.openai_backend import OpenAIBackend
+
+    backend = OpenAIBackend("gemma-3-270m", base_url="http://127.0.0.1:9/v1",
+                            force_anchor=option)
+    backend.server = "llama.cpp"  # as recognised from its /props
+    assert (backend.force_anchor, backend.confirm_at_anchor) == (reads_unwritten, confirms)
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("점수: 8점 (10점 만점)\n캡션이 정확합니다.", None),  # 8 of 10: 8, or 80?
+    ("评分：8分（满分10分）", None),
+    ("8点（10点満点）", None),
+    ("점수: 80점 (100점 만점)", 80),
+    ("评分：80分（满分100分）", 80),
+])
+def test_a_scale_in_cjk_notation_is_the_values_scale(text: str, value: int | None) -> None:
+    found = locate(text, VISCE2)
+    assert (found.value if isinstance(found, Located) else None) == value

@@ -89,7 +89,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def in_process() -> OpenAIBackend:
     # Two slots decoded together: the fast setting (the concurrency tests need it).
-    backend = create_backend(f"llamacpp/{MODEL}", parallel=2, threads=1, determinism="fast")
+    backend = create_backend(f"llamacpp/{MODEL}", parallel=2, threads=1, determinism="fast",
+                             force_anchor=True)
     assert isinstance(backend, OpenAIBackend)
     return backend
 
@@ -160,7 +161,7 @@ def test_logprobs_format_top_k_usage_and_timings(served: str) -> None:
 
 
 def test_backend_recognises_llamacpp_and_reads_usage_and_fingerprint(served: str) -> None:
-    backend = create_backend(f"openai/{MODEL}", base_url=served)
+    backend = create_backend(f"openai/{MODEL}", base_url=served, force_anchor=True)
     assert isinstance(backend, OpenAIBackend)
     facts = backend.fingerprint_facts()
     assert facts["served"] is True and facts["models"] == [MODEL]
@@ -184,7 +185,7 @@ def _prefilled_top(served: str, messages: list[dict[str, Any]], prefill: str
 
 
 def test_digit_follow_ups_equal_direct_prefilled_queries(served: str) -> None:
-    backend = create_backend(f"openai/{MODEL}", base_url=served)
+    backend = create_backend(f"openai/{MODEL}", base_url=served, force_anchor=True)
     assert isinstance(backend, OpenAIBackend)
     request = _gveval_request(0)
     answer = JudgeClient(backend, None).run([request])[0]
@@ -222,6 +223,7 @@ def test_gveval_cli_on_the_served_model(served: str, tmp_path: Path,
     for i, (candidate, refs) in enumerate(CAPTIONS):
         argv = ["score", "--method", "gveval", "--mode", "ref-only", "--backend",
                 f"openai/{MODEL}", "--base-url", served, "--max-tokens", "24",
+                "--backend-option", "force_anchor=true",
                 "--cache-dir", str(tmp_path / "cache"), "--caption", candidate, "--json"]
         for ref in refs:
             argv += ["--ref", ref]
@@ -244,7 +246,8 @@ def test_gveval_cli_on_the_served_model(served: str, tmp_path: Path,
 def test_harmoniceval_text_criteria_each_from_a_1_to_5_distribution(
         served: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["score", "--method", "harmoniceval", "--backend", f"openai/{MODEL}",
-                     "--base-url", served, "--max-tokens", "4", "--cache-dir",
+                     "--base-url", served, "--max-tokens", "4",
+                     "--backend-option", "force_anchor=true", "--cache-dir",
                      str(tmp_path / "cache"), "--caption", CAPTIONS[0][0], "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     for criterion in ("clarity", "fluency", "conciseness"):
@@ -264,7 +267,8 @@ def test_context_overflow_is_a_non_transient_error(served: str, in_process: Open
                                                    ) -> None:
     huge = JudgeRequest(messages=(Message("user", ("word " * 6000,)),), slots=(),
                         decoding=Decoding(max_tokens=1), template="t@1")
-    for backend in (create_backend(f"openai/{MODEL}", base_url=served), in_process):
+    for backend in (create_backend(f"openai/{MODEL}", base_url=served, force_anchor=True),
+                    in_process):
         [answer] = backend.generate([huge])
         assert isinstance(answer, BackendError)
         assert not answer.transient and "context overflow" in str(answer)
@@ -282,8 +286,10 @@ def test_context_overflow_ends_as_a_recorded_error_status_not_retried() -> None:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
         assert url, proc.stderr.read() if proc.stderr else ""
-        small = create_backend(f"llamacpp/{MODEL}", parallel=1, threads=1, ctx=256)
-        for backend in (create_backend(f"openai/{MODEL}", base_url=url), small):
+        small = create_backend(f"llamacpp/{MODEL}", parallel=1, threads=1, ctx=256,
+                               force_anchor=True)
+        for backend in (create_backend(f"openai/{MODEL}", base_url=url, force_anchor=True),
+                        small):
             client = JudgeClient(backend, None, retry=RetryPolicy(max_attempts=5))
             [answer] = client.run([request])
             assert answer.status == "error", answer
@@ -346,7 +352,8 @@ def test_llamacpp_error_shapes_become_statuses() -> None:
 def test_in_process_backend_matches_the_served_model(served: str,
                                                      in_process: OpenAIBackend) -> None:
     request = _gveval_request(1)
-    via_http = JudgeClient(create_backend(f"openai/{MODEL}", base_url=served), None
+    via_http = JudgeClient(create_backend(f"openai/{MODEL}", base_url=served,
+                                          force_anchor=True), None
                            ).run([request])[0]
     direct = JudgeClient(in_process, None).run([request])[0]
     assert direct.text == via_http.text

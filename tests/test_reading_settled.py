@@ -3,6 +3,8 @@ later values and prose after a verdict the prompt asks to end with make it off-c
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from capjudge.methods.gveval import accr_slots, score_slot
@@ -40,7 +42,9 @@ def _why(text: str, slot: ScoreSlot = GV) -> str:
 ])
 def test_a_value_offered_as_an_alternative_after_the_verdict_abstains(text: str,
                                                                       slot: ScoreSlot) -> None:
-    assert "alternative or under a condition" in _why(text, slot)
+    # (For the answer's one verdict, a second value in the method's delimiters is reason
+    # enough: rules 10.)
+    assert re.search("alternative or under a condition|two verdicts", _why(text, slot))
 
 
 @pytest.mark.parametrize(("text", "slot", "value"), [
@@ -84,3 +88,30 @@ def test_a_slot_asked_first_may_explain_after_its_score() -> None:
     # HarmonicEval and VisCE² ask for the score first: the reasons follow, as asked.
     assert _found("4\nThe caption names the dog and the ball correctly.", HE).off_contract \
         is None
+
+
+# -- two values side by side, a later verdict in the method's delimiters (rules 10) --------------
+
+
+@pytest.mark.parametrize(("text", "slot"), [
+    ("5 4", HE),
+    ("Rating: 85 with the reference taken into account, 70 without it.", VIS),
+    ("Per the rubric, the final score is $60$.\n\nPersonally, I think the caption deserves "
+     "$90$.", GV),
+])
+def test_two_values_for_the_one_verdict_abstain(text: str, slot: ScoreSlot) -> None:
+    assert "nothing says which" in _why(text, slot)
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    # A criterion's siblings follow it in any layout: they are not rival verdicts.
+    ("Accuracy: $80$ Completeness: $70$ Conciseness: $90$ Relevance: $85$", ACCR[0], 80),
+    ("I give it 80 for accuracy, 60 for completeness, 90 for conciseness and 85 for "
+     "relevance.", ACCR[0], 80),
+    # The same value again, or a count with its noun, is no second verdict.
+    ("The final score is $80$.\n\nTo repeat: $80$.", GV, 80),
+    ("4 — with 2 small errors, it is still mostly right.", HE, 4),
+])
+def test_siblings_and_repeats_are_no_second_verdict(text: str, slot: ScoreSlot,
+                                                    value: int) -> None:
+    assert _found(text, slot).value == value

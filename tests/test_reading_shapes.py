@@ -505,3 +505,41 @@ def test_still_hypothetical_or_fractional() -> None:
 def test_a_count_the_caption_states_is_never_the_rating() -> None:
     slot = replace(VIS, quotes=("3 giraffes standing near 2 trees.",))
     assert _value("3 giraffes? I only see 2 giraffes, and no trees. Rating: 40", slot) == 40
+
+
+# -- corpus K (rules 10): another scale named, a total line, examples of the format, level spans --
+
+
+def test_a_labelled_value_that_fits_another_scale_the_answer_names_abstains() -> None:
+    text = ("Scoring on a 5-point scale:\nAccuracy: $4$\nCompleteness: $3$\nConciseness: $5$\n"
+            "Relevance: $5$")
+    assert "another scale" in _why(text, ACCR[0])
+    # A value that does not fit the other scale is on the slot's own.
+    assert _value("On a 5-point scale it would be a 4.\n\nAccuracy: $80$", ACCR[0]) == 80
+
+
+def test_a_total_line_that_disagrees_with_the_verdict_is_a_second_verdict() -> None:
+    text = ("- Objects: 30/40\n- Relations: 10/20\n**Total: 65/100**\n\nMisses the kite.\n\n"
+            "The final score is $78$.")
+    assert "2 different verdicts" in _why(text)
+    assert _value(text.replace("65/100", "78/100")) == 78
+
+
+def test_an_example_of_the_format_is_not_the_verdict() -> None:
+    example = ("Here is an example of how the output should look:\n\n```\nThe caption misses "
+               "some details.\nThe final score is $85$.\n```\n\n")
+    assert _value(example + "Now let's evaluate the generated caption.") is None
+    assert _value(example + "The caption is accurate.\nThe final score is $70$.") == 70
+    # A fenced block not introduced as an example is the judge's own.
+    assert _value("My evaluation:\n\n```\nAccurate.\nThe final score is $85$.\n```") == 85
+
+
+def test_a_span_of_rubric_levels_is_not_one_level() -> None:
+    levels = (("Very Low Correctness", 1), ("Low Correctness", 2),
+              ("Moderate Correctness", 3), ("High Correctness", 4),
+              ("Extremely High Correctness", 5))
+    slot = replace(HE, levels=levels)
+    assert "span of levels" in _why("High-to-Extremely-High Correctness. Nearly right.", slot)
+    assert "span of levels" in _why("Between Moderate and High Correctness.", slot)
+    assert _value("Extremely High Correctness - perfect.", slot) == 5
+    assert _value("I would say High Correctness, the caption is right.", slot) == 4

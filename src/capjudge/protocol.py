@@ -108,6 +108,10 @@ class ScoreSlot:
     # anchor, or the score first) or ``json`` (``verdict_format: json_schema``). Reading
     # context: not part of the cache key (the schema itself is).
     contract: Literal["format", "json"] = field(default="format", compare=False)
+    # Where an off-contract reading of a slot asked first is confirmed: after the whole answer
+    # ("\n\nScore: "). Its forced anchor is the answer's start, i.e. the answer's own first
+    # token, which confirms nothing it did not already say. Reading context: not in the key.
+    confirm_prefix: str = field(default="", compare=False)
     # What the slot holds: a ``score`` on ``low``-``high`` (its digits' distribution read
     # where the backend gives one), or ``points``, a count the judge states in words or
     # digits (cap3d's C. and H. scores, halves allowed), read from the text by
@@ -184,7 +188,8 @@ class JudgeRequest:
         # A ``points`` slot only says where the method reads its counts (the prompt asks for
         # them): reading context too, so cap3d's keys stay as they were before it had slots.
         slots: list[JSONValue] = [{k: v for k, v in asdict(s).items()
-                                   if k not in ("quotes", "levels", "contract", "kind")}
+                                   if k not in ("quotes", "levels", "contract", "kind",
+                                                "confirm_prefix")}
                                   for s in self.slots if s.kind != "points"]
         out: dict[str, JSONValue] = {"messages": messages, "slots": slots,
                                      "decoding": decoding, "template": self.template}

@@ -23,6 +23,7 @@ from capjudge.protocol import (
 )
 from capjudge.reading import (
     Located,
+    abstention,
     confirmed,
     contract_fields,
     find_printed,
@@ -48,6 +49,9 @@ class HFDigits(HFPrefix, HFLikelihood):
                                                      prompt_ids, new_ids, extras))
                 continue
             found = find_printed(text, slot)  # located once: the context and the contract
+            if found is None and (abstained := abstention(text, slot)) is not None:
+                slots.append(abstained)  # a reasoned abstention is never teacher-forced away
+                continue
             context, forced, printed = self._slot_context(slot, prompt_ids, new_ids, text,
                                                           found)
             result = self._teacher_forced(slot, context, extras, printed, forced)
@@ -75,7 +79,12 @@ class HFDigits(HFPrefix, HFLikelihood):
         """
         if not needs_confirmation(result):
             return result
-        anchor = self._forced_context(slot, prompt_ids, new_ids)
+        if slot.position == "first" and slot.confirm_prefix:
+            # After the whole answer (its start would only repeat its own first token).
+            anchor = prompt_ids + new_ids + self.tokenizer.encode(slot.confirm_prefix,
+                                                                  add_special_tokens=False)
+        else:
+            anchor = self._forced_context(slot, prompt_ids, new_ids)
         second = self._teacher_forced(slot, anchor, extras, None, True)
         return confirmed(result, second, "forced-anchor")
 

@@ -27,12 +27,17 @@ until an answer shows llama.cpp's convention (its ``timings`` object, or the ech
 400 to a continuation carrying vLLM's fields is retried once as a plain prefill. Either way the
 follow-up's first token is read, so both give the same digit distributions.
 
-Anchor forcing (option ``force_anchor``; default: on when the server is recognised as llama.cpp
-or vLLM and ``continue_digits`` is on): an answer whose text never
-wrote a slot's number (a small base model that rambles) is asked again with the slot's
-``forced_prefix`` prefilled after its text (``"first"`` slots: at the answer's start, read from
-the answer's own first token when the prefix is empty), as the local backends teacher-force
-it; the slot records ``anchor_forced``.
+Anchor forcing, two uses. **Confirming** an off-contract reading at its forced anchor (the
+second channel of :mod:`capjudge.reading.confirm`): on where the server is recognised as
+llama.cpp or vLLM and ``continue_digits`` is on (``force_anchor: false`` turns it off).
+**Reading a slot whose number was never written** (a small base model that rambles) at its
+forced anchor: the answer is asked again with the slot's ``forced_prefix`` prefilled after its
+text (``"first"`` slots: at the answer's start, read from the answer's own first token when
+the prefix is empty), as the local backends teacher-force it, and the slot records
+``anchor_forced``. That reading is one channel alone where the judge wrote no verdict, a
+deviation from the papers (which read the verdict the judge writes): only with the option
+``force_anchor: true`` (the bundled sample's llama.cpp judges set it). Without it such a slot
+is a ``parse_failure`` "no number ...".
 
 The wire format (request bodies, messages and pictures, error bodies, ``Retry-After``, what a
 body that is not a completion is) and llama.cpp's specifics are in
@@ -207,7 +212,20 @@ class OpenAIBackend(OpenAIServed):
 
     @property
     def force_anchor(self) -> bool:
-        """Whether a slot whose number was never written is read at its forced anchor."""
+        """Whether a slot whose number was never written is read at its forced anchor.
+
+        Only when asked (``force_anchor: true``): the judge wrote no verdict, and the anchor's
+        distribution would be the reading's only channel.
+        """
+        return self.continue_digits and self._force_anchor is True
+
+    @property
+    def confirm_at_anchor(self) -> bool:
+        """Whether an off-contract reading is confirmed at its forced anchor (a second channel).
+
+        Where the server can continue the answer (recognised as llama.cpp or vLLM, or
+        ``force_anchor: true``); ``force_anchor: false`` turns it off.
+        """
         if not self.continue_digits:
             return False
         if self._force_anchor is not None:

@@ -60,6 +60,8 @@ TASK_PHRASES: dict[str, dict[str, str]] = {
 # model's own probabilities is below 1 when the ratings hold little of the mass, so the score
 # a row carries lies in [0, 5] (under ``score: renormalised`` it stays in [1, 5]).
 SCALE = Scale(0, 5, pass_mark=3)
+CONFIRM_PREFIX = "\n\nScore: "
+"""After the answer, where an off-contract rating is confirmed (the score is asked first)."""
 
 
 def rating_slot(criterion: str) -> ScoreSlot:
@@ -67,7 +69,7 @@ def rating_slot(criterion: str) -> ScoreSlot:
     scale = method_spec("harmoniceval")["scale"]
     return ScoreSlot(name=criterion, low=int(scale["low"]), high=int(scale["high"]),
                      anchor=scale["anchor"], position=scale["position"],
-                     forced_prefix=scale["forced_prefix"])
+                     forced_prefix=scale["forced_prefix"], confirm_prefix=CONFIRM_PREFIX)
 
 
 def boxed_image(item: Item, detail: str, tiles_dir: Path) -> ImagePart:

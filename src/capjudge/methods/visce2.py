@@ -73,6 +73,8 @@ def select_context(text: str, keep: tuple[str, ...]) -> str | None:
 
 
 SCALE = Scale(0, 100, pass_mark=50)
+CONFIRM_PREFIX = "\n\nRating: "
+"""After the answer, where an off-contract rating is confirmed (the score is asked first)."""
 
 
 def rating_slot() -> ScoreSlot:
@@ -80,7 +82,7 @@ def rating_slot() -> ScoreSlot:
     scale = method_spec("visce2")["scale"]
     return ScoreSlot(name=scale["name"], low=int(scale["low"]), high=int(scale["high"]),
                      anchor=scale["anchor"], position=scale["position"],
-                     forced_prefix=scale["forced_prefix"])
+                     forced_prefix=scale["forced_prefix"], confirm_prefix=CONFIRM_PREFIX)
 
 
 class VisCE2(Method):

@@ -10,9 +10,10 @@ backend imports only this package's names (never its submodules; a test enforces
 - :func:`confirm_at_anchors`, :func:`confirm_by_question`, :func:`finish_slot`: the reading
   finished once those answers came; :func:`reread_raw`, :func:`reread_text`: a cached answer
   read again under new rules (:data:`READING_RULES_VERSION`).
-- :func:`find_printed`, :func:`contract_fields`, :func:`confirmed`: for backends that compute
-  distributions themselves (transformers' teacher forcing): where the verdict is written,
-  whether it is on the method's contract, and its confirmation.
+- :func:`find_printed`, :func:`abstention`, :func:`contract_fields`, :func:`confirmed`: for
+  backends that compute distributions themselves (transformers' teacher forcing): where the
+  verdict is written, the reader's abstention (never teacher-forced away), whether it is on
+  the method's contract, and its confirmation.
 
 The steps, one module each:
 
@@ -75,6 +76,7 @@ from capjudge.reading.tokens import (
     READING_RULES_VERSION,
     TokenLogprob,
     TreeReading,
+    abstention,
     add_continuation,
     continuation_from_result,
     follow_up_prefixes,
@@ -82,13 +84,12 @@ from capjudge.reading.tokens import (
     reasoning_only,
 )
 
-__all__ = ["CONFIRM", "CONFIRM_MODES", "QUESTION", "READING_RULES_VERSION", "Located",
-           "PendingDigits", "Reader", "ResponseBase", "TokenLogprob", "TreeReading",
-           "add_continuation", "confirm_at_anchors", "confirm_by_question", "confirmed",
-           "continuation_from_result", "contract_fields", "find_printed", "finish_slot",
-           "merge_follow_ups",
-           "follow_up_prefixes", "follow_up_question", "follow_up_requests", "follow_up_schema",
-           "forced_reading",
-           "needs_confirmation", "next_slot", "parse_ch", "parse_points", "read_answer",
-           "read_ch", "read_points_slot", "reasoning_only", "reread_raw",
-           "reread_text", "rereadable_text", "response_of"]
+__all__ = ["CONFIRM", "CONFIRM_MODES", "Located", "PendingDigits", "QUESTION",
+           "READING_RULES_VERSION", "Reader", "ResponseBase", "TokenLogprob", "TreeReading",
+           "abstention", "add_continuation", "confirm_at_anchors", "confirm_by_question",
+           "confirmed", "continuation_from_result", "contract_fields", "find_printed",
+           "finish_slot", "follow_up_prefixes", "follow_up_question", "follow_up_requests",
+           "follow_up_schema", "forced_reading", "merge_follow_ups", "needs_confirmation",
+           "next_slot", "parse_ch", "parse_points", "read_answer", "read_ch",
+           "read_points_slot", "reasoning_only", "reread_raw", "reread_text", "rereadable_text",
+           "response_of"]

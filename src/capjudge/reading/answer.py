@@ -21,7 +21,7 @@ from capjudge.protocol import (
     worst_status,
 )
 from capjudge.reading.confirm import confirmed, needs_confirmation, read_follow_up
-from capjudge.reading.locate import find_printed
+from capjudge.reading.locate import never_written
 from capjudge.reading.pending import CONFIRM, QUESTION, PendingDigits, forced_reading
 from capjudge.reading.tokens import (
     READING_RULES_VERSION,
@@ -63,6 +63,9 @@ class Reader(Protocol):
     @property
     def force_anchor(self) -> bool: ...  # noqa: D102
 
+    @property
+    def confirm_at_anchor(self) -> bool: ...  # noqa: D102
+
     def confirmable(self, request: JudgeRequest) -> bool: ...  # noqa: D102
 
 
@@ -91,24 +94,29 @@ def read_answer(reader: Reader, request: JudgeRequest, text: str,
         elif not tokens or slot.kind == "points":
             # text_only: no distribution (a count of points is always read from the text)
             slots.append(read_text(text, slot, truncated=truncated))
-            if tokens and confirmable and reader.force_anchor and needs_confirmation(slots[-1]):
+            if tokens and confirmable and reader.confirm_at_anchor and needs_confirmation(
+                    slots[-1]):
                 # An off-contract count: the judge asked at the count's forced anchor.
                 k = i + CONFIRM
-                readings[k], bases[k] = forced_reading(slot, joined, tokens)
+                readings[k], bases[k] = forced_reading(slot, joined, tokens,
+                                                       confirming=True)
                 forced[k] = None
         else:
             readings[i] = read_tree(tokens, slot, truncated=truncated)
             located = readings[i].located
             if located is not None:
                 bases[i] = joined[: located.start]
-                if confirmable and located.off_contract is not None and reader.force_anchor:
+                if confirmable and located.off_contract is not None \
+                        and reader.confirm_at_anchor:
                     # Off-contract: the same judge, asked at its verdict's forced anchor
                     # after its own answer, must agree (capjudge.reading.confirm).
                     k = i + CONFIRM
-                    readings[k], bases[k] = forced_reading(slot, joined, tokens)
+                    readings[k], bases[k] = forced_reading(slot, joined, tokens,
+                                                           confirming=True)
                     forced[k] = None
-            elif reader.force_anchor and find_printed(joined, slot) is None:
-                # No number written: read the slot where its anchor is forced.
+            elif reader.force_anchor and never_written(joined, slot):
+                # No number written: read the slot where its anchor is forced (an abstention
+                # for a reason stays one: capjudge.reading.locate.never_written).
                 readings[i], bases[i] = forced_reading(slot, joined, tokens)
                 forced[i] = None
             if not reader.continue_digits and follow_up_prefixes(readings[i]):
@@ -174,9 +182,11 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
         anchor = after.get(str(i + CONFIRM))
         if needs_confirmation(slots[-1]) and backend.confirmable(request) and (
                 anchor is not None or (slot.position == "first" and not slot.forced_prefix
-                                       and backend.force_anchor)):
+                                       and not slot.confirm_prefix
+                                       and backend.confirm_at_anchor)):
             # The forced anchor's tree as it was asked (never asked again).
-            second, _ = forced_reading(slot, joined, tokens)
+            second, _ = forced_reading(slot, joined, tokens,
+                                       confirming=True)
             for prefix, node in (anchor or {}).items():
                 add_continuation(second, prefix, node)
             slots[-1] = confirmed(slots[-1], finish_slot(second, backend.min_mass,

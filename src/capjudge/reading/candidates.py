@@ -45,11 +45,17 @@ class Located:
 
 @dataclass(frozen=True)
 class Unreadable:
-    """Why no score could be read from a text (``status`` is ``parse_failure``)."""
+    """Why no score could be read from a text (``status`` is ``parse_failure``).
+
+    ``unwritten``: the answer wrote no number where the verdict is due (or nothing at all), so
+    a backend may read the slot at its forced anchor; any other reason is the reader's
+    abstention, which no single other channel may override.
+    """
 
     status: Status
     reason: str
     printed: int | float | None = None
+    unwritten: bool = False
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ Every reading says how it was found (:attr:`Located.how`).
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -60,6 +59,7 @@ from capjudge.reading.contract import (
     revised_opening,
     stated_twice,
 )
+from capjudge.reading.levels import level_candidates
 from capjudge.reading.masking import find_decline, mask_text
 from capjudge.reading.numbers import (
     DIGITS,
@@ -69,7 +69,14 @@ from capjudge.reading.numbers import (
     number_at,
     value_at,
 )
-from capjudge.reading.scale import clean_text, denominator, make_candidate, resolved
+from capjudge.reading.scale import (
+    clean_text,
+    denominator,
+    foreign_scale,
+    foreign_top,
+    make_candidate,
+    resolved,
+)
 from capjudge.reading.settled import alternative_after, doubtful
 from capjudge.reading.structure import (
     Field,
@@ -84,6 +91,7 @@ from capjudge.reading.vocabulary import (
     GENERIC,
     abbreviations,
     is_generic,
+    label_pattern,
     matches,
     slot_names,
 )
@@ -108,9 +116,6 @@ _REFUSAL = re.compile(
     r"\b(?:I(?:'|\u2019)?m sorry|I am sorry|I (?:cannot|can(?:'|\u2019)?t|am unable to|'m "
     r"unable to|won(?:'|\u2019)?t)|(?:cannot|unable to) (?:assist|help|evaluate|rate|comply))",
     re.I)
-_FOREIGN_SCALE = re.compile(
-    r"\bscale\s+(?:of|from)\s+\$?(\d+)\$?\s*(?:to|-|\u2013)\s*\$?(\d+)\$?"
-    r"|\bon\s+an?\s+(\d+)\s*(?:-|\u2013|to)\s*(\d+)\s+scale", re.I)
 _RATING_PHRASE = re.compile(
     r"\b(?:I(?:'d|\s+would|\s+will|'ll)?\s+)?(?:give|rate|rating|score|assign|award|grade)"
     r"(?:\s+(?:it|this|the\s+caption|this\s+caption|the\s+text|this\s+text|a|an|at|as|with|of"
@@ -205,19 +210,6 @@ def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
 # -- 4. labelled lines -------------------------------------------------------------------------
 
 
-def _label_pattern(names: Sequence[str]) -> str:
-    """A regex alternation of label names, longest first, words kept whole."""
-    return _label_alternation(tuple(names))
-
-
-@functools.lru_cache(maxsize=256)
-def _label_alternation(names: tuple[str, ...]) -> str:
-    # Cached: a method's few label sets are asked for with every answer read.
-    parts = sorted({re.escape(n).replace(r"\ ", r"[\s_]+") for n in names}, key=len,
-                   reverse=True)
-    return r"(?<![A-Za-z])(?:" + "|".join(parts) + r")(?![A-Za-z])"
-
-
 _NEXT_LABEL = re.compile(r"\n[^\n]*?[^\W\d_][^\n]*[:=]")
 
 
@@ -231,7 +223,7 @@ def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     if not (slot.label and slot.anchor):
         return []
     anchor = re.escape(slot.anchor)
-    label = re.compile(_label_pattern(slot_names(slot)), re.I)
+    label = re.compile(label_pattern(slot_names(slot)), re.I)
     value = re.compile(rf"[^\d]{{0,80}}?{anchor}{_MARKUP}{_LATEX_OPEN}{_MARKUP}{_DECORATION}"
                        r"(?=[-]?\d)")
     out = []
@@ -288,7 +280,7 @@ def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
                         (GENERIC if is_generic(slot) else (), 1)):
         if not names:
             continue
-        rx = re.compile(_label_pattern(names) + _SEPARATOR, re.I)
+        rx = re.compile(label_pattern(names) + _SEPARATOR, re.I)
         for m in rx.finditer(text):
             if m.group(0).count("\n") > 2:
                 continue
@@ -429,24 +421,12 @@ def _phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         elif not has_number(text):
             # No digit anywhere: a verdict's generic label with its value spelled out in
             # another language ("Note : quatre sur cinq", "Puntuación: cuatro de cinco").
-            rx = re.compile(_label_pattern(GENERIC) + _SEPARATOR, re.I)
+            rx = re.compile(label_pattern(GENERIC) + _SEPARATOR, re.I)
             out += [make_candidate(text, n, "a generic label's value in words", 0, slot,
                                    source="phrase")
                     for m in rx.finditer(text)
                     if (n := value_at(text, m.end())) is not None and n.kind == "words"]
     return out
-
-
-def _level_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
-    """The rubric's level names ("Moderate Correctness" is 3), when no number is written."""
-    if not slot.levels:
-        return []
-    names = {re.sub(r"\s+", " ", name).lower(): value for name, value in slot.levels}
-    rx = re.compile(_label_pattern(list(names)), re.I)
-    return [Candidate(Number(m.start(), m.end(), m.end(), float(value), m.group(0), "level"),
-                      f"the rubric level {m.group(0)!r}", 0, source="level")
-            for m in rx.finditer(text)
-            if (value := names.get(re.sub(r"\s+", " ", m.group(0)).lower())) is not None]
 
 
 def _first_integer(text: str) -> Number | None:
@@ -576,7 +556,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                           "reasoning block, before any verdict")
     if view.blank:
         return Unreadable("parse_failure", "no answer after the reasoning block"
-                          if view.had_reasoning else "the answer is empty")
+                          if view.had_reasoning else "the answer is empty", unwritten=True)
     masked = _prepared(view, slot)
     declined = find_decline(masked, view.text)
     if declined is not None:
@@ -598,7 +578,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                     + own_scale, cleaned, slot, truncated)
     if chosen is None:
         chosen = _decide_uncut(_phrase_candidates(cleaned, slot), cleaned, slot, truncated)
-    levels = _level_candidates(cleaned, slot)
+    levels = level_candidates(cleaned, slot)
     if chosen is None:
         chosen = decide(levels, cleaned, slot)
     if chosen is None:
@@ -607,14 +587,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         return chosen
     if (cut := _cut(masked, chosen.number, slot, truncated)) is not None:
         return Unreadable("parse_failure", cut, printed_value(chosen))
-    if (conflict := _conflict(chosen, cleaned, slot) or (
-            stated_twice(chosen, own_scale, masked, _REVISION)
-            if chosen.rank == 2 and slot.name in GENERIC else None)) is not None:
-        return Unreadable("parse_failure", conflict, printed_value(chosen))
-    if not slot.label and not slot.anchor and chosen.rank < 2:
-        foreign = _foreign_scale(cleaned, slot)
-        if foreign:
-            return Unreadable("parse_failure", foreign)
+    if (competing := _competing(chosen, cleaned, masked, own_scale, slot)) is not None:
+        return competing
     if slot.position == "first" and (chosen.source == "opening" or opens(cleaned, chosen)):
         revised = revised_opening(cleaned, chosen, slot)
         if isinstance(revised, Unreadable):
@@ -639,6 +613,27 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     return replace(_located(view, chosen),
                    off_contract=off_contract(chosen, cleaned, slot, after, len(
                        {c.number.start for c in formats})) or doubtful(chosen, cleaned, slot))
+
+
+def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence[Candidate],
+               slot: ScoreSlot) -> Unreadable | None:
+    """Another verdict, or another scale, the answer states beside the reading.
+
+    A bare opening number, a summary or total line, other things rated by name; a scale such
+    as "a 5-point scale" that the value fits.
+    """
+    if (conflict := _conflict(chosen, cleaned, slot) or (
+            stated_twice(chosen, own_scale, masked, _REVISION)
+            if chosen.rank == 2 and slot.name in GENERIC else None)) is not None:
+        return Unreadable("parse_failure", conflict, printed_value(chosen))
+    if (not slot.label and not slot.anchor and chosen.rank < 2) or (
+            not chosen.own_scale and chosen.number.value <= foreign_top(cleaned, slot)):
+        # (A labelled verdict only when its value fits the other scale: "Scoring on a
+        # 5-point scale: … Accuracy: $4$" is 4 of 5, not 4 of 100.)
+        foreign = foreign_scale(cleaned, slot)
+        if foreign:
+            return Unreadable("parse_failure", foreign)
+    return None
 
 
 def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot) -> Unreadable | None:
@@ -763,7 +758,7 @@ def _restated(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
 
 def _nothing(masked: str, cleaned: str, slot: ScoreSlot, truncated: bool) -> Unreadable:
     """Why no candidate was found at all."""
-    foreign = _foreign_scale(cleaned, slot)
+    foreign = foreign_scale(cleaned, slot)
     if foreign:
         return Unreadable("parse_failure", foreign)
     if _REFUSAL.search(masked):
@@ -774,19 +769,18 @@ def _nothing(masked: str, cleaned: str, slot: ScoreSlot, truncated: bool) -> Unr
     where = (f"after {slot.label!r}" + (f" and {slot.anchor!r}" if slot.anchor else "")
              if slot.label else f"after {slot.anchor!r}" if slot.anchor else "anywhere")
     cut = " (the answer was cut at max_tokens before its verdict)" if truncated else ""
-    return Unreadable("parse_failure", f"no number {where} in the output{cut}")
+    return Unreadable("parse_failure", f"no number {where} in the output{cut}", unwritten=True)
 
 
-def _foreign_scale(cleaned: str, slot: ScoreSlot) -> str | None:
-    """A "scale of 1 to 10" phrase naming another scale than the slot's (after blanking)."""
-    m = _FOREIGN_SCALE.search(cleaned)
-    if m is None:
-        return None
-    low, high = (int(x) for x in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
-    if (low, high) != (slot.low, slot.high) and high > low:
-        return (f"the judge answered on another scale ({m.group(0).strip()!r}), not "
-                f"{slot.low}-{slot.high}")
-    return None
+def never_written(text: str, slot: ScoreSlot) -> bool:
+    """Whether ``text`` wrote no number for the slot (nothing to read, nothing abstained on).
+
+    A backend that can force the slot's anchor reads it there only then: "9 … excellent" (9,
+    or 90?) or "$85$ or $90$" is the reader's abstention, which a forced anchor's distribution,
+    one channel alone, must not turn into a value.
+    """
+    found = locate(text, slot)
+    return isinstance(found, Unreadable) and found.unwritten
 
 
 def find_printed(text: str, slot: ScoreSlot) -> Located | None:

@@ -311,11 +311,32 @@ def mask_negated(text: str) -> str:
     return text
 
 
+# A block or sentence the answer introduces as an example of the format, not its evaluation:
+# "Here is an example of how the output should look:\n```…The final score is $85$.```".
+_EXAMPLE_INTRO = re.compile(r"\b(?:for\s+(?:example|instance)|e\.g\.|an?\s+(?:example|sample)|"
+                            r"example\s+(?:output|answer|response)|illustrat\w+)\b[^\n]{0,80}"
+                            r"(?:\n[ \t]*){1,2}(?P<block>```[^\n]*\n.*?```|(?:>[^\n]*(?:\n|$))+)",
+                            re.I | re.S)
+_EXAMPLE_SENTENCE = re.compile(r"(?:^|(?<=[.!?]\s))[ \t]*(?:for\s+(?:example|instance)|e\.g\.)"
+                               r",?\s[^.!?\n]*(?:[.!?]|$)", re.I | re.M)
+
+
+def mask_examples(text: str) -> str:
+    """Examples of the format the answer writes out, blanked (same length)."""
+    for m in list(_EXAMPLE_INTRO.finditer(text)):
+        text = _blank(text, m.start("block"), m.end("block"))
+    for m in list(_EXAMPLE_SENTENCE.finditer(text)):
+        if _DIGITS.search(m.group(0)):
+            text = _blank(text, m.start(), m.end())
+    return text
+
+
 def mask_text(text: str, quotes: Sequence[str] = ()) -> str:
     """Everything a careful reader skips blanked.
 
-    Quotations, rubrics, hypotheticals, rejected alternatives and bounds.
+    Quotations, rubrics, examples of the format, hypotheticals, rejected alternatives and
+    bounds.
     """
     text = mask_quotes(text, [q for q in quotes if q and q.strip()])
-    text = mask_rubric(text)
+    text = mask_examples(mask_rubric(text))
     return mask_negated(mask_hypotheticals(text))

@@ -58,16 +58,21 @@ class PendingDigits:
     follow_up: str | None = None
 
 
-def forced_reading(slot: ScoreSlot, text: str, tokens: Sequence[TokenLogprob]
-                    ) -> tuple[TreeReading, str]:
+def forced_reading(slot: ScoreSlot, text: str, tokens: Sequence[TokenLogprob], *,
+                   confirming: bool = False) -> tuple[TreeReading, str]:
     """A reading of ``slot`` at its forced anchor, and the assistant text that precedes it.
 
     ``"first"`` slots are read at the answer's start, after ``forced_prefix`` (with an empty
     prefix, from the answer's own first token: nothing needs asking); other slots after the
-    whole text and ``forced_prefix``. An empty digit tree leaves the first digit unobserved,
-    so :func:`follow_up_prefixes` asks for it (the empty prefix) like any other.
+    whole text and ``forced_prefix``. ``confirming`` an off-contract reading of a slot asked
+    first, its ``confirm_prefix`` after the whole text is the anchor (the answer's start would
+    only repeat the answer's own first token). An empty digit tree leaves the first digit
+    unobserved, so :func:`follow_up_prefixes` asks for it (the empty prefix) like any other.
     """
-    base = slot.forced_prefix if slot.position == "first" else text + slot.forced_prefix
+    if confirming and slot.position == "first" and slot.confirm_prefix:
+        base = text + slot.confirm_prefix
+    else:
+        base = slot.forced_prefix if slot.position == "first" else text + slot.forced_prefix
     reading = TreeReading(slot, Located(len(base), len(base), 0.0), whole=False)
     if not base:
         # The answer's first token is the distribution at the forced position: nothing to ask.
@@ -93,7 +98,8 @@ def follow_up_requests(pending: PendingDigits, request: JudgeRequest, text: str,
     out: list[JudgeRequest] = []
     pending.batch = []
     for i, reading in sorted(pending.readings.items()) if continue_digits else ():
-        assert reading.located is not None
+        if reading.located is None:
+            continue  # the reader abstained on this slot: nothing to complete
         for prefix in follow_up_prefixes(reading):
             if (i, prefix) in pending.asked:
                 continue

@@ -83,10 +83,23 @@ def clean_text(text: str, slot: ScoreSlot) -> str:
     return text
 
 
+# The scale in CJK notation after a value: "8점 (10점 만점)", "8分（满分10分）", "8点（10点満点）".
+_CJK_SCALE_AFTER = re.compile(r"\s*(?:점|分|点)?\s*[(\uff08]?\s*(?:(?:满分|滿分|満点)\s*(?P<a>\d+)|"
+                              r"(?P<b>\d+)\s*(?:점|分|点)\s*(?:만점|满分|滿分|満点|制))")
+
+
 def denominator(after: str) -> Number | None:
-    """The scale a number is stated on, from the text right after it ("/10", "out of 100")."""
+    """The scale a number is stated on, from the text right after it ("/10", "out of 100").
+
+    Also in CJK notation: "8점 (10점 만점)" is 8 on a scale of 10.
+    """
     frac = _FRACTION_AFTER.match(after)
-    return value_at(after, frac.end()) if frac is not None else None
+    if frac is not None:
+        return value_at(after, frac.end())
+    cjk = _CJK_SCALE_AFTER.match(after)
+    if cjk is None:
+        return None
+    return value_at(after, cjk.start("a") if cjk.group("a") else cjk.start("b"))
 
 
 def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:
@@ -191,3 +204,34 @@ def make_candidate(text: str, n: Number, how: str, rank: int, slot: ScoreSlot,
     """A candidate reading of ``slot`` at ``n``, with why it is not one (:func:`check_number`)."""
     problem, own = check_number(text, n, slot)
     return Candidate(n, how, rank, final, problem, own, source)
+
+
+# A scale the answer names that is not the slot's ("on a scale of 1 to 10", "a 5-point scale").
+FOREIGN_SCALE = re.compile(
+    r"\bscale\s+(?:of|from)\s+\$?(\d+)\$?\s*(?:to|-|\u2013)\s*\$?(\d+)\$?"
+    r"|\bon\s+an?\s+(\d+)\s*(?:-|\u2013|to)\s*(\d+)\s+scale"
+    r"|\b(?:an?\s+)?(\d+)[- ]point\s+(?:scale|rating)", re.I)
+
+
+def foreign_top(cleaned: str, slot: ScoreSlot) -> float:
+    """The top of another scale the answer names (-1 when it names none)."""
+    m = FOREIGN_SCALE.search(cleaned)
+    if m is None or foreign_scale(cleaned, slot) is None:
+        return -1
+    return float(m.group(5) or m.group(2) or m.group(4))
+
+
+def foreign_scale(cleaned: str, slot: ScoreSlot) -> str | None:
+    """A "scale of 1 to 10" phrase naming another scale than the slot's (after blanking)."""
+    m = FOREIGN_SCALE.search(cleaned)
+    if m is None:
+        return None
+    if m.group(5):  # "a 5-point scale": its top is what tells it apart
+        low, high = (slot.low, int(m.group(5))) if int(m.group(5)) != slot.high else (
+            slot.low, slot.high)
+    else:
+        low, high = (int(x) for x in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
+    if (low, high) != (slot.low, slot.high) and high > low:
+        return (f"the judge answered on another scale ({m.group(0).strip()!r}), not "
+                f"{slot.low}-{slot.high}")
+    return None

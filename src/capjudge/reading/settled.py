@@ -24,6 +24,7 @@ import re
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate
 from capjudge.reading.numbers import Number, numbers_in
+from capjudge.reading.vocabulary import is_generic
 
 # Where the verdict's sentence ends ("." or ";" before a space, or the line's end).
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|\n")
@@ -58,14 +59,57 @@ def _rivals(chosen: Candidate, text: str, slot: ScoreSlot, end: int, *, words: b
 
 
 def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
-    """Why the verdict's sentence leaves another value open ("$85$ if …, $30$ otherwise")."""
+    """Why the verdict's sentence leaves another value open ("$85$ if …, $30$ otherwise").
+
+    Also a value set beside it with nothing between ("5 4", "$7$ $5$", "85 with the
+    reference, 70 without"), and a later value in the method's own delimiters ("… the final
+    score is $60$. Personally … it deserves $90$."): two verdicts, nothing says which stands.
+    """
     n = chosen.number
+    # (For one criterion of several, the others' values follow it in any layout: only the
+    # answer's one verdict has no sibling.)
+    alone = is_generic(slot)
+    if alone and slot.anchor and (later := _anchored_after(chosen, text, slot)) is not None:
+        return later
+    for o in _rivals(chosen, text, slot, _sentence_end(text, n.end), words=False):
+        if not alone:
+            break
+        if _BESIDE.fullmatch(text, n.end, o.start) or _QUALIFIED.match(text, o.end) and \
+                _PARALLEL.match(text, n.end, o.start):
+            return (f"the verdict {n.written.strip()!r} has another value "
+                    f"{o.written.strip()!r} set beside it: two values, nothing says which")
     for o in _rivals(chosen, text, slot, _sentence_end(text, n.end), words=True):
         # Between the two, or right after the second ("$30$ otherwise", "50 instead").
         if (word := _ALTERNATIVE.search(text, n.end, min(o.end + 12, len(text)))) is not None:
             return (f"the verdict {n.written.strip()!r} is followed in its own sentence by "
                     f"another value {o.written.strip()!r} offered as an alternative or under a "
                     f"condition ({word.group(0)!r}): the answer leaves the choice open")
+    return None
+
+
+# Nothing but spaces, delimiters or markup between two values ("5 4", "$7$$5$").
+_BESIDE = re.compile(r"[ \t$*_`]*")
+# A value with a short qualifier of its own ("85 with the reference taken into account, 70
+# without it"): a comma ends the first one's qualifier, the second has its own.
+_QUALIFIER = (r"[\s$*_`]*(?:with|without|for|on|under|in|given|when|counting|excluding|"
+              r"including|ignoring)\b")
+_PARALLEL = re.compile(_QUALIFIER + r"[^\d,;.]{0,60},[\s*_`$]*$", re.I)  # "85 with X, "
+_QUALIFIED = re.compile(_QUALIFIER, re.I)  # "70 without it"
+
+
+def _anchored_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """A later value of the scale in the method's own delimiters ("$90$"), not the same one."""
+    a = re.escape(slot.anchor)
+    for m in re.finditer(rf"{a}[ \t]*(\d+)[ \t]*{a}", text[chosen.number.end:]):
+        value = int(m.group(1))
+        at = chosen.number.end + m.start()
+        line = text[text.rfind("\n", 0, at) + 1: at]
+        if re.search(r"[^\W\d_][\w)\]*_` ]{0,40}[:=\uff1a|][\s*_`]*$", line):
+            continue  # another criterion's labelled value ("Completeness: $70$"), a table cell
+        if value != chosen.number.value and slot.low <= value <= slot.high:
+            return (f"after the verdict {chosen.number.written.strip()!r} the answer states "
+                    f"another value in the method's delimiters ({m.group(0).strip()!r}): two "
+                    "verdicts, nothing says which stands")
     return None
 
 

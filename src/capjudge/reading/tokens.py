@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 9
+READING_RULES_VERSION = 10
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -74,7 +74,9 @@ blocks, harmony channels, ``[[N]]`` and ``[RESULT] N``. 9: what follows a verdic
 (:mod:`capjudge.reading.settled`: an alternative in its sentence abstains, a later value or
 prose after a verdict the prompt asks to end with is off-contract), a choice left to the
 reader, "Overall" for a criterion, small faults beside a bottom rating, the caption's own
-counts, "4,0", "I would score it 91", a hypothetical aside."""
+counts, "4,0", "I would score it 91", a hypothetical aside. 10: two values side by side or a
+later one in the method's delimiters for the one verdict, another scale the answer names, a
+total line, examples of the format, spans of rubric levels."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
@@ -340,6 +342,19 @@ def read_text(text: str, slot: ScoreSlot, *, truncated: bool = False) -> SlotRes
                       "no log-probabilities returned although they were requested: the printed "
                       "score is kept, without a distribution", found.printed,
                       **contract_fields(found))
+
+
+def abstention(text: str, slot: ScoreSlot) -> SlotResult | None:
+    """The reader's abstention on ``text`` for a reason, as the slot's result, or None.
+
+    None when a value was read or when the answer wrote no number (a forced anchor may read
+    that one). A backend that teacher-forces the slot's anchor keeps an abstention as it is:
+    one channel alone never turns "9 … excellent" (9, or 90?) into a value.
+    """
+    found = locate(text, slot)
+    if isinstance(found, Unreadable) and not found.unwritten:
+        return _failed(slot, found, "text")
+    return None
 
 
 def reasoning_only(slot: ScoreSlot, truncated: bool) -> SlotResult:

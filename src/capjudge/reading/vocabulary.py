@@ -12,8 +12,10 @@ module only knows how other languages say the same words.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from capjudge.protocol import ScoreSlot
 
@@ -142,3 +144,16 @@ def matches(name: str, slot: ScoreSlot) -> int:
     if is_generic(slot) and k in _GENERIC_KEYS:
         return 1
     return 0
+
+
+def label_pattern(names: Sequence[str]) -> str:
+    """A regex alternation of label names, longest first, words kept whole."""
+    return _label_alternation(tuple(names))
+
+
+@functools.lru_cache(maxsize=256)
+def _label_alternation(names: tuple[str, ...]) -> str:
+    # Cached: a method's few label sets are asked for with every answer read.
+    parts = sorted({re.escape(n).replace(r"\ ", r"[\s_]+") for n in names}, key=len,
+                   reverse=True)
+    return r"(?<![A-Za-z])(?:" + "|".join(parts) + r")(?![A-Za-z])"

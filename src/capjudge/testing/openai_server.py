@@ -206,6 +206,9 @@ class MockOpenAIServer:
         # Answer every request 401, repeating the key received in the message (as some
         # servers do): the probe of auth handling and of redaction.
         self.reject_key = False
+        # The API's own bound on top_logprobs (llama.cpp's server allows more: a proxy in
+        # front of one raises it).
+        self.max_top_logprobs = 20
         self._httpd: ThreadingHTTPServer = _Listener(("127.0.0.1", 0), self._handler())
         # A short poll (5 ms): shutdown() waits for the serve loop's next poll, and with the default
         # 0.5 s every stop of the server cost half a second (most of a replayed test case).
@@ -372,8 +375,9 @@ class MockHandler(BaseHTTPRequestHandler):
                 return
         if self.mock.latency_s:
             time.sleep(self.mock.latency_s)
-        if body.get("logprobs") and not 0 <= int(body.get("top_logprobs") or 0) <= 20:
-            self._error(400, "top_logprobs must be between 0 and 20",
+        top = self.mock.max_top_logprobs
+        if body.get("logprobs") and not 0 <= int(body.get("top_logprobs") or 0) <= top:
+            self._error(400, f"top_logprobs must be between 0 and {top}",
                         "invalid_request_error")
             return
         try:
