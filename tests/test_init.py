@@ -47,6 +47,24 @@ def test_init_writes_params_pointing_at_the_users_data(tmp_path: Path,
             assert key.split(".")[0] in params, key
 
 
+@pytest.mark.parametrize(("backend", "base_url", "forced"), [
+    ("openai/gemma-3-270m", "http://127.0.0.1:8731/v1", True),  # capjudge serve's embedded
+    ("llamacpp/gemma-3-270m", None, True),
+    ("openai/my-model", "http://127.0.0.1:8000/v1", False),
+])
+def test_init_asks_for_the_forced_anchor_only_for_the_embedded_base_model(
+        tmp_path: Path, backend: str, base_url: str | None, forced: bool) -> None:
+    root = _checkout(tmp_path / "eval")
+    manifest = write_manifest(root / "mine")
+    argv = ["init", str(root), "--manifest", str(manifest), "--backend", backend]
+    argv += ["--base-url", base_url] if base_url else []
+    assert cli_main(argv) == 0
+    options = load_params(root / "params.yaml")["judges"]["mine"].get("backend_options") or {}
+    assert options.get("force_anchor") is (True if forced else None)
+    # Elsewhere the option is there to switch on, commented.
+    assert forced or "# force_anchor: true" in (root / "params.yaml").read_text()
+
+
 def test_init_refuses_to_overwrite_without_force(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     root = _checkout(tmp_path)

@@ -88,8 +88,18 @@ def _q(value: str) -> str:
 def _judge_block(s: Starter) -> str:
     """The ``judges`` section: the judge ``mine``, and an example server judge if none given."""
     lines = ["judges:", "  mine:", f"    method: {s.method}", f"    backend: {_q(s.backend)}"]
+    # The embedded judge is a small base model that rarely writes its verdict: it is read at
+    # the method's forced anchor, one channel alone, so only where asked (force_anchor).
+    base_model = s.backend.rsplit("/", 1)[-1] == "gemma-3-270m" and (
+        s.backend.startswith("llamacpp/") or bool(s.base_url))
+    anchor = ("      force_anchor: true   # the base model never writes its verdict: read it "
+              "at the method's anchor" if base_model else
+              "      # force_anchor: true   # read a verdict the model never writes at the "
+              "method's anchor")
     if s.base_url:
-        lines += ["    backend_options:", f"      base_url: {_q(s.base_url)}"]
+        lines += ["    backend_options:", f"      base_url: {_q(s.base_url)}", anchor]
+    elif base_model:
+        lines += ["    backend_options:", anchor]
     else:
         lines += ["  # A judge on your own OpenAI-compatible server (vLLM, SGLang, Ollama,",
                   "  # capjudge serve): the served model's name after openai/.",
