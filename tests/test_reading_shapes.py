@@ -543,3 +543,45 @@ def test_a_span_of_rubric_levels_is_not_one_level() -> None:
     assert "span of levels" in _why("Between Moderate and High Correctness.", slot)
     assert _value("Extremely High Correctness - perfect.", slot) == 5
     assert _value("I would say High Correctness, the caption is right.", slot) == 4
+
+
+# -- rules 11 (found on the llama.cpp server's channel, corpora I and K) --------------------------
+
+
+def test_a_later_rating_phrase_with_another_value_is_a_second_verdict() -> None:
+    text = "Rating: 4\n\nThe frisbee is red, not blue: major errors, so this deserves a 2."
+    assert "2 different values" in _why(text, HE)
+    # In a conditional aside it is no verdict ("if you meant completeness ...").
+    assert _value("Rating: 4\n\n(If you meant completeness, I'd give it a 3.)", HE) == 4
+    assert _value("Rating: 4\n\nIt deserves a 4: one colour is wrong.", HE) == 4
+
+
+@pytest.mark.parametrize(("tail", "value"), [
+    ("All in all, a solid 7/10.", None),   # 70, not 85
+    ("All in all, 8.5/10.", 85),           # the same verdict on another scale
+    ("It names 3/5 objects.", 85),         # a count, not a verdict on a scale of 5
+])
+def test_a_later_verdict_on_a_scale_of_5_or_10(tail: str, value: int | None) -> None:
+    assert _value(f"The final score is $85$.\n\nMisses the people at the stop.\n\n{tail}") \
+        == value
+
+
+def test_a_verdict_reopened_and_cut_is_no_verdict() -> None:
+    text = ("Snow on the rocks, 'summer' in the caption.\n\nThe final score is $72$.\n\n"
+            "Actually, let me reconsider. The snow is prominent, and")
+    found = locate(text, GV, truncated=True)
+    assert isinstance(found, Unreadable) and "reopens" in found.reason
+    # Finished, the same answer keeps its verdict (off-contract: questioned afterwards).
+    assert _value(text + " it stays.") == 72
+
+
+def test_out_of_100_at_a_sentences_end_is_the_scale() -> None:
+    assert _value("The score is X out of 100.", VIS) is None
+    assert _value("I rate it 85 out of 100.", VIS) == 85
+
+
+def test_a_rating_taken_back_in_the_same_breath_is_replaced() -> None:
+    text = ('Rating: 4 — no wait, the sign says "Stop", not "Slow" as the caption claims, and '
+            "the sign is the subject. 3.")
+    assert _value(text, HE) == 3
+    assert "takes back" in _why("Rating: 4 — no wait, the sign is wrong.", HE)

@@ -371,3 +371,33 @@ def off_contract(chosen: Candidate, text: str, slot: ScoreSlot, after: str, time
     return None
 
 
+# A later value introduced as a correction: "Re-reading, the final score is $75$".
+REVISION = re.compile(
+    r"\b(?:actually|on\s+(?:second\s+thought|reflection|closer\s+(?:look|inspection))|upon\s+"
+    r"(?:further|closer|second)\s+\w+|correct(?:ion|ing)(?:\s+(?:my|the))?|"
+    r"revis(?:e|ed|ing)|wait\b|scratch\s+that|I\s+was\s+wrong|on\s+second\s+look|"
+    r"looking\s+(?:at\s+(?:it|the\s+\w+)\s+)?again|"
+    r"re-?(?:consider|read|evaluat|assess|examin|think|check)\w*|"
+    r"let\s+me\s+(?:adjust|revise|correct|lower|raise)|adjust(?:ed|ing)?\s+(?:the\s+)?"
+    r"(?:score|rating)|updated?\s+(?:score|rating)|however,?\s+looking)\b", re.I)
+
+
+CONDITIONAL = re.compile(r"\b(?:if|unless|assuming|suppose|supposing|were|had)\b", re.I)
+
+
+def sentence_of(text: str, pos: int) -> str:
+    """The sentence (or parenthetical, or line) around ``pos``."""
+    start = max(text.rfind(c, 0, pos) for c in ".!?\n(") + 1
+    ends = [i for c in ".!?\n)" if (i := text.find(c, pos)) >= 0]
+    return text[start: min(ends) if ends else len(text)]
+
+
+def reopened(chosen: Candidate, cleaned: str, truncated: bool) -> Unreadable | None:
+    """A verdict the answer reopens ("Actually, let me reconsider …"), cut before any other."""
+    after = cleaned[chosen.number.end:]
+    cue = REVISION.search(after)
+    if not truncated or cue is None or has_number(after[cue.end():]):
+        return None
+    return Unreadable("parse_failure", f"the answer reopens its verdict "
+                      f"{chosen.number.written.strip()!r} ({cue.group(0).strip()!r}) and is cut "
+                      "at max_tokens before any other", printed_value(chosen))

@@ -46,6 +46,8 @@ from capjudge.reading.candidates import (
     stands_alone,
 )
 from capjudge.reading.contract import (
+    CONDITIONAL,
+    REVISION,
     UNDECIDED,
     WITHDRAWN,
     checklist,
@@ -56,7 +58,9 @@ from capjudge.reading.contract import (
     opens,
     other_criterion,
     other_target,
+    reopened,
     revised_opening,
+    sentence_of,
     stated_twice,
 )
 from capjudge.reading.levels import level_candidates
@@ -101,15 +105,7 @@ _LATEX_OPEN = r"(?:\\(?:boxed|text|textbf|mathbf)\s*\{\s*)?"
 # What may stand right before a verdict's digits: a plus sign, "about" ("$+69$", "$≈74$", "~75").
 _DECORATION = r"(?:[+~\u2248\u223c][ \t]*|\\(?:approx|sim)[ \t]*)?"
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
-_REVISION = re.compile(
-    r"\b(?:actually|on\s+(?:second\s+thought|reflection|closer\s+(?:look|inspection))|upon\s+"
-    r"(?:further|closer|second)\s+\w+|correct(?:ion|ing)(?:\s+(?:my|the))?|"
-    r"revis(?:e|ed|ing)|wait\b|scratch\s+that|I\s+was\s+wrong|on\s+second\s+look|"
-    r"looking\s+(?:at\s+(?:it|the\s+\w+)\s+)?again|"
-    r"re-?(?:consider|read|evaluat|assess|examin|think|check)\w*|"
-    r"let\s+me\s+(?:adjust|revise|correct|lower|raise)|adjust(?:ed|ing)?\s+(?:the\s+)?"
-    r"(?:score|rating)|updated?\s+(?:score|rating)|however,?\s+looking)\b", re.I)
-REVISION = _REVISION
+_REVISION = REVISION
 """What introduces a revised verdict ("actually", "on reflection", "correcting my ..."): public
 for the methods that read their own points (cap3d)."""
 _REFUSAL = re.compile(
@@ -117,7 +113,8 @@ _REFUSAL = re.compile(
     r"unable to|won(?:'|\u2019)?t)|(?:cannot|unable to) (?:assist|help|evaluate|rate|comply))",
     re.I)
 _RATING_PHRASE = re.compile(
-    r"\b(?:I(?:'d|\s+would|\s+will|'ll)?\s+)?(?:give|rate|rating|score|assign|award|grade)"
+    r"\b(?:I(?:'d|\s+would|\s+will|'ll)?\s+)?(?:give|rate|rating|score|assign|award|grade|"
+    r"deserves?|merits?|earns?)"
     r"(?:\s+(?:it|this|the\s+caption|this\s+caption|the\s+text|this\s+text|a|an|at|as|with|of"
     r"|is|was|would\s+be|:|solid|strong|good|decent|fair|firm|high|low|modest|generous|weak"
     r"|clear|respectable|middling|reasonable))*\s+\$?(?=\d|" + NUMBER_WORDS.pattern + r")",
@@ -589,7 +586,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         return Unreadable("parse_failure", cut, printed_value(chosen))
     if (competing := _competing(chosen, cleaned, masked, own_scale, slot)) is not None:
         return competing
-    if slot.position == "first" and (chosen.source == "opening" or opens(cleaned, chosen)):
+    if slot.position == "first" and (chosen.source in ("opening", "label")
+                                     or opens(cleaned, chosen)):
         revised = revised_opening(cleaned, chosen, slot)
         if isinstance(revised, Unreadable):
             return revised
@@ -605,7 +603,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                               f"{chosen.number.written.strip()!r} and {named[0].how} "
                               f"({int(named[0].number.value)}) "
                               "disagree, and nothing says which stands", printed_value(chosen))
-    if (vetoed := _vetoed(chosen, cleaned, slot)) is not None:
+    if (vetoed := _vetoed(chosen, cleaned, slot) or reopened(chosen, cleaned, truncated)):
         return vetoed
     if (open_ := alternative_after(chosen, cleaned, slot)) is not None:
         return Unreadable("parse_failure", open_, printed_value(chosen))
@@ -626,6 +624,16 @@ def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence
             stated_twice(chosen, own_scale, masked, _REVISION)
             if chosen.rank == 2 and slot.name in GENERIC else None)) is not None:
         return Unreadable("parse_failure", conflict, printed_value(chosen))
+    later = [c for c in _phrase_candidates(cleaned, slot) if c.source == "phrase"
+             and c.how == "a rating phrase" and c.number.start > chosen.number.end
+             and c.problem is None and c.number.value != chosen.number.value
+             and not _REVISION.search(cleaned, chosen.number.end, c.number.start)
+             and not CONDITIONAL.search(sentence_of(cleaned, c.number.start))]
+    if later:
+        # "Rating: 4 … These are major errors, so this deserves a 2.": two verdicts.
+        return Unreadable("parse_failure", f"2 different values for {slot.name} and nothing "
+                          f"says which is the verdict: {_quote([chosen, later[0]])}",
+                          printed_value(chosen))
     if (not slot.label and not slot.anchor and chosen.rank < 2) or (
             not chosen.own_scale and chosen.number.value <= foreign_top(cleaned, slot)):
         # (A labelled verdict only when its value fits the other scale: "Scoring on a

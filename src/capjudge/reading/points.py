@@ -25,8 +25,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from capjudge.protocol import ScoreSlot, SlotResult
-from capjudge.reading.contract import WITHDRAWN
-from capjudge.reading.locate import REVISION
+from capjudge.reading.contract import REVISION, WITHDRAWN
 from capjudge.reading.masking import find_decline, mask_text
 from capjudge.reading.numbers import number_at
 from capjudge.reading.structure import json_fields, table_fields, xml_fields

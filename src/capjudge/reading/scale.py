@@ -68,8 +68,9 @@ def scale_phrases(low: int, high: int) -> list[re.Pattern[str]]:
         re.compile(rf"(?<![\d.]){num_lo}{between}{num_hi}\s*(?:-?point\s+)?(?:scale|分)", re.I),
         re.compile(rf"\b(?:on\s+)?an?\s+{num_hi}-point\s+scale\b", re.I),
         # (Not the "$" after: "$90/100$" keeps the anchor that closes the verdict.)
-        re.compile(rf"\bout\s+of\s+\$?{hi}(?![\d.])", re.I),
-        re.compile(rf"/\s*\$?{hi}(?![\d.])"),
+        # (A full stop may end the sentence: "X out of 100." is the scale, not 100.)
+        re.compile(rf"\bout\s+of\s+\$?{hi}(?!\d|\.\d)", re.I),
+        re.compile(rf"/\s*\$?{hi}(?!\d|\.\d)"),
         re.compile(rf"满分\s*{num_hi}\s*分?|満点\s*{num_hi}\s*点?|{num_hi}\s*点满分|"
                    rf"{num_hi}\s*点満点|{num_hi}\s*分制|{num_hi}\s*점\s*만점|"
                    rf"{num_hi}\s*점\s*척도|{num_hi}\s*段階|{num_hi}\s*级|{num_hi}\s*級"),

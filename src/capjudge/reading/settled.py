@@ -71,6 +71,8 @@ def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
     alone = is_generic(slot)
     if alone and slot.anchor and (later := _anchored_after(chosen, text, slot)) is not None:
         return later
+    if alone and (other := _other_scale_after(chosen, text, slot)) is not None:
+        return other
     for o in _rivals(chosen, text, slot, _sentence_end(text, n.end), words=False):
         if not alone:
             break
@@ -95,6 +97,25 @@ _QUALIFIER = (r"[\s$*_`]*(?:with|without|for|on|under|in|given|when|counting|exc
               r"including|ignoring)\b")
 _PARALLEL = re.compile(_QUALIFIER + r"[^\d,;.]{0,60},[\s*_`$]*$", re.I)  # "85 with X, "
 _QUALIFIED = re.compile(_QUALIFIER, re.I)  # "70 without it"
+
+
+# A value stated on a scale of 5 or 10 ("a solid 7/10", "4 out of 5").
+# (Not a count: "3/5 objects", "4 out of 5 details".)
+_SHORT_SCALE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(5|10)(?![\d.]\d)"
+                          r"(?![ \t]+(?:of\s+)?(?:the\s+|its\s+)?[^\W\d_]+s\b)", re.I)
+
+
+def _other_scale_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """A later verdict on a scale of 5 or 10 that, made a value of the slot, is another one."""
+    if slot.high != 100:
+        return None
+    for m in _SHORT_SCALE.finditer(text, chosen.number.end):
+        value, top = float(m.group(1)), int(m.group(2))
+        if value <= top and abs(value / top * slot.high - chosen.number.value) > 0.5:
+            return (f"after the verdict {chosen.number.written.strip()!r} the answer states "
+                    f"{m.group(0).strip()!r} ({value / top * slot.high:g} of {slot.high}): two "
+                    "verdicts, nothing says which stands")
+    return None
 
 
 def _anchored_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
