@@ -585,3 +585,40 @@ def test_a_rating_taken_back_in_the_same_breath_is_replaced() -> None:
             "the sign is the subject. 3.")
     assert _value(text, HE) == 3
     assert "takes back" in _why("Rating: 4 — no wait, the sign is wrong.", HE)
+
+
+# -- rules 12 (corpus L) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "slot", "why"), [
+    ("4\n\nThe rider is actually the subject. Major errors, which is why it deserves a 2.", HE,
+     "2 different values"),
+    ("Score: 4 — low confidence; I'd be equally comfortable with 3.", HE, "leaves the verdict"),
+    ("It misses the dog. Would a final score of $70$ be reasonable here?", GV, "asked as a "
+     "question"),
+    ("Out of the five candidates, the final ranking is $2$.", GV, "a rank"),
+    ("Evaluation (scale 1-5):\nAccuracy: $4$\nCompleteness: $3$\nConciseness: $5$\n"
+     "Relevance: $4$", ACCR[0], "another scale"),
+    ("Rating: eighty-ish, maybe high seventies.", VIS, "approximate"),
+])
+def test_no_one_verdict_committed(text: str, slot: ScoreSlot, why: str) -> None:
+    assert why in _why(text, slot)
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    # A question after the verdict is an offer, not a second verdict.
+    ("The final score is $60$.\n\nWould you like me to re-evaluate with a stricter rubric "
+     "(capping the score at 50)?", GV, 60),
+    ("The final score is $85$. Is there anything else?", GV, 85),
+    ("Ranked against the references it does well. The final score is $80$.", GV, 80),
+])
+def test_a_committed_verdict_stays(text: str, slot: ScoreSlot, value: int) -> None:
+    assert _value(text, slot) == value
+
+
+def test_the_judge_doubting_its_own_value_withdraws_it() -> None:
+    text = ("Accuracy: $75$\nCompleteness: $65$\nConciseness: $90$\nRelevance: $95$\n\n"
+            "Hmm: the caption calls the dog a wolf. I'm not sure 75 is defensible.")
+    assert "withdrew" in _why(text, ACCR[0])
+    assert _value(text, ACCR[1]) == 65  # the doubt names accuracy's value, not completeness's
+    assert "withdrew" in _why("4\n\nIt may be a husky: I'm not confident 4 is right.", HE)

@@ -45,7 +45,8 @@ WITHDRAWN = re.compile(
 UNDECIDED = re.compile(
     r"\b(?:(?:I(?:'ll)?\s+)?leave\s+(?:it|the\s+(?:choice|decision|call|final\s+\w+))\s+"
     r"(?:up\s+)?to\s+you|(?:it(?:'s|\s+is)|that(?:'s|\s+is))\s+(?:up\s+to\s+you|your\s+"
-    r"(?:call|choice|decision))|(?:I\s+)?(?:can(?:no|')t|cannot|won't|will\s+not)\s+(?:choose|pick|decide)"
+    r"(?:call|choice|decision))|equally\s+(?:comfortable|happy|fine|content|good)\s+with|"
+    r"(?:could|might)\s+(?:just\s+)?as\s+(?:well|easily)\s+(?:be|give|say)|(?:I\s+)?(?:can(?:no|')t|cannot|won't|will\s+not)\s+(?:choose|pick|decide)"
     r"\s+(?:between|among|which))", re.I)
 # A verdict questioned afterwards, without a new value: kept, but off-contract.
 _DOUBT = re.compile(
@@ -385,11 +386,44 @@ REVISION = re.compile(
 CONDITIONAL = re.compile(r"\b(?:if|unless|assuming|suppose|supposing|were|had)\b", re.I)
 
 
+_DOUBTED_VALUE = re.compile(r"\b(?:not|un)\s*(?:sure|confident|certain|convinced)\s+(?:that\s+)?"
+                            r"(?:an?\s+|the\s+|my\s+)?[$*_`]*(?P<value>\d+)[$*_`]*\s+(?:is|was|"
+                            r"would\s+be)\b", re.I)
+
+
+def doubted(after: str, chosen: Candidate) -> re.Match[str] | None:
+    """The judge doubting the very value it gave ("I'm not sure 75 is defensible"), or None."""
+    for m in _DOUBTED_VALUE.finditer(after):
+        if float(m.group("value")) == chosen.number.value:
+            return m
+    return None
+
+
+def later_rating(chosen: Candidate, phrases: Sequence[Candidate], text: str) -> Candidate | None:
+    """A later rating phrase with another value: "Rating: 4 … so this deserves a 2".
+
+    Not one in a conditional sentence ("If you meant completeness, I'd give it a 3") or a
+    question ("Shall I cap the score at 50?").
+    """
+    later = [c for c in phrases if c.source == "phrase" and c.how == "a rating phrase"
+             and c.number.start > chosen.number.end and c.problem is None
+             and c.number.value != chosen.number.value
+             and not CONDITIONAL.search(sentence_of(text, c.number.start))
+             and not asked(text, c.number.end)]
+    return later[0] if later else None
+
+
+def asked(text: str, pos: int) -> bool:
+    """Whether the sentence going on at ``pos`` ends with a question mark."""
+    m = re.compile(r"[.!?](?=\s|$)|\n\s*\n").search(text, pos)
+    return m is not None and m.group(0) == "?"
+
+
 def sentence_of(text: str, pos: int) -> str:
-    """The sentence (or parenthetical, or line) around ``pos``."""
+    """The sentence (or parenthetical, or line) around ``pos``, with its closing mark."""
     start = max(text.rfind(c, 0, pos) for c in ".!?\n(") + 1
     ends = [i for c in ".!?\n)" if (i := text.find(c, pos)) >= 0]
-    return text[start: min(ends) if ends else len(text)]
+    return text[start: min(ends) + 1 if ends else len(text)]
 
 
 def reopened(chosen: Candidate, cleaned: str, truncated: bool) -> Unreadable | None:

@@ -46,21 +46,21 @@ from capjudge.reading.candidates import (
     stands_alone,
 )
 from capjudge.reading.contract import (
-    CONDITIONAL,
     REVISION,
     UNDECIDED,
     WITHDRAWN,
     checklist,
+    doubted,
     faint_praise,
     final_after_draft,
     has_number,
+    later_rating,
     off_contract,
     opens,
     other_criterion,
     other_target,
     reopened,
     revised_opening,
-    sentence_of,
     stated_twice,
 )
 from capjudge.reading.levels import level_candidates
@@ -81,7 +81,7 @@ from capjudge.reading.scale import (
     make_candidate,
     resolved,
 )
-from capjudge.reading.settled import alternative_after, doubtful
+from capjudge.reading.settled import alternative_after, doubtful, not_a_verdict
 from capjudge.reading.structure import (
     Field,
     boxed_fields,
@@ -605,7 +605,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                               "disagree, and nothing says which stands", printed_value(chosen))
     if (vetoed := _vetoed(chosen, cleaned, slot) or reopened(chosen, cleaned, truncated)):
         return vetoed
-    if (open_ := alternative_after(chosen, cleaned, slot)) is not None:
+    if (open_ := alternative_after(chosen, cleaned, slot) or not_a_verdict(chosen, cleaned)):
         return Unreadable("parse_failure", open_, printed_value(chosen))
     after = cleaned[chosen.number.end:]
     return replace(_located(view, chosen),
@@ -624,15 +624,9 @@ def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence
             stated_twice(chosen, own_scale, masked, _REVISION)
             if chosen.rank == 2 and slot.name in GENERIC else None)) is not None:
         return Unreadable("parse_failure", conflict, printed_value(chosen))
-    later = [c for c in _phrase_candidates(cleaned, slot) if c.source == "phrase"
-             and c.how == "a rating phrase" and c.number.start > chosen.number.end
-             and c.problem is None and c.number.value != chosen.number.value
-             and not _REVISION.search(cleaned, chosen.number.end, c.number.start)
-             and not CONDITIONAL.search(sentence_of(cleaned, c.number.start))]
-    if later:
-        # "Rating: 4 … These are major errors, so this deserves a 2.": two verdicts.
+    if (later := later_rating(chosen, _phrase_candidates(cleaned, slot), cleaned)) is not None:
         return Unreadable("parse_failure", f"2 different values for {slot.name} and nothing "
-                          f"says which is the verdict: {_quote([chosen, later[0]])}",
+                          f"says which is the verdict: {_quote([chosen, later])}",
                           printed_value(chosen))
     if (not slot.label and not slot.anchor and chosen.rank < 2) or (
             not chosen.own_scale and chosen.number.value <= foreign_top(cleaned, slot)):
@@ -659,7 +653,8 @@ def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot) -> Unreadable | No
     if (open_ := UNDECIDED.search(cleaned, sentence)) is not None:
         return Unreadable("parse_failure", f"the answer leaves the verdict open "
                           f"({open_.group(0).strip()!r})", printed_value(chosen))
-    if (gone := WITHDRAWN.search(after)) is not None and not has_number(after[gone.end():]):
+    if (gone := WITHDRAWN.search(after) or doubted(after, chosen)) is not None \
+            and not has_number(after[gone.end():]):
         return Unreadable("parse_failure", f"the judge withdrew its verdict "
                           f"{chosen.number.written.strip()!r} ({gone.group(0).strip()!r}) and "
                           "gave no other", printed_value(chosen))

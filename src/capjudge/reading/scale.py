@@ -136,6 +136,9 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
             return (f"the score is given on another scale ({written}), not "
                     f"{slot.low}-{slot.high}"), False
         own = True
+    if (approx := re.match(r"-?ish\b", after, re.I)) is not None:
+        return (f"the score is approximate ({(n.written + approx.group(0)).strip()!r}), not one "
+                "value"), False
     if (plus := re.match(r"\+(?![\s$*_]*\d)", after)) is not None:
         return (f"the score is written as {n.written.strip()}{plus.group(0)}: more than "
                 f"{n.written.strip()}, not one value of {slot.low}-{slot.high}"), False
@@ -209,7 +212,7 @@ def make_candidate(text: str, n: Number, how: str, rank: int, slot: ScoreSlot,
 
 # A scale the answer names that is not the slot's ("on a scale of 1 to 10", "a 5-point scale").
 FOREIGN_SCALE = re.compile(
-    r"\bscale\s+(?:of|from)\s+\$?(\d+)\$?\s*(?:to|-|\u2013)\s*\$?(\d+)\$?"
+    r"\bscale\s*(?:of\s+|from\s+|:\s*)?\$?(\d+)\$?\s*(?:to|-|\u2013)\s*\$?(\d+)\$?"
     r"|\bon\s+an?\s+(\d+)\s*(?:-|\u2013|to)\s*(\d+)\s+scale"
     r"|\b(?:an?\s+)?(\d+)[- ]point\s+(?:scale|rating)", re.I)
 

@@ -58,6 +58,24 @@ def _rivals(chosen: Candidate, text: str, slot: ScoreSlot, end: int, *, words: b
             and not _DENOMINATOR_BEFORE.search(text, max(0, o.start - 10), o.start)]
 
 
+_RANK_BEFORE = re.compile(r"\brank(?:ing|ed)?\b[^.\n\d]{0,30}$|\b(?:place[ds]?|position)\s+"
+                          r"(?:it\s+)?(?:at\s+)?(?:number\s+|no\.\s*|#\s*)?[$*_`]*$", re.I)
+
+
+def not_a_verdict(chosen: Candidate, text: str) -> str | None:
+    """Why the number is no verdict at all: a question, or a rank among captions."""
+    n = chosen.number
+    start = max(text.rfind(c, 0, n.start) for c in ".!?\n") + 1
+    end = min([i for c in ".!\n" if (i := text.find(c, n.end)) >= 0] or [len(text)])
+    question = text.find("?", n.end)
+    if 0 <= question < end:
+        return (f"the value {n.written.strip()!r} is asked as a question "
+                f"({' '.join(text[start: question + 1].split())[:80]!r}), not stated")
+    if _RANK_BEFORE.search(text, start, n.start):
+        return f"{n.written.strip()!r} is a rank among captions, not a score"
+    return None
+
+
 def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     """Why the verdict's sentence leaves another value open ("$85$ if …, $30$ otherwise").
 
