@@ -39,6 +39,11 @@ def test_every_blind_answer_reads_as_worked_out_by_hand(entry: dict[str, Any],
     assert outcome.right, (outcome, entry["why"])
 
 
+def _present(name: str) -> list[dict[str, Any]]:
+    """The corpus ``name`` in tests/data, or none when it is absent (its test then skips)."""
+    return load(DATA / name) if (DATA / name).is_file() else []
+
+
 def _outcomes(corpus: list[dict[str, Any]], tmp_path: Path, *, confirm: bool = False
               ) -> dict[str, Outcome]:
     """Each entry replayed in a folder of its own, by id."""
@@ -56,8 +61,7 @@ def _outcomes(corpus: list[dict[str, Any]], tmp_path: Path, *, confirm: bool = F
 # opening bare number against a later label, answers that rate other things by name, cap3d
 # percentages). Its remaining misses are abstentions where the writer read a value (stars,
 # counts in words or other languages for cap3d): safe, and listed by bench/bench_reader.py.
-CORPUS_D = load(DATA / "blind_answers_d.json") \
-    if (DATA / "blind_answers_d.json").is_file() else []
+CORPUS_D = _present("blind_answers_d.json")
 
 
 @pytest.mark.heavy(seconds=17)
@@ -83,8 +87,7 @@ def test_corpus_d_no_wrong_value_as_valid_and_read_right_but_for_abstentions(
 # arrows, abbreviated labels, a pointed-at rubric level, star rows, cap3d's paraphrased labels
 # and zero in words): 118/129, none; with numbers spelled out in five other languages:
 # 121/129.
-CORPUS_E = load(DATA / "blind_answers_e.json") \
-    if (DATA / "blind_answers_e.json").is_file() else []
+CORPUS_E = _present("blind_answers_e.json")
 KNOWN_WRONG_E: set[str] = set()
 
 
@@ -96,8 +99,7 @@ KNOWN_WRONG_E: set[str] = set()
 # line's digit): 123/145, 1 left (VisCE²'s literal reading of "Rating: 9" on 0-100, which the
 # follow-up repeats); then a bottom-tenth rating beside praise alone abstains, and the classes
 # above: 137/145, none; 139/145 with numbers spelled out in other languages.
-CORPUS_F = load(DATA / "blind_answers_f.json") \
-    if (DATA / "blind_answers_f.json").is_file() else []
+CORPUS_F = _present("blind_answers_f.json")
 KNOWN_WRONG_F: set[str] = set()
 
 
@@ -111,8 +113,7 @@ KNOWN_WRONG_F: set[str] = set()
 # out in other languages; then its safe misses' classes ("$+69$", "$≈74$", "$85/100$", a list
 # of JSON objects each naming its criterion, "Coverage" for completeness, cap3d labels as
 # headings): 157/163.
-CORPUS_G = load(DATA / "blind_answers_g.json") \
-    if (DATA / "blind_answers_g.json").is_file() else []
+CORPUS_G = _present("blind_answers_g.json")
 KNOWN_WRONG_G: set[str] = set()
 
 
@@ -125,8 +126,7 @@ KNOWN_WRONG_G: set[str] = set()
 # then its safe misses' classes (a quoted fragment of the candidate, HTML character
 # references, a value the answer resolves onto the scale: "7 out of 10, i.e. 70"): 142/147;
 # a block headed final after one headed draft: 143/147.
-CORPUS_H = load(DATA / "blind_answers_h.json") \
-    if (DATA / "blind_answers_h.json").is_file() else []
+CORPUS_H = _present("blind_answers_h.json")
 KNOWN_WRONG_H: set[str] = set()
 
 
@@ -138,8 +138,7 @@ KNOWN_WRONG_H: set[str] = set()
 # kind), and a negative H count on the prompt's own line is on-contract: 131/140, none; then
 # its safe misses' classes (gpt-oss's harmony channels, MT-Bench's [[N]], Prometheus'
 # [RESULT] N): 135/140.
-CORPUS_I = load(DATA / "blind_answers_i.json") \
-    if (DATA / "blind_answers_i.json").is_file() else []
+CORPUS_I = _present("blind_answers_i.json")
 KNOWN_WRONG_I: set[str] = set()
 
 
@@ -150,8 +149,7 @@ KNOWN_WRONG_I: set[str] = set()
 # criterion, a bottom rating beside small faults only, a cap3d count with an alternative in its
 # aside), with four safe misses' ("4,0", "I would score it 91", a hypothetical aside, the
 # caption's own count): 135/141, none.
-CORPUS_J = load(DATA / "blind_answers_j.json") \
-    if (DATA / "blind_answers_j.json").is_file() else []
+CORPUS_J = _present("blind_answers_j.json")
 KNOWN_WRONG_J: set[str] = set()
 
 
@@ -160,8 +158,7 @@ KNOWN_WRONG_J: set[str] = set()
 # returned as valid. The classes behind them fixed (rules 10: two values for the one verdict,
 # another scale the answer names, a total line, an example of the format, a span of rubric
 # levels): 154/162, none.
-CORPUS_K = load(DATA / "blind_answers_k.json") \
-    if (DATA / "blind_answers_k.json").is_file() else []
+CORPUS_K = _present("blind_answers_k.json")
 KNOWN_WRONG_K: set[str] = set()
 
 
@@ -171,8 +168,7 @@ KNOWN_WRONG_K: set[str] = set()
 # rank, indifference between values, the judge doubting its own value, "scale 1-5",
 # "eighty-ish", a later rating phrase after a revision cue): 117/136. The seventh is known
 # and listed: a bare "8" whose reasoning (never read as the answer) says it means 80.
-CORPUS_L = load(DATA / "blind_answers_l.json") \
-    if (DATA / "blind_answers_l.json").is_file() else []
+CORPUS_L = _present("blind_answers_l.json")
 KNOWN_WRONG_L = {"L-vis-single-digit"}
 
 

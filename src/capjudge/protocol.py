@@ -124,6 +124,17 @@ class ScoreSlot:
         """Every integer on the scale, ``low`` to ``high`` inclusive."""
         return list(range(self.low, self.high + 1))
 
+    def anchor_at(self, *, confirming: bool = False) -> tuple[bool, str]:
+        """Where the slot is read when forced: after the whole answer or not, and the prefix.
+
+        ``forced_prefix`` after the answer, or for a slot asked first at the answer's start;
+        ``confirming`` an off-contract reading of a slot asked first, ``confirm_prefix`` after
+        the whole answer when it has one.
+        """
+        if confirming and self.position == "first" and self.confirm_prefix:
+            return True, self.confirm_prefix
+        return self.position != "first", self.forced_prefix
+
 
 @dataclass(frozen=True)
 class Decoding:

@@ -79,12 +79,7 @@ class HFDigits(HFPrefix, HFLikelihood):
         """
         if not needs_confirmation(result):
             return result
-        if slot.position == "first" and slot.confirm_prefix:
-            # After the whole answer (its start would only repeat its own first token).
-            anchor = prompt_ids + new_ids + self.tokenizer.encode(slot.confirm_prefix,
-                                                                  add_special_tokens=False)
-        else:
-            anchor = self._forced_context(slot, prompt_ids, new_ids)
+        anchor = self._forced_context(slot, prompt_ids, new_ids, confirming=True)
         second = self._teacher_forced(slot, anchor, extras, None, True)
         return confirmed(result, second, "forced-anchor")
 
@@ -103,14 +98,12 @@ class HFDigits(HFPrefix, HFLikelihood):
             result.reason = f"captured mass {mass:.3f} < {self.min_mass}"
         return result
 
-    def _forced_context(self, slot: ScoreSlot, prompt_ids: list[int], new_ids: list[int]
-                        ) -> list[int]:
-        """Token ids up to the slot's forced anchor (after the answer, or at its start)."""
-        forced = self.tokenizer.encode(slot.forced_prefix, add_special_tokens=False) \
-            if slot.forced_prefix else []
-        if slot.position == "first":
-            return prompt_ids + forced
-        return prompt_ids + new_ids + forced
+    def _forced_context(self, slot: ScoreSlot, prompt_ids: list[int], new_ids: list[int], *,
+                        confirming: bool = False) -> list[int]:
+        """Token ids up to the slot's forced anchor (:meth:`ScoreSlot.anchor_at`)."""
+        after, prefix = slot.anchor_at(confirming=confirming)
+        forced = self.tokenizer.encode(prefix, add_special_tokens=False) if prefix else []
+        return prompt_ids + (new_ids if after else []) + forced
 
     def _slot_context(self, slot: ScoreSlot, prompt_ids: list[int], new_ids: list[int],
                       text: str, found: Located | None | Literal[False] = False

@@ -98,8 +98,7 @@ def read_answer(reader: Reader, request: JudgeRequest, text: str,
                     slots[-1]):
                 # An off-contract count: the judge asked at the count's forced anchor.
                 k = i + CONFIRM
-                readings[k], bases[k] = forced_reading(slot, joined, tokens,
-                                                       confirming=True)
+                readings[k], bases[k] = forced_reading(slot, joined, tokens, confirming=True)
                 forced[k] = None
         else:
             readings[i] = read_tree(tokens, slot, truncated=truncated)
@@ -111,8 +110,7 @@ def read_answer(reader: Reader, request: JudgeRequest, text: str,
                     # Off-contract: the same judge, asked at its verdict's forced anchor
                     # after its own answer, must agree (capjudge.reading.confirm).
                     k = i + CONFIRM
-                    readings[k], bases[k] = forced_reading(slot, joined, tokens,
-                                                           confirming=True)
+                    readings[k], bases[k] = forced_reading(slot, joined, tokens, confirming=True)
                     forced[k] = None
             elif reader.force_anchor and never_written(joined, slot):
                 # No number written: read the slot where its anchor is forced (an abstention
@@ -181,12 +179,11 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
             slots.append(finish(reading, backend.min_mass))
         anchor = after.get(str(i + CONFIRM))
         if needs_confirmation(slots[-1]) and backend.confirmable(request) and (
-                anchor is not None or (slot.position == "first" and not slot.forced_prefix
-                                       and not slot.confirm_prefix
+                # (nothing was asked where the anchor is the answer's own first token)
+                anchor is not None or (slot.anchor_at(confirming=True) == (False, "")
                                        and backend.confirm_at_anchor)):
             # The forced anchor's tree as it was asked (never asked again).
-            second, _ = forced_reading(slot, joined, tokens,
-                                       confirming=True)
+            second, _ = forced_reading(slot, joined, tokens, confirming=True)
             for prefix, node in (anchor or {}).items():
                 add_continuation(second, prefix, node)
             slots[-1] = confirmed(slots[-1], finish_slot(second, backend.min_mass,

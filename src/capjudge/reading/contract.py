@@ -46,7 +46,8 @@ UNDECIDED = re.compile(
     r"\b(?:(?:I(?:'ll)?\s+)?leave\s+(?:it|the\s+(?:choice|decision|call|final\s+\w+))\s+"
     r"(?:up\s+)?to\s+you|(?:it(?:'s|\s+is)|that(?:'s|\s+is))\s+(?:up\s+to\s+you|your\s+"
     r"(?:call|choice|decision))|equally\s+(?:comfortable|happy|fine|content|good)\s+with|"
-    r"(?:could|might)\s+(?:just\s+)?as\s+(?:well|easily)\s+(?:be|give|say)|(?:I\s+)?(?:can(?:no|')t|cannot|won't|will\s+not)\s+(?:choose|pick|decide)"
+    r"(?:could|might)\s+(?:just\s+)?as\s+(?:well|easily)\s+(?:be|give|say)|"
+    r"(?:I\s+)?(?:can(?:no|')t|cannot|won't|will\s+not)\s+(?:choose|pick|decide)"
     r"\s+(?:between|among|which))", re.I)
 # A verdict questioned afterwards, without a new value: kept, but off-contract.
 _DOUBT = re.compile(
@@ -176,9 +177,9 @@ def _line_value(rest: str, slot: ScoreSlot) -> int | None:
 
 def other_target(text: str, chosen: Candidate) -> str | None:
     """Why the verdict's own sentence scores something other than the candidate, or None."""
-    start = max(text.rfind(ch, 0, chosen.number.start) for ch in ".!?\n") + 1
+    start = sentence_start(text, chosen.number.start)
     sentence = text[start: chosen.number.start]
-    before = text[max(text.rfind(ch, 0, max(start - 1, 0)) for ch in ".!?\n") + 1: start]
+    before = text[sentence_start(text, max(start - 1, 0)): start]
     m = _OTHER_TARGET.search(sentence)
     if m is None and not re.search(r"\b(?:candidate|generated|original|model'?s?)\b", sentence,
                                    re.I):
@@ -314,8 +315,7 @@ _SUMMARY_LINE = re.compile(r"[ \t>*_#-]*(?:tl;?\s?dr|summary|verdict|bottom\s+li
                            r"[ \t*_`$]*", re.I)
 
 
-def stated_twice(chosen: Candidate, own_scale: Sequence[Candidate], text: str,
-                 revision: re.Pattern[str]) -> str | None:
+def stated_twice(chosen: Candidate, own_scale: Sequence[Candidate], text: str) -> str | None:
     """Why a verdict in the method's format is not the verdict after all, or None.
 
     The answer also states another value of the scale, on its own scale, on a summary line
@@ -329,7 +329,7 @@ def stated_twice(chosen: Candidate, own_scale: Sequence[Candidate], text: str,
         if _SUMMARY_LINE.fullmatch(text, line_start, o.number.start) is None:
             continue
         first, second = sorted((o.number, chosen.number), key=lambda n: n.start)
-        if not revision.search(text[first.end: second.start]):
+        if not REVISION.search(text[first.end: second.start]):
             return (f"2 different verdicts: {o.number.written.strip()!r} ({o.how}, on a summary "
                     f"line) and {chosen.number.written.strip()!r} ({chosen.how}); nothing says "
                     "which stands")
@@ -402,26 +402,33 @@ def doubted(after: str, chosen: Candidate) -> re.Match[str] | None:
 def later_rating(chosen: Candidate, phrases: Sequence[Candidate], text: str) -> Candidate | None:
     """A later rating phrase with another value: "Rating: 4 … so this deserves a 2".
 
-    Not one in a conditional sentence ("If you meant completeness, I'd give it a 3") or a
-    question ("Shall I cap the score at 50?").
+    ``phrases``: the answer's rating phrases. Not one in a conditional sentence ("If you
+    meant completeness, I'd give it a 3") or a question ("Shall I cap the score at 50?").
     """
-    later = [c for c in phrases if c.source == "phrase" and c.how == "a rating phrase"
-             and c.number.start > chosen.number.end and c.problem is None
+    later = [c for c in phrases if c.number.start > chosen.number.end and c.problem is None
              and c.number.value != chosen.number.value
              and not CONDITIONAL.search(sentence_of(text, c.number.start))
              and not asked(text, c.number.end)]
     return later[0] if later else None
 
 
+_SENTENCE_OR_PARAGRAPH_END = re.compile(r"[.!?](?=\s|$)|\n\s*\n")
+
+
 def asked(text: str, pos: int) -> bool:
     """Whether the sentence going on at ``pos`` ends with a question mark."""
-    m = re.compile(r"[.!?](?=\s|$)|\n\s*\n").search(text, pos)
+    m = _SENTENCE_OR_PARAGRAPH_END.search(text, pos)
     return m is not None and m.group(0) == "?"
+
+
+def sentence_start(text: str, pos: int, marks: str = ".!?\n") -> int:
+    """Where the sentence (or line) holding ``pos`` starts: after the last of ``marks``."""
+    return max(text.rfind(c, 0, pos) for c in marks) + 1
 
 
 def sentence_of(text: str, pos: int) -> str:
     """The sentence (or parenthetical, or line) around ``pos``, with its closing mark."""
-    start = max(text.rfind(c, 0, pos) for c in ".!?\n(") + 1
+    start = sentence_start(text, pos, ".!?\n(")
     ends = [i for c in ".!?\n)" if (i := text.find(c, pos)) >= 0]
     return text[start: min(ends) + 1 if ends else len(text)]
 

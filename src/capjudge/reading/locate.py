@@ -61,6 +61,7 @@ from capjudge.reading.contract import (
     other_target,
     reopened,
     revised_opening,
+    sentence_start,
     stated_twice,
 )
 from capjudge.reading.levels import level_candidates
@@ -105,9 +106,6 @@ _LATEX_OPEN = r"(?:\\(?:boxed|text|textbf|mathbf)\s*\{\s*)?"
 # What may stand right before a verdict's digits: a plus sign, "about" ("$+69$", "$≈74$", "~75").
 _DECORATION = r"(?:[+~\u2248\u223c][ \t]*|\\(?:approx|sim)[ \t]*)?"
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
-_REVISION = REVISION
-"""What introduces a revised verdict ("actually", "on reflection", "correcting my ..."): public
-for the methods that read their own points (cap3d)."""
 _REFUSAL = re.compile(
     r"\b(?:I(?:'|\u2019)?m sorry|I am sorry|I (?:cannot|can(?:'|\u2019)?t|am unable to|'m "
     r"unable to|won(?:'|\u2019)?t)|(?:cannot|unable to) (?:assist|help|evaluate|rate|comply))",
@@ -398,13 +396,15 @@ def _is_final(text: str, pos: int) -> bool:
 # -- 5. phrases --------------------------------------------------------------------------------
 
 
+def _rating_phrases(text: str, slot: ScoreSlot) -> list[Candidate]:
+    """Rating phrases: "I'd give it a four", "rate it 85", "deserves a 2"."""
+    return [make_candidate(text, n, "a rating phrase", 0, slot, source="phrase")
+            for m in _RATING_PHRASE.finditer(text) if (n := number_at(text, m.end())) is not None]
+
+
 def _phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     """Rating phrases, the anchor, or (first-integer slots) the first number."""
-    out = []
-    for m in _RATING_PHRASE.finditer(text):
-        n = number_at(text, m.end())
-        if n is not None:
-            out.append(make_candidate(text, n, "a rating phrase", 0, slot, source="phrase"))
+    out = _rating_phrases(text, slot)
     if slot.anchor:
         anchor = re.compile(re.escape(slot.anchor) + _MARKUP + _LATEX_OPEN + _MARKUP
                             + r"(?=[-]?\d)")
@@ -496,7 +496,7 @@ def decide(cands: Sequence[Candidate], text: str, slot: ScoreSlot
         return _pick(finals, slot)
     last, before = valid[-1], valid[-2]
     between = text[before.number.end: last.number.start]
-    if (_REVISION.search(between) or final_after_draft(text, before.number.start, between)) \
+    if (REVISION.search(between) or final_after_draft(text, before.number.start, between)) \
             and all(c.number.value == last.number.value
                     for c in valid if c.number.start > before.number.start):
         return last
@@ -621,10 +621,10 @@ def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence
     as "a 5-point scale" that the value fits.
     """
     if (conflict := _conflict(chosen, cleaned, slot) or (
-            stated_twice(chosen, own_scale, masked, _REVISION)
+            stated_twice(chosen, own_scale, masked)
             if chosen.rank == 2 and slot.name in GENERIC else None)) is not None:
         return Unreadable("parse_failure", conflict, printed_value(chosen))
-    if (later := later_rating(chosen, _phrase_candidates(cleaned, slot), cleaned)) is not None:
+    if (later := later_rating(chosen, _rating_phrases(cleaned, slot), cleaned)) is not None:
         return Unreadable("parse_failure", f"2 different values for {slot.name} and nothing "
                           f"says which is the verdict: {_quote([chosen, later])}",
                           printed_value(chosen))
@@ -649,8 +649,7 @@ def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot) -> Unreadable | No
             or faint_praise(cleaned, chosen, slot)) is not None:
         return Unreadable("parse_failure", other, printed_value(chosen))
     after = cleaned[chosen.number.end:]
-    sentence = max(cleaned.rfind(c, 0, chosen.number.start) for c in ".!?\n") + 1
-    if (open_ := UNDECIDED.search(cleaned, sentence)) is not None:
+    if (open_ := UNDECIDED.search(cleaned, sentence_start(cleaned, chosen.number.start))):
         return Unreadable("parse_failure", f"the answer leaves the verdict open "
                           f"({open_.group(0).strip()!r})", printed_value(chosen))
     if (gone := WITHDRAWN.search(after) or doubted(after, chosen)) is not None \
@@ -709,7 +708,7 @@ def _conflict(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
             if (_alone_on_line(text, o.number) and o.problem is None
                     and o.number.start < chosen.number.start
                     and o.number.value != chosen.number.value
-                    and not _REVISION.search(text[o.number.end: chosen.number.start])):
+                    and not REVISION.search(text[o.number.end: chosen.number.start])):
                 return (f"2 different values for {slot.name} and nothing says which is the "
                         f"verdict: {o.number.written.strip()!r} (the answer opens with it); "
                         f"{chosen.number.written.strip()!r} ({chosen.how})")
@@ -752,7 +751,7 @@ def _restated(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     if chosen.number.value in (first.value, scaled):
         return None
     between = text[first.end: chosen.number.start]
-    if _SENTENCE_END.search(between) or "\n" in between or _REVISION.search(between):
+    if _SENTENCE_END.search(between) or "\n" in between or REVISION.search(between):
         return None
     return (f"the first number {first.written.strip()!r} (the method's reading) is restated "
             f"as {chosen.number.written.strip()!r} ({chosen.how}) in the same sentence: two "

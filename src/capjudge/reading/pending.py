@@ -69,10 +69,8 @@ def forced_reading(slot: ScoreSlot, text: str, tokens: Sequence[TokenLogprob], *
     only repeat the answer's own first token). An empty digit tree leaves the first digit
     unobserved, so :func:`follow_up_prefixes` asks for it (the empty prefix) like any other.
     """
-    if confirming and slot.position == "first" and slot.confirm_prefix:
-        base = text + slot.confirm_prefix
-    else:
-        base = slot.forced_prefix if slot.position == "first" else text + slot.forced_prefix
+    after, prefix = slot.anchor_at(confirming=confirming)
+    base = (text if after else "") + prefix
     reading = TreeReading(slot, Located(len(base), len(base), 0.0), whole=False)
     if not base:
         # The answer's first token is the distribution at the forced position: nothing to ask.

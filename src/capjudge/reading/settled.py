@@ -23,6 +23,7 @@ import re
 
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate
+from capjudge.reading.contract import sentence_start
 from capjudge.reading.numbers import Number, numbers_in
 from capjudge.reading.vocabulary import is_generic
 
@@ -65,7 +66,7 @@ _RANK_BEFORE = re.compile(r"\brank(?:ing|ed)?\b[^.\n\d]{0,30}$|\b(?:place[ds]?|p
 def not_a_verdict(chosen: Candidate, text: str) -> str | None:
     """Why the number is no verdict at all: a question, or a rank among captions."""
     n = chosen.number
-    start = max(text.rfind(c, 0, n.start) for c in ".!?\n") + 1
+    start = sentence_start(text, n.start)
     end = min([i for c in ".!\n" if (i := text.find(c, n.end)) >= 0] or [len(text)])
     question = text.find("?", n.end)
     if 0 <= question < end:
@@ -86,19 +87,18 @@ def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
     n = chosen.number
     # (For one criterion of several, the others' values follow it in any layout: only the
     # answer's one verdict has no sibling.)
-    alone = is_generic(slot)
-    if alone and slot.anchor and (later := _anchored_after(chosen, text, slot)) is not None:
-        return later
-    if alone and (other := _other_scale_after(chosen, text, slot)) is not None:
-        return other
-    for o in _rivals(chosen, text, slot, _sentence_end(text, n.end), words=False):
-        if not alone:
-            break
-        if _BESIDE.fullmatch(text, n.end, o.start) or _QUALIFIED.match(text, o.end) and \
-                _PARALLEL.match(text, n.end, o.start):
-            return (f"the verdict {n.written.strip()!r} has another value "
-                    f"{o.written.strip()!r} set beside it: two values, nothing says which")
-    for o in _rivals(chosen, text, slot, _sentence_end(text, n.end), words=True):
+    rivals = _rivals(chosen, text, slot, _sentence_end(text, n.end), words=True)
+    if is_generic(slot):
+        if slot.anchor and (later := _anchored_after(chosen, text, slot)) is not None:
+            return later
+        if (other := _other_scale_after(chosen, text, slot)) is not None:
+            return other
+        for o in rivals:
+            if o.kind != "words" and (_BESIDE.fullmatch(text, n.end, o.start) or (
+                    _QUALIFIED.match(text, o.end) and _PARALLEL.match(text, n.end, o.start))):
+                return (f"the verdict {n.written.strip()!r} has another value "
+                        f"{o.written.strip()!r} set beside it: two values, nothing says which")
+    for o in rivals:
         # Between the two, or right after the second ("$30$ otherwise", "50 instead").
         if (word := _ALTERNATIVE.search(text, n.end, min(o.end + 12, len(text)))) is not None:
             return (f"the verdict {n.written.strip()!r} is followed in its own sentence by "
