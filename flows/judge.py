@@ -47,6 +47,10 @@ from flows.params import load_params
 from flows.runner import RunnerConfig, task_runner
 from tasks.judge import judge_chunk
 
+# Chunk tasks the flow keeps submitted per worker: memory and the runner's queue stay flat,
+# and a worker never waits for the flow to hand it the next chunk.
+WINDOW = 3
+
 
 def judge_section(params: dict[str, Any], name: str) -> dict[str, Any]:
     """``judges.NAME`` or ``context_judges.NAME`` from params.yaml."""
@@ -102,7 +106,7 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
     for k, (lo, hi) in enumerate(bounds):
         in_flight.append((k, judge_chunk.submit(config, items_path, lo, hi, parts[k],
                                                 shared_dir)))
-        while len(in_flight) >= 2 * workers or (k == len(bounds) - 1 and in_flight):
+        while len(in_flight) >= WINDOW * workers or (k == len(bounds) - 1 and in_flight):
             j, future = in_flight.popleft()
             result = results[j] = future.result()
             stats.merge(ClientStats.from_dict(result["stats"]))
@@ -165,19 +169,23 @@ def main(argv: list[str] | None = None) -> int:
         from flows.judge_batch import run_batch_stage
 
         return run_batch_stage(args.name, items_path, out_dir, config)
+    size = runner.size(workers)
     if not runner.distributed and backend_class(config.backend).pipelined:
-        # An API judge's chunk tasks overlap on this process's threads: the next chunk's
-        # requests start while the previous chunk's tail is answered, and the one shared
+        # An API judge's chunk tasks overlap on this process's threads, and the one shared
         # client still bounds the requests in flight (and the rpm/tpm budget) across them.
-        runner = replace(runner, workers=max(2, runner.worker_count(workers)))
+        # Every chunk of the flow's window runs at once (a thread each): the next chunks are
+        # planned and their requests queued while the earlier ones are answered, so a chunk
+        # boundary never drains the pipe (with only the chunks that were sending, the ones
+        # that ended together left it empty while the next were planned: issue 42).
+        size = max(2, runner.worker_count(workers))
+        runner = replace(runner, workers=WINDOW * size)
     shared_dir = runner.limits_dir(config.cache_dir)
     if runner.distributed and config.cache_dir:
         # Every worker must mean the same cache folder, whatever its working directory.
         config = replace(config, cache_dir=str(Path(config.cache_dir).absolute()))
     try:
         judge_flow.with_options(task_runner=task_runner(runner, workers))(
-            args.name, items_path, out_dir, config, workers=runner.size(workers),
-            shared_dir=shared_dir)
+            args.name, items_path, out_dir, config, workers=size, shared_dir=shared_dir)
     except (BackendError, RuntimeError) as exc:
         print(f"judge {args.name}: error: {exc}", file=sys.stderr)
         return 2

@@ -19,7 +19,7 @@ from capjudge.cache import RequestCache
 from capjudge.cli import main as cli_main
 from capjudge.client import JudgeClient, RetryPolicy
 from capjudge.methods.gveval import score_slot
-from capjudge.protocol import Decoding, JudgeRequest, Message
+from capjudge.protocol import BackendError, Decoding, JudgeRequest, Message
 from capjudge.scoring import summarise
 from capjudge.testing.openai_server import MockOpenAIServer, Scripted
 from capjudge.util.limits import RateLimiter
@@ -289,3 +289,40 @@ def test_estimate_cost_counts_image_tokens_by_size_and_detail(ingested: Path,
     assert cli_main([*args[:-2], "--max-tokens", "300", "--modes", "ref-only"]) == 0
     text_only = json.loads(capsys.readouterr().out)
     assert text_only["image_tokens"] == 0 and text_only["usd_expected"] < high["usd_expected"]
+
+
+def test_follow_up_min_p_asks_fewer_digits_and_says_what_was_lost(tmp_path: Path) -> None:
+    """Unobserved leading digits below ``follow_up_min_p`` are not asked: their mass is lost,
+    flagged on the slot (low_mass, with the threshold in the reason), never renormalised
+    silently; a later run asking for more completes the tree (follow-ups from the cache)."""
+    dist = {85: 0.5, 90: 0.3, 80: 0.15, 70: 0.04, 20: 0.01}
+    script = Scripted(distribution=dist, split_digits=True)
+    cache = RequestCache(tmp_path / "cache")
+    with MockOpenAIServer(lambda body: script) as server:
+        cheap = create_backend("openai/gpt-4o-2024-08-06", base_url=server.url,
+                               follow_up_min_p=0.05)
+        response = JudgeClient(cheap, cache, retry=FAST).run([request()])[0]
+        asked_cheap = server.total_received
+        again = JudgeClient(cheap, cache, retry=FAST).run([request()])[0]
+        asked_again = server.total_received - asked_cheap
+        exact = create_backend("openai/gpt-4o-2024-08-06", base_url=server.url)
+        full = JudgeClient(exact, cache, retry=FAST).run([request()])[0]
+        asked_full = server.total_received - asked_cheap - asked_again
+    slot = response.slots[0]
+    assert asked_cheap == 2  # the answer and "9" (0.3); not "7" (0.04) nor "2" (0.01)
+    assert slot.status == "low_mass" and slot.mass == pytest.approx(0.95, abs=1e-6)
+    assert "0.050 of the probability" in (slot.reason or "")
+    assert "below follow_up_min_p 0.05" in (slot.reason or "")
+    assert again.cached and asked_again == 0
+    assert response.read_with["follow_up_min_p"] == 0.05
+    # A lower threshold than the stored answer was read with: asked again; "9" is cached.
+    assert asked_full == 3 and not full.cached
+    assert full.slots[0].status == "ok"
+    assert full.slots[0].mass == pytest.approx(sum(dist.values()), abs=1e-6)
+
+
+@pytest.mark.parametrize("bad", [0, 1, -0.1, 2])
+def test_follow_up_min_p_out_of_range_is_refused(bad: float) -> None:
+    with pytest.raises(BackendError, match="follow_up_min_p"):
+        create_backend("openai/gpt-4o-2024-08-06", base_url="http://127.0.0.1:9/v1",
+                       follow_up_min_p=bad)

@@ -458,19 +458,23 @@ class BackendError(Exception):
     ``auth`` marks an authentication failure (a rejected or missing key): the client stops
     sending at once. ``fatal`` marks an answer that shows the whole run is pointed at the wrong
     thing (a base URL that is not an OpenAI-compatible API: an HTML page, another JSON shape):
-    the client stops too. The message is redacted of credentials
+    the client stops too. ``not_sent`` marks a request that never left (held back because the
+    server asked everyone to wait, or refused the key): the client asks the guard again and
+    counts no attempt. The message is redacted of credentials
     (:func:`capjudge.util.credentials.redact`) when the error is made, since a server may repeat
     the key it was sent.
     """
 
     def __init__(self, message: str, *, transient: bool, retry_after: float | None = None,
-                 status: Status = "error", auth: bool = False, fatal: bool = False) -> None:
+                 status: Status = "error", auth: bool = False, fatal: bool = False,
+                 not_sent: bool = False) -> None:
         super().__init__(redact(message))
         self.transient = transient and not auth and not fatal
         self.retry_after = retry_after
         self.status: Status = status
         self.auth = auth
         self.fatal = fatal
+        self.not_sent = not_sent
 
 
 _MASS_REASON = re.compile(r"^captured mass (?P<mass>[0-9.]+) < (?P<min>[0-9.eE+-]+)(?P<rest>.*)$",

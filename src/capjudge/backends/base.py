@@ -67,6 +67,11 @@ class Backend(ABC):
             flight across them), so the next chunk's requests start while the previous
             chunk's last ones are answered. Local engines say False: interleaving chunks
             changes what is batched or cached together.
+        gates_in_flight: the backend bounds its own requests in flight around the exchange
+            alone (:meth:`limit_in_flight`), not around reading the answer: the client then
+            holds no slot around the whole call and runs more threads than its concurrency,
+            so the bodies of the next requests wait at the gate while answers are read and
+            go out the moment an answer frees a place (issue 42).
     """
 
     backend_id: str
@@ -75,6 +80,28 @@ class Backend(ABC):
     default_concurrency: ClassVar[int] = 1
     shared: ClassVar[bool] = False
     pipelined: ClassVar[bool] = False
+    gates_in_flight: ClassVar[bool] = False
+
+    def limit_in_flight(self, limit: int) -> None:
+        """Keep at most ``limit`` requests in flight (only where :attr:`gates_in_flight`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not gate its own requests")
+
+    def ask_again(self, request: JudgeRequest, stored: JudgeResponse) -> bool:
+        """Whether a cached answer must be asked again under the current settings.
+
+        Never by default: a change of reading settings re-reads a stored answer
+        (:meth:`reread`). A backend whose stored answer can hold less than the settings now
+        ask for (a digit tree completed less far) says so here.
+        """
+        return False
+
+    def drop_queued(self) -> None:
+        """Send none of the requests waiting at the gate (where :attr:`gates_in_flight`).
+
+        They fail as ``not_sent`` :class:`BackendError`; called when the client stops or
+        learns that nothing more may be sent (a rejected key, the wrong server).
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not gate its own requests")
 
     @classmethod
     def create(cls, name: str, **options: Any) -> Backend:

@@ -36,6 +36,7 @@ from capjudge.backends.openai_backend import (
     is_continuation,
 )
 from capjudge.protocol import BackendError, BackendFacts, ChatMessage, JudgeRequest
+from capjudge.reading import FOLLOW_UP_MIN_P
 from capjudge.records import JSONValue
 from capjudge.util.stopping import exit_promptly_on_signals
 
@@ -366,10 +367,11 @@ class LlamaCppBackend(OpenAIBackend):
 
     options = frozenset({"mmproj", "parallel", "threads", "poll", "ctx", "min_mass",
                          "concurrency", "continue_digits", "force_anchor", "determinism",
-                         "engines", "confirm"})
+                         "engines", "confirm", "follow_up_min_p"})
     default_concurrency = 1
     shared = True
     pipelined = False  # an item's follow-ups keep their engine's cached prompt
+    gates_in_flight = False  # the engine's slots are the gate (no HTTP)
 
     def __init__(self, model: str, *, mmproj: str | None = None,
                  parallel: int | None = None, threads: int | None = None,
@@ -377,7 +379,7 @@ class LlamaCppBackend(OpenAIBackend):
                  ctx: int | None = None, min_mass: float = 0.5, concurrency: int | None = None,
                  continue_digits: bool = True, force_anchor: bool | None = None,
                  determinism: str = "deterministic", engines: int | None = None,
-                 confirm: str = "auto") -> None:
+                 confirm: str = "auto", follow_up_min_p: float = FOLLOW_UP_MIN_P) -> None:
         gguf, alias = resolve_model(model)
         self.model = alias
         self.backend_id = f"llamacpp/{model}"
@@ -414,7 +416,8 @@ class LlamaCppBackend(OpenAIBackend):
                                          json_schema=True)
         # The engine continues a final assistant message (prefill) and can force anchors.
         self._init_reading(min_mass, continue_digits, "prefill", force_anchor,
-                           server="llama.cpp", confirm=confirm)
+                           server="llama.cpp", confirm=confirm,
+                           follow_up_min_p=follow_up_min_p)
 
     @classmethod
     def concurrency_for(cls, options: Mapping[str, object]) -> int:

@@ -6,8 +6,10 @@ by ``api_key_env``); the base URL from ``base_url`` or ``OPENAI_BASE_URL``, as t
 does. A base URL carrying credentials (``http://user:pass@host/v1``) is refused (see
 :mod:`capjudge.util.credentials`). Pictures are read with
 :func:`capjudge.media_check.read_verified`: what is uploaded is exactly the bytes ingest
-hashed. The client is created with
-``max_retries=0``: retries, backoff and rate limiting are done once, for every backend, by
+hashed. Chat completions go out through the process's sending process
+(:mod:`capjudge.backends.http_loop`: aiohttp on its own event loop, the gate of requests in
+flight around the exchange alone); the OpenAI SDK's client (``max_retries=0``) lists models and
+runs the Batch API. Retries, backoff and rate limiting are done once, for every backend, by
 :class:`capjudge.client.JudgeClient`.
 
 Reading: each score slot is read by :mod:`capjudge.reading.tokens` (where the prompt puts
@@ -53,11 +55,11 @@ import os
 import ssl
 import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from capjudge.backends.base import Capabilities
+from capjudge.backends.http_loop import HTTPSender, Reply, TransportError
 from capjudge.backends.openai_served import OpenAIServed
 from capjudge.backends.openai_wire import (
     CONTINUATION_FIELDS,
@@ -92,6 +94,7 @@ from capjudge.protocol import (
 from capjudge.reading import (
     CONFIRM,
     CONFIRM_MODES,
+    FOLLOW_UP_MIN_P,
     READING_RULES_VERSION,
     PendingDigits,
     ResponseBase,
@@ -135,15 +138,17 @@ class OpenAIBackend(OpenAIServed):
 
     options = frozenset({"base_url", "api_key_env", "timeout_s", "min_mass", "concurrency",
                          "vision", "snapshot", "continue_digits", "continuation",
-                         "force_anchor", "confirm"})
+                         "force_anchor", "confirm", "follow_up_min_p"})
     default_concurrency = 8
     pipelined = True  # see Backend; LlamaCppBackend says False
+    gates_in_flight = True  # see Backend: the sending loop's gate (capjudge.backends.http_loop)
+
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 120.0,
                  min_mass: float = 0.5, concurrency: int = 8, vision: bool = True,
                  snapshot: str | None = None, continue_digits: bool | None = None,
                  continuation: str = "auto", force_anchor: bool | None = None,
-                 confirm: str = "auto") -> None:
+                 confirm: str = "auto", follow_up_min_p: float = FOLLOW_UP_MIN_P) -> None:
         import openai
 
         self.model = model
@@ -172,6 +177,15 @@ class OpenAIBackend(OpenAIServed):
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
                                      timeout=timeout_s, http_client=openai.DefaultHttpxClient(
                                          verify=tls_context()))
+        # Chat completions go out through the process's sending loop (_call); the SDK's client
+        # lists models and runs the Batch API. The same key, organisation and project headers.
+        headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
+                   "Accept": "application/json"}
+        for header, value in (("OpenAI-Organization", self._client.organization),
+                              ("OpenAI-Project", self._client.project)):
+            if value:
+                headers[header] = value
+        self._http = HTTPSender(str(self._client.base_url), headers, timeout_s, concurrency)
         self.capabilities = Capabilities(vision=vision, distribution="logprobs", max_batch=1,
                                          concurrency=concurrency, json_schema=True)
         # Complete digit-split scores with continuation follow-ups (vLLM, llama.cpp and other
@@ -179,12 +193,21 @@ class OpenAIBackend(OpenAIServed):
         # OpenAI's own API, which cannot continue and writes 0-999 as single tokens anyway.
         self._init_reading(min_mass, continue_digits if continue_digits is not None else
                            base_url is not None and "api.openai.com" not in base_url,
-                           continuation, force_anchor, confirm=confirm)
+                           continuation, force_anchor, confirm=confirm,
+                           follow_up_min_p=follow_up_min_p)
 
     def _init_reading(self, min_mass: float, continue_digits: bool, continuation: str,
                       force_anchor: bool | None, server: str | None = None,
-                      confirm: str = "auto") -> None:
+                      confirm: str = "auto", follow_up_min_p: float = FOLLOW_UP_MIN_P
+                      ) -> None:
         """The reading state shared with subclasses that send bodies another way."""
+        if not 0 < float(follow_up_min_p) < 1:
+            raise BackendError(f"follow_up_min_p must be in (0, 1), got {follow_up_min_p!r}",
+                               transient=False)
+        # A digit-split score's unobserved leading digits at least this likely are asked
+        # (one follow-up each); what is below it is reported as lost mass, at most this much
+        # per prefix (issue 42: the embedded model's G-VEval asked ~11 per answer at 1e-3).
+        self.follow_up_min_p = float(follow_up_min_p)
         if continuation not in CONTINUATIONS:
             raise BackendError(f"continuation must be one of {', '.join(CONTINUATIONS)}, got "
                                f"{continuation!r}", transient=False)
@@ -232,30 +255,17 @@ class OpenAIBackend(OpenAIServed):
             return self._force_anchor
         return self.server is not None
 
+    def limit_in_flight(self, limit: int) -> None:
+        """Keep at most ``limit`` requests in flight (the client's concurrency)."""
+        self._http.set_limit(limit)
+
+    def drop_queued(self) -> None:
+        """Send none of the requests queued at the gate (they fail as not sent)."""
+        self._http.drop()
+
     def generate(self, requests: Sequence[JudgeRequest]) -> list[JudgeResponse | BackendError]:
         """Send each request as its own chat completion; per request a response or an error."""
         return [self._one(r) for r in requests]
-
-    def _sender(self) -> Any:
-        """This thread's own client for chat completions (one HTTP connection pool each).
-
-        The HTTP client's pool scans every connection it holds for each request it sends: with
-        one pool shared by ``concurrency`` threads that scan was a fifth of the client's CPU
-        per request at 64 and grew with the pool (issue 42: that CPU bounds how many requests
-        stay in flight). Each sending thread asks one request at a time, so its own pool holds
-        one connection, kept alive between its requests.
-        """
-        local = self.__dict__.setdefault("_senders", threading.local())
-        client = getattr(local, "client", None)
-        if client is None:
-            import openai
-
-            client = self._client.copy(http_client=openai.DefaultHttpxClient(
-                verify=tls_context()))
-            local.client = client
-            # Its connection is closed when the thread is gone (a fan-out's pool ends).
-            weakref.finalize(threading.current_thread(), client.close)
-        return client
 
     # -- the wire format, shared with the Batch API (capjudge.client.batch) -------------------
 
@@ -332,46 +342,60 @@ class OpenAIBackend(OpenAIServed):
         return self._parse(request, completion, latency)
 
     def _call(self, body: ChatBody) -> Any:
-        """Send one chat-completions body; its JSON object (text if it is none), or the error."""
-        import openai
-        from openai._httpx2 import http_response_types
+        """Send one chat-completions body; its JSON object (text if it is none), or the error.
 
-        # The body is ours (ChatBody, checked where it is built) and goes out as it is, through
-        # the SDK's own request path (auth, timeout, errors) but not through create(), whose
-        # walk of every field through the SDK's TypedDicts was a sixth of the client's CPU
-        # per request (3.23 -> 2.72 ms measured; issue 42: that CPU bounds the concurrency).
-        # The answer comes back as the HTTP response and is read as plain JSON: building the
-        # SDK's ChatCompletion model (a pydantic object per token and alternative) was another
-        # tenth. Continuation fields (vLLM's chat parameters) are plain body fields here.
-        post: Any = self._sender().post
+        The body is ours (:class:`ChatBody`, checked where it is built) and goes out through
+        the process's sending loop (:mod:`capjudge.backends.http_loop`), not the SDK: the
+        SDK's request building and its HTTP pool were nearly half of the client's CPU per
+        request (issue 42: that CPU, spent while a wave of answers is read, bounds how many
+        requests stay in flight). Errors are read as the SDK reads them (its message,
+        ``Retry-After``, the error object's ``code``).
+        """
         try:
-            response = post("/chat/completions", cast_to=http_response_types()[0],
-                            body=dict(body), options={"security": {"bearer_auth": True}})
-            try:
-                return json.loads(response.content)
-            except ValueError as exc:
-                if "json" in response.headers.get("content-type", ""):
-                    # JSON cut off: the server may be restarting; worth one more try.
-                    return BackendError(f"malformed response: {exc}", transient=True)
-                return response.text  # an HTML page, a proxy's text: said as such in _parse
-        except openai.RateLimitError as exc:
-            return BackendError(f"429 rate limited: {exc.message}", transient=True,
-                                retry_after=retry_after_s(exc.response.headers))
-        except openai.APIStatusError as exc:
-            error = error_from_body(exc.status_code, exc.body, exc.message)
-            if exc.status_code == 404:  # a wrong path or model: say where it was asked
-                error = BackendError(f"{error} (at {self._where()})", transient=False)
-            error.retry_after = retry_after_s(exc.response.headers)
-            if is_auth_failure(exc.status_code, exc.message, getattr(exc, "code", None)):
-                # A rejected key: the client stops at once (never retried, never "refused").
-                error.auth, error.transient, error.status = True, False, "error"
-            return error
-        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            return BackendError(f"{type(exc).__name__} at {self._where()}: {exc}",
-                                transient=True)
-        except (openai.APIResponseValidationError, ValueError) as exc:
-            # A malformed body: the server may be restarting; worth one more try.
-            return BackendError(f"malformed response: {exc}", transient=True)
+            reply = self._http.post("/chat/completions", json.dumps(body).encode())
+        except TransportError as exc:
+            if exc.kind == "held":
+                return BackendError(f"not sent: {exc}", transient=True,
+                                    retry_after=exc.retry_after, not_sent=True)
+            name = "APITimeoutError" if exc.kind == "timeout" else "APIConnectionError"
+            return BackendError(f"{name} at {self._where()}: {exc}", transient=True)
+        if reply.status >= 400:
+            return self._http_error(reply)
+        try:
+            return json.loads(reply.content)
+        except ValueError as exc:
+            if "json" in reply.headers.get("content-type", ""):
+                # JSON cut off: the server may be restarting; worth one more try.
+                return BackendError(f"malformed response: {exc}", transient=True)
+            return reply.text  # an HTML page, a proxy's text: said as such in _parse
+
+    def _http_error(self, reply: Reply) -> BackendError:
+        """An HTTP error reply as a :class:`BackendError` (status, message, retry, auth)."""
+        text = reply.text.strip()
+        body: Any = text
+        message = f"Error code: {reply.status}"
+        try:
+            body = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            error = body.get("error", body) if isinstance(body, dict) else None
+            said = error.get("message") if isinstance(error, dict) else None
+            if isinstance(said, str) and said:
+                message += f" - {said}"
+            body = error if isinstance(body, dict) else body
+        wait = retry_after_s(reply.headers)
+        if reply.status == 429:
+            return BackendError(f"429 rate limited: {message}", transient=True, retry_after=wait)
+        error = error_from_body(reply.status, body, message)
+        if reply.status == 404:  # a wrong path or model: say where it was asked
+            error = BackendError(f"{error} (at {self._where()})", transient=False)
+        error.retry_after = wait
+        code = body.get("code") if isinstance(body, dict) else None
+        if is_auth_failure(reply.status, message, code):
+            # A rejected key: the client stops at once (never retried, never "refused").
+            error.auth, error.transient, error.status = True, False, "error"
+        return error
 
     def _where(self) -> str:
         """The base URL requests go to, without credentials (for error messages)."""
@@ -467,6 +491,18 @@ class OpenAIBackend(OpenAIServed):
         return (self.confirm == "follow_up" and self.confirmable(request)
                 and any(needs_confirmation(s) and i + CONFIRM not in readings
                         for i, s in enumerate(slots)))
+
+    def ask_again(self, request: JudgeRequest, stored: JudgeResponse) -> bool:
+        """Whether a cached answer's digit trees were completed less far than asked now.
+
+        An answer stored under a higher ``follow_up_min_p`` left more leading digits unasked:
+        it is asked again (one request; the follow-ups asked before come from the cache). A
+        follow-up itself never is.
+        """
+        if is_continuation(request) or not self.continue_digits:
+            return False
+        was = stored.read_with.get("follow_up_min_p", FOLLOW_UP_MIN_P)
+        return isinstance(was, (int, float)) and was > self.follow_up_min_p
 
     def reread(self, request: JudgeRequest, response: JudgeResponse) -> JudgeResponse:
         """A cached answer under the current settings and reading rules (never asked again).

@@ -27,13 +27,15 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, as_completed
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from capjudge.backends.base import Backend
 from capjudge.cache import RequestCache
 from capjudge.client.answers import CachedAnswers
 from capjudge.client.guard import CONSERVATIVE_REQUEST_TOKENS, SendGuard
+from capjudge.client.pool import SendPool
 from capjudge.client.stats import (
     DEFAULT_MAX_RETRY_AFTER_S,
     AuthError,
@@ -125,19 +127,29 @@ class JudgeClient:
         # Bounds the backend calls in flight across *every* run of this client: a flow runs
         # several chunk tasks on one shared client, each with its own thread pool, and without
         # this they would make up to concurrency x tasks calls at once.
-        self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._slots: AbstractContextManager[object] = threading.BoundedSemaphore(
+            self.concurrency)
+        # A backend that gates its own exchanges (Backend.gates_in_flight) is bounded there,
+        # around the exchange alone: twice as many threads as requests in flight, so the next
+        # requests wait at its gate, body ready, while the answers that came back are read.
+        self._threads = self.concurrency
+        if backend.gates_in_flight:
+            backend.limit_in_flight(self.concurrency)
+            self._slots = nullcontext()
+            self._threads = 2 * self.concurrency
         self.progress = progress
         self.stats = ClientStats()
         self._lock = threading.Lock()
         # One pool of sending threads for every call of this client (issue 42): chunks run on
-        # threads of one process share it, so their requests queue in the order they came
-        # (one chunk's tail is answered while the next one's requests are already going out:
-        # no drain between chunks), digit follow-ups join the same queue, and each thread's
-        # HTTP connection stays open from one chunk to the next.
-        self._pool: ThreadPoolExecutor | None = None
+        # threads of one process share it, the oldest call's requests first
+        # (capjudge.client.pool), so one chunk ends while the next ones' requests are already
+        # going out: no drain between chunks.
+        self._pool: SendPool | None = None
         # Stop, credentials, Retry-After, rpm/tpm and backoff: capjudge.client.guard.
         self.guard = SendGuard(retry or RetryPolicy(), limiter or RateLimiter(rpm, tpm),
                                pause or SharedPause(), sleep, seed, self._lock)
+        if backend.gates_in_flight:
+            self.guard.on_halt = backend.drop_queued
         # Asks a remote server what it serves (a server that cannot be reached stops the run
         # here, before any cache look-up could answer for it).
         snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
@@ -299,13 +311,13 @@ class JudgeClient:
         """The batches on the client's ``concurrency`` threads (Ctrl-C drops the queued ones)."""
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.concurrency,
-                                                thread_name_prefix="capjudge-send")
+                self._pool = SendPool(self._threads)
             pool = self._pool
         futures: dict[Future[list[JudgeResponse]], list[int]] = {}
         try:
-            for b in batches:
-                futures[pool.submit(self._batch_of, requests, keys, b, stats)] = b
+            submitted = pool.submit_all(self._batch_of,
+                                        [(requests, keys, b, stats) for b in batches])
+            futures = dict(zip(submitted, batches, strict=True))
             for future in as_completed(futures):
                 batch = futures[future]
                 try:
@@ -382,8 +394,16 @@ class JudgeClient:
                 break
             self.guard.charge([batch[i] for i in todo])
             answers, elapsed = self._generate([batch[i] for i in todo])
+            held = [i for i, a in zip(todo, answers, strict=True)
+                    if isinstance(a, BackendError) and a.not_sent]
             with self._lock:
-                stats.calls += len(todo)
+                stats.calls += len(todo) - len(held)
+            if held and len(held) == len(todo):
+                # Held back unsent (a stop, a Retry-After window, a rejected key): the guard
+                # is asked again, and no attempt is counted.
+                attempt -= 1
+                self._held(answers)
+                continue
             retry_later: list[int] = []
             retry_after: float | None = None
             self._depth.value = getattr(self._depth, "value", 0) + 1
@@ -410,6 +430,20 @@ class JudgeClient:
                 self.guard.back_off(len(todo), attempt, retry_after, stats)
         return [o if o is not None else JudgeResponse(status="error", reason="not answered")
                 for o in out]
+
+    def _held(self, answers: Sequence[JudgeResponse | BackendError]) -> None:
+        """Before asking the guard again about requests held back unsent.
+
+        A ``Retry-After`` window they were held for becomes the client's pause (the thread
+        that got the answer saying so may not have set it yet); otherwise a short wait, while
+        that thread records why (a rejected key) or the stop is seen.
+        """
+        waits = [a.retry_after for a in answers
+                 if isinstance(a, BackendError) and a.retry_after is not None]
+        if waits:
+            self.guard.pause.pause_for(max(waits))
+        elif not self.stopped:
+            time.sleep(0.005)
 
     def _generate(self, requests: list[JudgeRequest]
                   ) -> tuple[list[JudgeResponse | BackendError], float]:

@@ -46,6 +46,8 @@ class CachedAnswers:
         hit = self.cache.get(key)
         if hit is None:
             return None
+        if self.backend.ask_again(request, hit):
+            return None
         try:
             hit = self.backend.reread(request, hit)
         except Exception:  # noqa: BLE001 - a re-read that fails keeps the stored reading
@@ -60,6 +62,9 @@ class CachedAnswers:
         min_mass = getattr(self.backend, "min_mass", None)
         if isinstance(min_mass, (int, float)):
             out["min_mass"] = float(min_mass)
+        min_p = getattr(self.backend, "follow_up_min_p", None)
+        if isinstance(min_p, float):
+            out["follow_up_min_p"] = min_p
         confirm = getattr(self.backend, "confirm", None)
         if isinstance(confirm, str):
             # How off-contract verdicts were confirmed (capjudge.reading.confirm): a change

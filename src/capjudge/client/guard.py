@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 CONSERVATIVE_REQUEST_TOKENS = 4000
 
 
+def _nothing() -> None:
+    """No backend queue to drop."""
+
+
 class SendGuard:
     """The client's rules for sending (module doc).
 
@@ -56,11 +60,15 @@ class SendGuard:
         self.auth_failure: str | None = None
         # Set by an answer showing the server is not the API asked for: nothing more is sent.
         self.fatal_failure: str | None = None
+        # Called when nothing more may be sent (a stop, a rejected key, the wrong server): a
+        # backend that queues requests at its own gate drops them (Backend.drop_queued).
+        self.on_halt: Callable[[], None] = _nothing
 
     def stop(self, reason: str = "interrupted") -> None:
         """Send nothing more (the first reason given is kept)."""
         self.stop_reason = self.stop_reason or reason
         self._stop.set()
+        self.on_halt()
 
     @property
     def stopped(self) -> bool:
@@ -126,6 +134,7 @@ class SendGuard:
             with self._lock:
                 self.auth_failure = self.auth_failure or str(error)
                 stats.auth_failure = stats.auth_failure or str(error)
+            self.on_halt()
             return JudgeResponse(status="error", attempts=attempt, reason=(
                 f"authentication failed: {error}"))
         if getattr(error, "fatal", False):
@@ -133,6 +142,7 @@ class SendGuard:
             with self._lock:
                 self.fatal_failure = self.fatal_failure or str(error)
                 stats.fatal_failure = stats.fatal_failure or str(error)
+            self.on_halt()
             return JudgeResponse(status="error", attempts=attempt, reason=str(error))
         if (error.transient and error.retry_after is not None
                 and error.retry_after > self.retry.max_retry_after_s):

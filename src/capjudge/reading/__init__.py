@@ -73,6 +73,7 @@ from capjudge.reading.pending import (
 )
 from capjudge.reading.points import parse_ch, parse_points, read_ch, read_points_slot
 from capjudge.reading.tokens import (
+    FOLLOW_UP_MIN_P,
     READING_RULES_VERSION,
     TokenLogprob,
     TreeReading,
@@ -84,7 +85,7 @@ from capjudge.reading.tokens import (
     reasoning_only,
 )
 
-__all__ = ["CONFIRM", "CONFIRM_MODES", "Located", "PendingDigits", "QUESTION",
+__all__ = ["CONFIRM", "CONFIRM_MODES", "FOLLOW_UP_MIN_P", "Located", "PendingDigits", "QUESTION",
            "READING_RULES_VERSION", "Reader", "ResponseBase", "TokenLogprob", "TreeReading",
            "abstention", "add_continuation", "confirm_at_anchors", "confirm_by_question",
            "confirmed", "continuation_from_result", "contract_fields", "find_printed",

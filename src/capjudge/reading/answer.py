@@ -58,6 +58,7 @@ class Reader(Protocol):
     min_mass: float
     confirm: str
     continue_digits: bool  # it can ask continuation follow-ups (digit trees, anchors)
+    follow_up_min_p: float  # an unobserved digit prefix this likely is asked (TreeReading)
     continue_off_reason: str | None  # why not, when it cannot
 
     @property
@@ -117,9 +118,12 @@ def read_answer(reader: Reader, request: JudgeRequest, text: str,
                 # for a reason stays one: capjudge.reading.locate.never_written).
                 readings[i], bases[i] = forced_reading(slot, joined, tokens)
                 forced[i] = None
+            readings[i].min_p = reader.follow_up_min_p
             if not reader.continue_digits and follow_up_prefixes(readings[i]):
                 readings[i].notes.append(reader.continue_off_reason or "")
             slots.append(finish_slot(readings[i], reader.min_mass, forced, i))
+    for reading in readings.values():
+        reading.min_p = reader.follow_up_min_p
     confirm_at_anchors(slots, readings, forced, reader.min_mass, reader.continue_digits)
     return slots, readings, bases, forced
 
@@ -173,6 +177,7 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
             slots.append(read_text(response.text, slot, truncated=truncated))
         else:
             reading = read_tree(tokens, slot, truncated=truncated)
+            reading.min_p = backend.follow_up_min_p
             for prefix, node in (after.get(str(i)) or {}).items():
                 add_continuation(reading, prefix, node)
             reading.notes.extend(n for n in notes.get(str(i), []) if n not in reading.notes)
@@ -184,6 +189,7 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
                                        and backend.confirm_at_anchor)):
             # The forced anchor's tree as it was asked (never asked again).
             second, _ = forced_reading(slot, joined, tokens, confirming=True)
+            second.min_p = backend.follow_up_min_p
             for prefix, node in (anchor or {}).items():
                 add_continuation(second, prefix, node)
             slots[-1] = confirmed(slots[-1], finish_slot(second, backend.min_mass,

@@ -148,6 +148,8 @@ class TreeReading:
         whole: the tokenizer writes whole numbers as single tokens (o200k): alternatives at
             the root are complete numbers and nothing is missing.
         notes: why some prefixes could not be completed (shown in the reason).
+        min_p: an unobserved prefix at least this likely is worth a follow-up (the backend's
+            ``follow_up_min_p``; what is below it is lost mass, bounded by it per prefix).
     """
 
     slot: ScoreSlot
@@ -156,6 +158,7 @@ class TreeReading:
     after: dict[str, dict[str, float]] = field(default_factory=dict)
     whole: bool = True
     notes: list[str] = field(default_factory=list)
+    min_p: float = FOLLOW_UP_MIN_P
 
 
 def _failed(slot: ScoreSlot, why: Unreadable, source: str) -> SlotResult:
@@ -282,13 +285,17 @@ def walk(reading: TreeReading) -> tuple[dict[int, float], dict[str, float]]:
     return raw, missing
 
 
-def follow_up_prefixes(reading: TreeReading, min_p: float = FOLLOW_UP_MIN_P
-                       ) -> dict[str, float]:
-    """The unobserved digit prefixes worth a follow-up (probability at least ``min_p``)."""
+def follow_up_prefixes(reading: TreeReading, min_p: float | None = None) -> dict[str, float]:
+    """The unobserved digit prefixes worth a follow-up.
+
+    Those with probability at least ``min_p`` (default: the reading's own
+    :attr:`TreeReading.min_p`).
+    """
     if reading.failure is not None or reading.whole:
         return {}
     _, missing = walk(reading)
-    return {k: v for k, v in sorted(missing.items()) if v >= min_p}
+    threshold = reading.min_p if min_p is None else min_p
+    return {k: v for k, v in sorted(missing.items()) if v >= threshold}
 
 
 def add_continuation(reading: TreeReading, prefix: str, node: Mapping[str, float]) -> None:
@@ -313,9 +320,13 @@ def finish(reading: TreeReading, min_mass: float) -> SlotResult:
                         **contract_fields(reading.located))
     lost_note = ""
     if lost > 1e-6:
+        skipped = reading.min_p > FOLLOW_UP_MIN_P and all(
+            v < reading.min_p for v in missing.values())
         lost_note = (f"{lost:.3f} of the probability is on digit paths whose continuation was "
                      f"not observed ({', '.join(repr(k + '…') for k in sorted(missing))})"
-                     + (f": {'; '.join(reading.notes)}" if reading.notes else ""))
+                     + (f": {'; '.join(reading.notes)}" if reading.notes else "")
+                     + (f" (each below follow_up_min_p {reading.min_p:g}, not asked)"
+                        if skipped else ""))
     if mass <= 0.0:
         result.probs, result.status = None, "parse_failure"
         result.reason = (f"no probability on {slot.low}-{slot.high} at the score position "

@@ -1,0 +1,248 @@
+"""Many threads' HTTP requests sent by one sending process (issue 42: a full pipe).
+
+An API judge's client keeps ``concurrency`` requests in flight from threads that each send a
+body, wait, and read the answer. With a fixed latency every answer of a wave arrives at once.
+When the thread that received an answer also sent the next request, that request waited for
+the reading of the answers before it (C answers read on one GIL), and the server's count of
+requests in flight dropped at each wave. An event loop in a thread of this process did not
+cure it: the loop waited for the GIL behind every thread reading an answer (10-90 ms at each
+wave, measured). So:
+
+- one **sending process** per process (``python -m capjudge.backends.http_worker``, started on
+  first use, again after a fork or if it dies) does every exchange with aiohttp on its own
+  loop and its own GIL;
+- the gate of requests in flight (``limit`` per sender) lives there, around the exchange
+  alone. The calling threads (more of them than the gate's size, see
+  :attr:`capjudge.backends.base.Backend.gates_in_flight`) queue their bodies, already
+  serialised, at the gate; the moment an answer is in, the next queued body goes out,
+  however busy this process is reading answers;
+- the JSON is written and read here, on the calling threads;
+- what the parent's client would have stopped a thread from sending is not sent from the
+  queue either: a reply with ``Retry-After`` holds the sender's queue until the window ends,
+  a 401 holds it for good, and a stop drops it (:meth:`HTTPSender.drop`); each request held
+  back fails as ``held``, and the client asks its guard again without counting an attempt.
+
+Nothing here knows the OpenAI protocol: a :class:`Reply` is the status, the headers and the
+bytes; :class:`TransportError` a request that got no reply (timeout, connection, the sending
+process gone). Credentials travel in the headers over the pipe, never in argv or a file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import IO, Any
+
+_HEAD = struct.Struct("!II")  # header length, body length (as http_worker.frame)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the server sent back: the HTTP status, its headers (lower-case) and the bytes."""
+
+    status: int
+    headers: Mapping[str, str]
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        """The body as text (undecodable bytes replaced)."""
+        return self.content.decode("utf-8", "replace")
+
+
+class TransportError(Exception):
+    """No reply to a request: ``timeout``, ``connection`` or ``held``.
+
+    ``held``: held back unsent, because the server had asked every request to wait
+    (``retry_after`` seconds more) or rejected the key, or the queue was dropped
+    (:meth:`HTTPSender.drop`).
+    """
+
+    def __init__(self, kind: str, message: str, retry_after: float | None = None) -> None:
+        """``kind``: ``timeout``, ``connection`` or ``held``."""
+        super().__init__(message)
+        self.kind = kind
+        self.retry_after = retry_after
+
+
+def _frame(header: dict[str, Any], body: bytes = b"") -> bytes:
+    raw = json.dumps(header).encode()
+    return _HEAD.pack(len(raw), len(body)) + raw + body
+
+
+def _read_exactly(stream: IO[bytes], n: int) -> bytes | None:
+    data = b""
+    while len(data) < n:
+        chunk = stream.read(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+class _Process:
+    """The sending process and the thread that hands its replies to the waiting callers."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "capjudge.backends.http_worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, env=env, bufsize=0)
+        self.pid = os.getpid()
+        self.waiting: dict[int, Future[Reply]] = {}
+        self.configured: dict[str, tuple[Any, ...]] = {}
+        self.lock = threading.Lock()
+        self.ids = itertools.count()
+        self.alive = True
+        threading.Thread(target=self._read, name="capjudge-http-replies", daemon=True).start()
+
+    def send(self, header: dict[str, Any], body: bytes = b"") -> None:
+        """Write one frame (under the lock: frames of several threads never interleave)."""
+        assert self.proc.stdin is not None
+        with self.lock:
+            if not self.alive:
+                raise BrokenPipeError("the sending process has ended")
+            self.proc.stdin.write(_frame(header, body))
+
+    def _read(self) -> None:
+        stream = self.proc.stdout
+        assert stream is not None
+        while True:
+            head = _read_exactly(stream, _HEAD.size)
+            if head is None:
+                break
+            size, length = _HEAD.unpack(head)
+            raw = _read_exactly(stream, size)
+            content = _read_exactly(stream, length) if length else b""
+            if raw is None or content is None:
+                break
+            header = json.loads(raw)
+            with self.lock:
+                future = self.waiting.pop(header["id"], None)
+            if future is None:
+                continue
+            if header["kind"] == "reply":
+                future.set_result(Reply(int(header["status"]), header["headers"], content))
+            else:
+                future.set_exception(TransportError(header["why"], header["message"],
+                                                    header.get("retry_after")))
+        # The process ended (killed, crashed): what was waiting gets no answer; a later
+        # request starts a new one.
+        with self.lock:
+            self.alive = False
+            waiting, self.waiting = self.waiting, {}
+        for future in waiting.values():
+            future.set_exception(TransportError("connection", "the sending process ended"))
+
+    def close(self) -> None:
+        with self.lock:
+            self.alive = False
+        if self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+_LOCK = threading.Lock()
+_PROCESS: _Process | None = None
+
+
+def sending_process() -> _Process:
+    """This process's sending process (started on first use, after a fork, after its end)."""
+    global _PROCESS
+    with _LOCK:
+        if _PROCESS is None or _PROCESS.pid != os.getpid() or not _PROCESS.alive:
+            _PROCESS = _Process()
+        return _PROCESS
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    if _PROCESS is not None and _PROCESS.pid == os.getpid():
+        _PROCESS.close()
+
+
+_SENDERS = itertools.count()
+
+
+class HTTPSender:
+    """POSTs to one server through the sending process, at most ``limit`` at a time.
+
+    Args:
+        base_url: the server's URL; paths are appended to it.
+        headers: sent with every request (authorization, content type).
+        timeout_s: the whole exchange's limit.
+        limit: requests in flight at once (:meth:`set_limit` changes it).
+    """
+
+    def __init__(self, base_url: str, headers: Mapping[str, str], timeout_s: float,
+                 limit: int = 8) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._headers = dict(headers)
+        self.timeout_s = timeout_s
+        self._limit = max(1, limit)
+        self._name = f"{os.getpid()}-{next(_SENDERS)}"
+
+    @property
+    def limit(self) -> int:
+        """Requests in flight at once."""
+        return self._limit
+
+    def set_limit(self, limit: int) -> None:
+        """Bound the requests in flight at ``limit`` from the next request on."""
+        self._limit = max(1, limit)
+
+    def _config(self) -> tuple[Any, ...]:
+        return (self.base_url, tuple(self._headers.items()), self.timeout_s, self._limit)
+
+    def post(self, path: str, body: bytes) -> Reply:
+        """Send ``body`` to ``base_url + path`` and wait for the reply (from any thread).
+
+        Raises:
+            TransportError: no reply (timeout, refused connection, unknown host, reset, the
+                sending process gone).
+        """
+        process = sending_process()
+        future: Future[Reply] = Future()
+        number = -1
+        try:
+            config = self._config()
+            if process.configured.get(self._name) != config:
+                process.send({"kind": "config", "sender": self._name,
+                              "base_url": self.base_url, "headers": self._headers,
+                              "timeout_s": self.timeout_s, "limit": self._limit})
+                process.configured[self._name] = config
+            with process.lock:
+                number = next(process.ids)
+                process.waiting[number] = future
+            process.send({"kind": "post", "sender": self._name, "id": number, "path": path},
+                         body)
+        except OSError as exc:
+            with process.lock:
+                process.waiting.pop(number, None)
+            raise TransportError("connection", f"the sending process is gone ({exc})"
+                                 ) from exc
+        return future.result()
+
+    def drop(self) -> None:
+        """Fail every request queued at the gate, not yet sent, as ``held`` (a stop)."""
+        process = _PROCESS
+        if process is not None and process.alive and process.pid == os.getpid():
+            try:
+                process.send({"kind": "drop", "sender": self._name})
+            except OSError:
+                pass
