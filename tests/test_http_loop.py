@@ -189,3 +189,18 @@ def test_the_pools_threads_end_when_nobody_holds_it() -> None:
     while mine() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert mine() == 0
+
+
+def test_a_sender_nobody_holds_is_closed_in_the_sending_process() -> None:
+    with MockOpenAIServer() as server:
+        sender = HTTPSender(server.url, HEADERS, 10.0)
+        assert sender.post("/chat/completions", body("x")).status == 200
+        name = sender._name
+        process = sending_process()
+        assert name in process.configured
+        del sender
+        gc.collect()
+        assert name not in process.configured
+        # The process still serves the others.
+        assert HTTPSender(server.url, HEADERS, 10.0).post("/chat/completions",
+                                                          body("y")).status == 200

@@ -37,6 +37,7 @@ import struct
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -179,6 +180,17 @@ def _close_at_exit() -> None:
 _SENDERS = itertools.count()
 
 
+def _forget(name: str) -> None:
+    """Close a sender's session in the sending process (when the sender is gone)."""
+    process = _PROCESS
+    if process is not None and process.alive and process.pid == os.getpid():
+        process.configured.pop(name, None)
+        try:
+            process.send({"kind": "close", "sender": name})
+        except OSError:
+            pass
+
+
 class HTTPSender:
     """POSTs to one server through the sending process, at most ``limit`` at a time.
 
@@ -196,6 +208,8 @@ class HTTPSender:
         self.timeout_s = timeout_s
         self._limit = max(1, limit)
         self._name = f"{os.getpid()}-{next(_SENDERS)}"
+        # A sender nobody holds any more has its session closed there (its connections).
+        weakref.finalize(self, _forget, self._name)
 
     @property
     def limit(self) -> int:

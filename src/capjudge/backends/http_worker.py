@@ -2,7 +2,8 @@
 
 Run as ``python -m capjudge.backends.http_worker``; it speaks frames on stdin and stdout (see
 :func:`read_frame`): ``config`` (a sender's URL, headers, timeout and gate size), ``post``
-(a body to send) and ``drop`` (fail what is queued at a sender's gate) in; ``reply`` (status,
+(a body to send), ``drop`` (fail what is queued at a sender's gate) and ``close`` (a
+sender is gone) in; ``reply`` (status,
 headers, body) or ``failed`` (``timeout``, ``connection``, ``held``) out, each tagged with the
 request's id. Nothing else is written to stdout. It ends when its stdin closes (the parent is
 gone: nobody would read the answers), and ignores SIGINT: a Ctrl-C in the terminal stops the
@@ -135,9 +136,20 @@ class _Worker:
         if sender is not None:
             sender.drop()
 
+    async def close(self, header: dict[str, Any]) -> None:
+        """The parent's sender is gone: its queue dropped, its connections closed."""
+        sender = self.senders.pop(header["sender"], None)
+        if sender is not None:
+            sender.drop()
+            await sender.session.close()
+
     async def post(self, header: dict[str, Any], body: bytes) -> None:
-        sender = self.senders[header["sender"]]
         out: dict[str, Any] = {"id": header["id"]}
+        sender = self.senders.get(header["sender"])
+        if sender is None:  # never configured, or closed: an answer all the same
+            out.update(kind="failed", why="connection", message="unknown sender")
+            self.out.write(frame(out))
+            return
         gate = sender.gate
         task = asyncio.current_task()
         assert task is not None
@@ -202,6 +214,10 @@ async def _serve() -> None:
             worker.configure(header)
         elif header["kind"] == "drop":
             worker.drop(header)
+        elif header["kind"] == "close":
+            task = asyncio.create_task(worker.close(header))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
         elif header["kind"] == "post":
             task = asyncio.create_task(worker.post(header, body))
             tasks.add(task)
