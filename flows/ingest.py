@@ -15,7 +15,7 @@ from dataclasses import asdict
 
 from prefect import flow, get_run_logger
 
-from capjudge.ingest import IngestConfig, IngestResult, video_jobs
+from capjudge.ingest import IngestConfig, IngestResult, nothing_ingested, video_jobs
 from capjudge.manifest import ManifestError
 from flows.params import load_params
 from flows.runner import RunnerConfig, task_runner
@@ -83,10 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     # Decoding is CPU-bound and runs in child processes: one per core by default.
     workers = runner.workers or os.cpu_count() or 1
     try:
-        ingest_flow.with_options(task_runner=task_runner(runner, workers))(
+        result = ingest_flow.with_options(task_runner=task_runner(runner, workers))(
             p["manifest"], p["media_root"], p["out"], config, runner.size(workers))
     except (ManifestError, RuntimeError) as exc:
         print(f"ingest: error: {exc}", file=sys.stderr)
+        return 2
+    empty = nothing_ingested(result, p["media_root"])
+    if empty is not None:
+        # The stage fails here, not after judges and a report of nothing (dvc repro stops).
+        print(f"ingest: error: {empty}", file=sys.stderr)
         return 2
     return 0
 

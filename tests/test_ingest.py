@@ -201,8 +201,9 @@ def test_decode_timeout_is_a_quarantine_reason(tmp_path: Path) -> None:
     manifest = tmp_path / "m.jsonl"
     manifest.write_text(json.dumps({"id": "v", "video": "v.mp4", "candidate": "grey"}) + "\n")
     out = tmp_path / "o"
+    # Its only row quarantined: exit 3 (nothing to judge), the reason in the table.
     assert cli_main(["ingest", str(manifest), "--media-root", str(tmp_path), "--out", str(out),
-                     "--decode-timeout", "0.001"]) == 0
+                     "--decode-timeout", "0.001"]) == 3
     q = pq.read_table(out / "quarantine.parquet").to_pylist()
     assert len(q) == 1 and "timed out" in q[0]["reason"]
 
@@ -295,3 +296,41 @@ def test_relative_frame_paths_resolve_from_another_directory(
     assert len(frames) == 3
     for part in frames:
         assert hashlib.sha256(Path(part.path).read_bytes()).hexdigest() == part.sha256
+
+
+def test_every_row_quarantined_is_an_error_naming_the_media_root(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A wrong media root quarantines every row: an error, not an empty evaluation (exit 0)."""
+    media = tmp_path / "media"
+    media.mkdir()
+    Image.new("RGB", (32, 32), (9, 9, 9)).save(media / "x.png")
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text("".join(json.dumps({"id": f"r{i}", "image": "x.png",
+                                            "candidate": "A dark square."}) + "\n"
+                                for i in range(3)))
+    code = cli_main(["ingest", str(manifest), "--media-root", str(tmp_path),
+                     "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 3
+    line = next(x for x in err.splitlines() if x.startswith("ingest: error:"))
+    assert "every one of the 3 manifest rows was quarantined" in line
+    assert "3 x file not found" in line and repr(str(tmp_path)) in line
+    assert "quarantine.parquet" in line
+    # The right root: nothing to say.
+    assert cli_main(["ingest", str(manifest), "--media-root", str(media),
+                     "--out", str(tmp_path / "o2")]) == 0
+    assert "error" not in capsys.readouterr().err
+
+
+def test_nothing_ingested_is_silent_when_anything_is_left() -> None:
+    from capjudge.ingest import IngestResult, nothing_ingested
+
+    some = IngestResult(4, 1, 3, {"image": 1}, {"file not found: 'a.png'": 3}, "out")
+    assert nothing_ingested(some, "media") is None
+    none = IngestResult(4, 0, 4, {}, {"candidate is empty": 1, "file not found: 'a.png'": 3},
+                        "out")
+    message = nothing_ingested(none, "media") or ""
+    assert message.index("3 x file not found") < message.index("1 x candidate is empty")
+    assert "'media'" in message
+    only_text = IngestResult(2, 0, 2, {}, {"candidate is empty": 2}, "out")
+    assert "media root" not in (nothing_ingested(only_text, "media") or "media root")

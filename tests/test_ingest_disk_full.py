@@ -142,3 +142,35 @@ def test_the_ingest_flow_stops_with_the_same_line(
     err = capsys.readouterr().err
     assert err.startswith(f"ingest: error: cannot write {out}") and FULL in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_ingest_flow_fails_when_every_row_is_quarantined(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """dvc repro stops at ingest (exit 2, one line), not after judging and reporting nothing."""
+    import yaml
+
+    import flows.ingest as flow_module
+    from tasks.ingest import ingest_task
+
+    class Direct:
+        def with_options(self, **_: Any) -> Any:
+            def run(manifest: str, media_root: str, out: str, config: IngestConfig,
+                    workers: int) -> IngestResult:
+                return ingest_task.fn(manifest, media_root, out, config)
+            return run
+
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({"id": "a", "image": "nowhere.png",
+                                    "candidate": "A square."}) + "\n")
+    monkeypatch.setattr(flow_module, "ingest_flow", Direct())
+    root = Path(__file__).resolve().parents[1]
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["ingest"].update(manifest=str(manifest), media_root=str(tmp_path),
+                            out=str(tmp_path / "out"))
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    capsys.readouterr()
+    assert flow_module.main(["--params", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "ingest: error: every one of the 1 manifest rows was quarantined" in err

@@ -165,6 +165,27 @@ class IngestResult:
     out_dir: str
 
 
+def nothing_ingested(result: IngestResult, media_root: str | Path) -> str | None:
+    """Why a run must stop after ingest, or None: every row of a manifest was quarantined.
+
+    Judging nothing and reporting an empty evaluation would pass for a run that worked (a
+    wrong media root quarantines every row as "file not found"); the message names the most
+    frequent reasons, where media paths were looked for, and the quarantine table.
+    """
+    if result.n_rows == 0 or result.n_items > 0:
+        return None
+    reasons = sorted(result.reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = "; ".join(f"{n} x {why}" for why, n in reasons[:3])
+    more = f"; and {len(reasons) - 3} other reason(s)" if len(reasons) > 3 else ""
+    hint = ""
+    if any(why.startswith("file not found") for why, _ in reasons):
+        hint = (f". Media paths resolve under the media root {str(media_root)!r} "
+                "(params.yaml ingest.media_root; capjudge init --media-root)")
+    return (f"every one of the {result.n_rows} manifest rows was quarantined, nothing to "
+            f"judge ({shown}{more}){hint}. Each row's reason: "
+            f"{Path(result.out_dir) / QUARANTINE}")
+
+
 def _look_alike_file(full: Path) -> str:
     """A hint naming a file in the same folder whose name differs only in its Unicode form."""
     try:

@@ -12,7 +12,7 @@ from capjudge.cli.common import EXIT_OK, EXIT_STRICT, UsageError
 
 def run(args: argparse.Namespace) -> int:
     """Ingest; quarantined rows are counted on stderr (exit 3 with --strict)."""
-    from capjudge.ingest import IngestConfig, ingest
+    from capjudge.ingest import IngestConfig, ingest, nothing_ingested
     from capjudge.manifest import ManifestError
     from capjudge.util.atomic import OutputWriteError
 
@@ -49,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  quarantined: {count} x {reason}", file=sys.stderr)
     if result.n_quarantined:
         print(f"  details: {Path(result.out_dir) / 'quarantine.parquet'}", file=sys.stderr)
+    empty = nothing_ingested(result, args.media_root)
+    if empty is not None:
+        print(f"ingest: error: {empty}", file=sys.stderr)
+        return EXIT_STRICT
     if args.strict and result.n_quarantined:
         return EXIT_STRICT
     return EXIT_OK
