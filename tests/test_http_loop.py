@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import gc
 import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -204,3 +208,39 @@ def test_a_sender_nobody_holds_is_closed_in_the_sending_process() -> None:
         # The process still serves the others.
         assert HTTPSender(server.url, HEADERS, 10.0).post("/chat/completions",
                                                           body("y")).status == 200
+
+
+def _gone(pid: int) -> bool:
+    """The process has ended (a zombie waiting for a reaper counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_the_sending_process_dies_with_a_parent_killed_with_sigkill(tmp_path: Path) -> None:
+    """kill -9 of the judge leaves no sending process answering (or sending) for nobody."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, threading\n"
+        "from capjudge.backends.http_loop import HTTPSender, sending_process\n"
+        f"sender = HTTPSender(sys.argv[1], {HEADERS!r}, 60.0)\n"
+        "print(sending_process().proc.pid, flush=True)\n"
+        "sender.post('/chat/completions', b'{}')\n")
+    with MockOpenAIServer(latency_s=30) as server:
+        parent = subprocess.Popen([sys.executable, str(script), server.url],
+                                  stdout=subprocess.PIPE, text=True)
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        deadline = time.monotonic() + 10
+        while not server.total_received and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _gone(child)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while not _gone(child) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _gone(child)

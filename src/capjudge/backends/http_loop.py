@@ -33,6 +33,7 @@ import atexit
 import itertools
 import json
 import os
+import queue
 import struct
 import subprocess
 import sys
@@ -94,10 +95,8 @@ class _Process:
     """The sending process and the thread that hands its replies to the waiting callers."""
 
     def __init__(self) -> None:
-        env = dict(os.environ)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "capjudge.backends.http_worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, env=env, bufsize=0)
+        self.proc = _spawn([sys.executable, "-m", "capjudge.backends.http_worker", "--parent",
+                            str(os.getpid())])
         self.pid = os.getpid()
         self.waiting: dict[int, Future[Reply]] = {}
         self.configured: dict[str, tuple[Any, ...]] = {}
@@ -160,6 +159,35 @@ class _Process:
 
 _LOCK = threading.Lock()
 _PROCESS: _Process | None = None
+_SPAWNER: tuple[int, queue.SimpleQueue[tuple[list[str], Future[Any]]]] | None = None
+
+
+def _spawner_loop(requests: queue.SimpleQueue[tuple[list[str], Future[Any]]]) -> None:
+    while True:
+        argv, future = requests.get()
+        try:
+            future.set_result(subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE, bufsize=0))
+        except BaseException as exc:  # noqa: BLE001 - the caller reads it
+            future.set_exception(exc)
+
+
+def _spawn(argv: list[str]) -> subprocess.Popen[bytes]:
+    """Start the sending process from a thread that lives as long as this process.
+
+    The sending process dies with the thread that started it (``PR_SET_PDEATHSIG``, see
+    :func:`capjudge.backends.http_worker._die_with`): not a sending thread of a client, which
+    ends when its client is gone, but this one, which ends only with the process.
+    """
+    global _SPAWNER
+    if _SPAWNER is None or _SPAWNER[0] != os.getpid():
+        requests: queue.SimpleQueue[tuple[list[str], Future[Any]]] = queue.SimpleQueue()
+        threading.Thread(target=_spawner_loop, args=(requests,), daemon=True,
+                         name="capjudge-http-spawner").start()
+        _SPAWNER = (os.getpid(), requests)
+    future: Future[subprocess.Popen[bytes]] = Future()
+    _SPAWNER[1].put((argv, future))
+    return future.result()
 
 
 def sending_process() -> _Process:

@@ -222,17 +222,36 @@ async def _serve() -> None:
             task = asyncio.create_task(worker.post(header, body))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
-    # stdin closed: the parent is gone or done; nothing in flight would be read.
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    for sender in worker.senders.values():
-        await sender.session.close()
+    # stdin closed: the parent is gone or done; nothing in flight would be read, and nothing
+    # queued may go out. Ended at once: the kernel closes every connection now (a request
+    # answered after its parent died would be work nobody stores).
+    os._exit(0)
+
+
+def _die_with(parent: int) -> None:
+    """Be killed the moment the thread that started this process ends (Linux).
+
+    A parent killed with SIGKILL closes this process's stdin too, but the EOF is read only
+    when this process is next scheduled; meanwhile a held request could be answered, or a
+    queued one sent, for nobody. The parent starts this process from a thread that lives as
+    long as it does (:mod:`capjudge.backends.http_loop`).
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the EOF of stdin ends it
+        pass
+    if os.getppid() != parent:  # the parent died before the call above
+        os._exit(0)
 
 
 def main() -> None:
-    """Serve frames until stdin closes."""
+    """Serve frames until stdin closes (``--parent PID``: die with that process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if len(sys.argv) == 3 and sys.argv[1] == "--parent":
+        _die_with(int(sys.argv[2]))
     asyncio.run(_serve())
 
 
