@@ -204,10 +204,27 @@ def test_a_sender_nobody_holds_is_closed_in_the_sending_process() -> None:
         assert name in process.configured
         del sender
         gc.collect()
-        assert name not in process.configured
-        # The process still serves the others.
+        # Closed with the next request sent (the process still serves the others).
         assert HTTPSender(server.url, HEADERS, 10.0).post("/chat/completions",
                                                           body("y")).status == 200
+        assert name not in process.configured
+
+
+def test_a_sender_collected_while_a_frame_is_written_does_not_deadlock() -> None:
+    """The finalizer may run on a thread that holds the pipe's lock (a collection inside a
+    write): it only notes the name (a CI run hung here when it wrote to the pipe itself)."""
+    from capjudge.backends import http_loop
+
+    process = sending_process()
+    done = threading.Event()
+
+    def collect_under_the_lock() -> None:
+        with process.lock:
+            http_loop._forget("gone-while-writing")
+        done.set()
+
+    threading.Thread(target=collect_under_the_lock, daemon=True).start()
+    assert done.wait(5)
 
 
 def _gone(pid: int) -> bool:
@@ -244,3 +261,14 @@ def test_the_sending_process_dies_with_a_parent_killed_with_sigkill(tmp_path: Pa
         while not _gone(child) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert _gone(child)
+
+
+def test_a_body_larger_than_the_pipe_goes_whole() -> None:
+    """A picture's data URL is megabytes: the frame is written whole, in parts if need be."""
+    with MockOpenAIServer() as server:
+        sender = HTTPSender(server.url, HEADERS, 30.0)
+        big = body("x" * 3_000_000)
+        reply = sender.post("/chat/completions", big)
+        received = server.requests[-1]
+    assert reply.status == 200
+    assert received["messages"][0]["content"] == "x" * 3_000_000

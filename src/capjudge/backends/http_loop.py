@@ -106,12 +106,20 @@ class _Process:
         threading.Thread(target=self._read, name="capjudge-http-replies", daemon=True).start()
 
     def send(self, header: dict[str, Any], body: bytes = b"") -> None:
-        """Write one frame (under the lock: frames of several threads never interleave)."""
-        assert self.proc.stdin is not None
+        """Write one frame (under the lock: frames of several threads never interleave).
+
+        Never called from a finalizer (a garbage collection inside the locked write would
+        run it on this thread, which already holds the lock): see :func:`_forget`.
+        """
+        stream = self.proc.stdin
+        assert stream is not None
+        data = memoryview(_frame(header, body))  # made before the lock is taken
         with self.lock:
             if not self.alive:
                 raise BrokenPipeError("the sending process has ended")
-            self.proc.stdin.write(_frame(header, body))
+            while data:  # a raw pipe may take a large body in parts
+                written = stream.write(data)
+                data = data[written or 0:]
 
     def _read(self) -> None:
         stream = self.proc.stdout
@@ -208,15 +216,26 @@ def _close_at_exit() -> None:
 _SENDERS = itertools.count()
 
 
+# Senders gone whose sessions are still to be closed. A finalizer only puts a name here
+# (SimpleQueue.put is safe in finalizers); the next post sends the closes. A finalizer that
+# wrote to the pipe itself deadlocked when a collection ran inside a write that held the lock.
+_GONE: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+
 def _forget(name: str) -> None:
-    """Close a sender's session in the sending process (when the sender is gone)."""
-    process = _PROCESS
-    if process is not None and process.alive and process.pid == os.getpid():
-        process.configured.pop(name, None)
+    """A sender is gone: its session is closed with the next request sent."""
+    _GONE.put(name)
+
+
+def _close_gone(process: _Process) -> None:
+    """Send the closes of the senders gone since the last request."""
+    while True:
         try:
+            name = _GONE.get_nowait()
+        except queue.Empty:
+            return
+        if process.configured.pop(name, None) is not None:
             process.send({"kind": "close", "sender": name})
-        except OSError:
-            pass
 
 
 class HTTPSender:
@@ -262,6 +281,7 @@ class HTTPSender:
         future: Future[Reply] = Future()
         number = -1
         try:
+            _close_gone(process)
             config = self._config()
             if process.configured.get(self._name) != config:
                 process.send({"kind": "config", "sender": self._name,

@@ -40,6 +40,11 @@ if _register is not None:
     _register(_end_all)
 
 
+def _close(shared: _Shared) -> None:
+    """A pool nobody holds: its idle threads end within a second (safe in a finalizer)."""
+    shared.closed = True
+
+
 class _Shared:
     """What a pool's threads share with it (never the pool: a pool nobody holds is ended)."""
 
@@ -49,6 +54,7 @@ class _Shared:
         self.threads = 0
         self.waiting = 0  # threads started or done, not yet holding work
         self.lock = threading.Lock()
+        self.closed = False  # the pool is gone: idle threads end
 
     def end(self) -> None:
         """End every thread once it has finished the work in its hands."""
@@ -58,7 +64,14 @@ class _Shared:
 
     def serve(self) -> None:
         while True:
-            call, _, work = self.work.get()
+            try:
+                # A timeout, to see that the pool is gone: its finalizer only sets `closed`
+                # (taking the queue's lock there could deadlock a thread that holds it).
+                call, _, work = self.work.get(timeout=1.0)
+            except queue.Empty:
+                if self.closed:
+                    return
+                continue
             if call == _STOP:
                 return
             future, fn, args = work
@@ -77,8 +90,8 @@ class _Shared:
 class SendPool:
     """Up to ``size`` threads (started as work comes) taking the oldest call's work first.
 
-    Its threads end when the pool is no longer held (its client is gone) or the interpreter
-    exits, each after the request in its hands.
+    Its threads end when the pool is no longer held (its client is gone: within a second)
+    or the interpreter exits, each after the request in its hands.
 
     Args:
         size: the most threads.
@@ -91,7 +104,7 @@ class SendPool:
         self._shared = _Shared()
         self._calls = itertools.count()
         _POOLS.add(self)
-        weakref.finalize(self, self._shared.end)
+        weakref.finalize(self, _close, self._shared)
 
     def submit_all(self, fn: Callable[..., T], arguments: Sequence[tuple[Any, ...]]
                    ) -> list[Future[T]]:
