@@ -102,8 +102,17 @@ class _Process:
         self.configured: dict[str, tuple[Any, ...]] = {}
         self.lock = threading.Lock()
         self.ids = itertools.count()
-        self.alive = True
-        threading.Thread(target=self._read, name="capjudge-http-replies", daemon=True).start()
+        # Ready (its imports done, its loop reading): the first request then costs what the
+        # others do (a rate budget counts requests when they leave, not when they arrive).
+        stream = self.proc.stdout
+        assert stream is not None
+        head = _read_exactly(stream, _HEAD.size)
+        self.alive = head is not None
+        if head is not None:
+            size, length = _HEAD.unpack(head)
+            _read_exactly(stream, size + length)
+            threading.Thread(target=self._read, name="capjudge-http-replies",
+                             daemon=True).start()
 
     def send(self, header: dict[str, Any], body: bytes = b"") -> None:
         """Write one frame (under the lock: frames of several threads never interleave).

@@ -206,6 +206,7 @@ async def _serve() -> None:
     transport, protocol = await loop.connect_write_pipe(
         asyncio.streams.FlowControlMixin, os.fdopen(sys.stdout.fileno(), "wb", buffering=0))
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    writer.write(frame({"kind": "ready"}))  # the parent waits for it before its first post
     worker = _Worker(writer)
     tasks: set[asyncio.Task[None]] = set()
     while (message := await read_frame(reader)) is not None:

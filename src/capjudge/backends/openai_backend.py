@@ -59,7 +59,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from capjudge.backends.base import Capabilities
-from capjudge.backends.http_loop import HTTPSender, Reply, TransportError
+from capjudge.backends.http_loop import HTTPSender, Reply, TransportError, sending_process
 from capjudge.backends.openai_served import OpenAIServed
 from capjudge.backends.openai_wire import (
     CONTINUATION_FIELDS,
@@ -186,6 +186,7 @@ class OpenAIBackend(OpenAIServed):
             if value:
                 headers[header] = value
         self._http = HTTPSender(str(self._client.base_url), headers, timeout_s, concurrency)
+        sending_process()  # started now, not in the first request's time
         self.capabilities = Capabilities(vision=vision, distribution="logprobs", max_batch=1,
                                          concurrency=concurrency, json_schema=True)
         # Complete digit-split scores with continuation follow-ups (vLLM, llama.cpp and other

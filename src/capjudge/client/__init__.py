@@ -136,7 +136,12 @@ class JudgeClient:
         if backend.gates_in_flight:
             backend.limit_in_flight(self.concurrency)
             self._slots = nullcontext()
-            self._threads = 2 * self.concurrency
+            # Not under an rpm/tpm budget: a request is charged when it leaves for the gate,
+            # and one that waited there would reach the server in a later window than the
+            # one it was charged to (the budget is kept as the server sees it).
+            unlimited = (getattr(limiter or RateLimiter(rpm, tpm), "rpm", 0) is None
+                         and getattr(limiter or RateLimiter(rpm, tpm), "tpm", 0) is None)
+            self._threads = 2 * self.concurrency if unlimited else self.concurrency
         self.progress = progress
         self.stats = ClientStats()
         self._lock = threading.Lock()
