@@ -24,6 +24,18 @@ from capjudge.util.atomic import INCOMPLETE_MARKER, OutputWriteError
 FULL = os.strerror(errno.ENOSPC)  # "No space left on device"
 
 
+class DirectIngest:
+    """The ingest flow replaced by its task's body (no Prefect server is started)."""
+
+    def with_options(self, **_: Any) -> Any:
+        from tasks.ingest import ingest_task
+
+        def run(manifest: str, media_root: str, out: str, config: IngestConfig,
+                workers: int) -> IngestResult:
+            return ingest_task.fn(manifest, media_root, out, config)
+        return run
+
+
 @pytest.fixture
 def manifest(tmp_path: Path) -> Path:
     media = tmp_path / "media"
@@ -123,14 +135,7 @@ def test_the_ingest_flow_stops_with_the_same_line(
     with pytest.raises(OutputWriteError, match=f"cannot write {out}"):
         ingest_task.fn(str(manifest), str(manifest.parent), str(out), IngestConfig())
 
-    class Direct:
-        def with_options(self, **_: Any) -> Any:
-            def run(manifest: str, media_root: str, out: str, config: IngestConfig,
-                    workers: int) -> IngestResult:
-                return ingest_task.fn(manifest, media_root, out, config)
-            return run
-
-    monkeypatch.setattr(flow_module, "ingest_flow", Direct())
+    monkeypatch.setattr(flow_module, "ingest_flow", DirectIngest())
     root = Path(__file__).resolve().parents[1]
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["ingest"].update(manifest=str(manifest), media_root=str(manifest.parent),
@@ -151,19 +156,10 @@ def test_the_ingest_flow_fails_when_every_row_is_quarantined(
     import yaml
 
     import flows.ingest as flow_module
-    from tasks.ingest import ingest_task
-
-    class Direct:
-        def with_options(self, **_: Any) -> Any:
-            def run(manifest: str, media_root: str, out: str, config: IngestConfig,
-                    workers: int) -> IngestResult:
-                return ingest_task.fn(manifest, media_root, out, config)
-            return run
-
     manifest = tmp_path / "m.jsonl"
     manifest.write_text(json.dumps({"id": "a", "image": "nowhere.png",
                                     "candidate": "A square."}) + "\n")
-    monkeypatch.setattr(flow_module, "ingest_flow", Direct())
+    monkeypatch.setattr(flow_module, "ingest_flow", DirectIngest())
     root = Path(__file__).resolve().parents[1]
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["ingest"].update(manifest=str(manifest), media_root=str(tmp_path),
