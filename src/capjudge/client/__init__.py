@@ -132,16 +132,7 @@ class JudgeClient:
         # A backend that gates its own exchanges (Backend.gates_in_flight) is bounded there,
         # around the exchange alone: twice as many threads as requests in flight, so the next
         # requests wait at its gate, body ready, while the answers that came back are read.
-        self._threads = self.concurrency
-        if backend.gates_in_flight:
-            backend.limit_in_flight(self.concurrency)
-            self._slots = nullcontext()
-            # Not under an rpm/tpm budget: a request is charged when it leaves for the gate,
-            # and one that waited there would reach the server in a later window than the
-            # one it was charged to (the budget is kept as the server sees it).
-            unlimited = (getattr(limiter or RateLimiter(rpm, tpm), "rpm", 0) is None
-                         and getattr(limiter or RateLimiter(rpm, tpm), "tpm", 0) is None)
-            self._threads = 2 * self.concurrency if unlimited else self.concurrency
+        self._threads = self._thread_count(backend, limiter or RateLimiter(rpm, tpm))
         self.progress = progress
         self.stats = ClientStats()
         self._lock = threading.Lock()
@@ -176,6 +167,22 @@ class JudgeClient:
         _LIVE.add(self)
         self.lease_s = DEFAULT_LEASE_S
         self.poll_s = 0.05
+
+    def _thread_count(self, backend: Backend, limiter: Limiter) -> int:
+        """How many sending threads the client runs.
+
+        Twice the concurrency where the backend gates its own exchanges
+        (:attr:`Backend.gates_in_flight`) and no rpm/tpm budget is set. Under a budget a
+        request is charged when it leaves for the gate, and one that waited there would reach
+        the server in a later window than the one it was charged to.
+        """
+        if not backend.gates_in_flight:
+            return self.concurrency
+        backend.limit_in_flight(self.concurrency)
+        self._slots = nullcontext()
+        unlimited = (getattr(limiter, "rpm", 0) is None
+                     and getattr(limiter, "tpm", 0) is None)
+        return 2 * self.concurrency if unlimited else self.concurrency
 
     def stop(self, reason: str = "interrupted") -> None:
         """Send nothing more.
