@@ -44,7 +44,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import IO, Any
 
-_HEAD = struct.Struct("!II")  # header length, body length (as http_worker.frame)
+HEAD = struct.Struct("!II")
+"""A frame's head, both ways over the pipe: its JSON header's length, then its body's."""
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,10 @@ class TransportError(Exception):
         self.retry_after = retry_after
 
 
-def _frame(header: dict[str, Any], body: bytes = b"") -> bytes:
+def frame(header: dict[str, Any], body: bytes = b"") -> bytes:
+    """One message over the pipe (either way): its head, its JSON header and its bytes."""
     raw = json.dumps(header).encode()
-    return _HEAD.pack(len(raw), len(body)) + raw + body
+    return HEAD.pack(len(raw), len(body)) + raw + body
 
 
 def _read_exactly(stream: IO[bytes], n: int) -> bytes | None:
@@ -89,6 +91,19 @@ def _read_exactly(stream: IO[bytes], n: int) -> bytes | None:
             return None
         data += chunk
     return data
+
+
+def _read_frame(stream: IO[bytes]) -> tuple[dict[str, Any], bytes] | None:
+    """The next message from the sending process (None: its stdout ended)."""
+    head = _read_exactly(stream, HEAD.size)
+    if head is None:
+        return None
+    size, length = HEAD.unpack(head)
+    raw = _read_exactly(stream, size)
+    content = _read_exactly(stream, length) if length else b""
+    if raw is None or content is None:
+        return None
+    return json.loads(raw), content
 
 
 class _Process:
@@ -106,11 +121,8 @@ class _Process:
         # others do (a rate budget counts requests when they leave, not when they arrive).
         stream = self.proc.stdout
         assert stream is not None
-        head = _read_exactly(stream, _HEAD.size)
-        self.alive = head is not None
-        if head is not None:
-            size, length = _HEAD.unpack(head)
-            _read_exactly(stream, size + length)
+        self.alive = _read_frame(stream) is not None
+        if self.alive:
             threading.Thread(target=self._read, name="capjudge-http-replies",
                              daemon=True).start()
 
@@ -122,7 +134,7 @@ class _Process:
         """
         stream = self.proc.stdin
         assert stream is not None
-        data = memoryview(_frame(header, body))  # made before the lock is taken
+        data = memoryview(frame(header, body))  # made before the lock is taken
         with self.lock:
             if not self.alive:
                 raise BrokenPipeError("the sending process has ended")
@@ -133,16 +145,8 @@ class _Process:
     def _read(self) -> None:
         stream = self.proc.stdout
         assert stream is not None
-        while True:
-            head = _read_exactly(stream, _HEAD.size)
-            if head is None:
-                break
-            size, length = _HEAD.unpack(head)
-            raw = _read_exactly(stream, size)
-            content = _read_exactly(stream, length) if length else b""
-            if raw is None or content is None:
-                break
-            header = json.loads(raw)
+        while (message := _read_frame(stream)) is not None:
+            header, content = message
             with self.lock:
                 future = self.waiting.pop(header["id"], None)
             if future is None:
@@ -266,11 +270,6 @@ class HTTPSender:
         self._name = f"{os.getpid()}-{next(_SENDERS)}"
         # A sender nobody holds any more has its session closed there (its connections).
         weakref.finalize(self, _forget, self._name)
-
-    @property
-    def limit(self) -> int:
-        """Requests in flight at once."""
-        return self._limit
 
     def set_limit(self, limit: int) -> None:
         """Bound the requests in flight at ``limit`` from the next request on."""

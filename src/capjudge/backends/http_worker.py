@@ -1,13 +1,13 @@
 """The sending process of :mod:`capjudge.backends.http_loop`: HTTP exchanges on an asyncio loop.
 
-Run as ``python -m capjudge.backends.http_worker``; it speaks frames on stdin and stdout (see
-:func:`read_frame`): ``config`` (a sender's URL, headers, timeout and gate size), ``post``
-(a body to send), ``drop`` (fail what is queued at a sender's gate) and ``close`` (a
-sender is gone) in; ``reply`` (status,
-headers, body) or ``failed`` (``timeout``, ``connection``, ``held``) out, each tagged with the
-request's id. Nothing else is written to stdout. It ends when its stdin closes (the parent is
-gone: nobody would read the answers), and ignores SIGINT: a Ctrl-C in the terminal stops the
-parent's client from sending, and what is in flight is answered.
+Run as ``python -m capjudge.backends.http_worker``; it speaks frames on stdin and stdout
+(:func:`capjudge.backends.http_loop.frame`, read here by :func:`read_frame`). In: ``config``
+(a sender's URL, headers, timeout and gate size), ``post`` (a body to send), ``drop`` (fail
+what is queued at a sender's gate) and ``close`` (a sender is gone). Out: ``ready`` once, then
+``reply`` (status, headers, body) or ``failed`` (``timeout``, ``connection``, ``held``), each
+tagged with the request's id. Nothing else is written to stdout. It ends when its stdin closes
+(the parent is gone: nobody would read the answers), and ignores SIGINT: a Ctrl-C in the
+terminal stops the parent's client from sending, and what is in flight is answered.
 
 The process has nothing else to do, so the moment an answer frees a place at a sender's gate
 the next queued body goes out, however busy the parent's threads are reading answers. What
@@ -24,26 +24,18 @@ import json
 import os
 import signal
 import ssl
-import struct
 import sys
 from typing import Any
 
+from capjudge.backends.http_loop import HEAD, frame
 from capjudge.backends.openai_wire import retry_after_s
-
-_HEAD = struct.Struct("!II")  # header length, body length
-
-
-def frame(header: dict[str, Any], body: bytes = b"") -> bytes:
-    """One message: its JSON header and its bytes."""
-    raw = json.dumps(header).encode()
-    return _HEAD.pack(len(raw), len(body)) + raw + body
 
 
 async def read_frame(reader: asyncio.StreamReader) -> tuple[dict[str, Any], bytes] | None:
     """The next message (None at the end of the stream)."""
     try:
-        head = await reader.readexactly(_HEAD.size)
-        size, length = _HEAD.unpack(head)
+        head = await reader.readexactly(HEAD.size)
+        size, length = HEAD.unpack(head)
         header = json.loads(await reader.readexactly(size))
         return header, await reader.readexactly(length)
     except asyncio.IncompleteReadError:
@@ -215,12 +207,10 @@ async def _serve() -> None:
             worker.configure(header)
         elif header["kind"] == "drop":
             worker.drop(header)
-        elif header["kind"] == "close":
-            task = asyncio.create_task(worker.close(header))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-        elif header["kind"] == "post":
-            task = asyncio.create_task(worker.post(header, body))
+        elif header["kind"] in ("close", "post"):
+            # A task each, held until it ends (the loop keeps only weak references).
+            task = asyncio.create_task(worker.close(header) if header["kind"] == "close"
+                                       else worker.post(header, body))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
     # stdin closed: the parent is gone or done; nothing in flight would be read, and nothing

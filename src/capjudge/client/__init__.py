@@ -129,10 +129,7 @@ class JudgeClient:
         # this they would make up to concurrency x tasks calls at once.
         self._slots: AbstractContextManager[object] = threading.BoundedSemaphore(
             self.concurrency)
-        # A backend that gates its own exchanges (Backend.gates_in_flight) is bounded there,
-        # around the exchange alone: twice as many threads as requests in flight, so the next
-        # requests wait at its gate, body ready, while the answers that came back are read.
-        self._threads = self._thread_count(backend, limiter or RateLimiter(rpm, tpm))
+        # A backend that gates its own exchanges is bounded there instead (_use_backend_gate).
         self.progress = progress
         self.stats = ClientStats()
         self._lock = threading.Lock()
@@ -144,8 +141,7 @@ class JudgeClient:
         # Stop, credentials, Retry-After, rpm/tpm and backoff: capjudge.client.guard.
         self.guard = SendGuard(retry or RetryPolicy(), limiter or RateLimiter(rpm, tpm),
                                pause or SharedPause(), sleep, seed, self._lock)
-        if backend.gates_in_flight:
-            self.guard.on_halt = backend.drop_queued
+        self._threads = self._use_backend_gate(backend)
         # Asks a remote server what it serves (a server that cannot be reached stops the run
         # here, before any cache look-up could answer for it).
         snapshot = backend.snapshot() + (f"+{fingerprint}" if fingerprint else "")
@@ -168,20 +164,23 @@ class JudgeClient:
         self.lease_s = DEFAULT_LEASE_S
         self.poll_s = 0.05
 
-    def _thread_count(self, backend: Backend, limiter: Limiter) -> int:
-        """How many sending threads the client runs.
+    def _use_backend_gate(self, backend: Backend) -> int:
+        """Hand the bound on requests in flight to a backend that gates its own exchanges.
 
-        Twice the concurrency where the backend gates its own exchanges
-        (:attr:`Backend.gates_in_flight`) and no rpm/tpm budget is set. Under a budget a
-        request is charged when it leaves for the gate, and one that waited there would reach
-        the server in a later window than the one it was charged to.
+        Where :attr:`Backend.gates_in_flight`: the backend keeps ``concurrency`` in flight,
+        the client holds no slot around the call, and a stop drops what is queued at the gate.
+        Returns how many sending threads to run: twice the concurrency, so the next requests
+        wait at the gate while answers are read, unless an rpm/tpm budget is set (a request is
+        charged when it leaves for the gate, and one that waited there would reach the server
+        in a later window than the one it was charged to).
         """
         if not backend.gates_in_flight:
             return self.concurrency
         backend.limit_in_flight(self.concurrency)
         self._slots = nullcontext()
-        unlimited = (getattr(limiter, "rpm", 0) is None
-                     and getattr(limiter, "tpm", 0) is None)
+        self.guard.on_halt = backend.drop_queued
+        unlimited = (getattr(self.guard.limiter, "rpm", 0) is None
+                     and getattr(self.guard.limiter, "tpm", 0) is None)
         return 2 * self.concurrency if unlimited else self.concurrency
 
     def stop(self, reason: str = "interrupted") -> None:
