@@ -37,6 +37,7 @@ from capjudge.judge import (
 )
 from capjudge.judge import judge_section as library_judge_section
 from capjudge.judge.parts import ChunkResult
+from capjudge.judge.selection import item_counts, selection_span
 from capjudge.protocol import BackendError
 from capjudge.records import JudgeSummary
 from capjudge.stage_files import default_dir, items_file, judgements_file
@@ -85,16 +86,19 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
     exit_promptly_on_signals()
     logger = get_run_logger()
     started = time.perf_counter()
-    total = n = pq.ParquetFile(items_path).metadata.num_rows
-    if config.limit:
-        n = min(n, config.limit)
-    size = chunk_size or adaptive_chunk_size(n, workers)
+    ids = pq.read_table(items_path, columns=["id"]).column("id").to_pylist()
+    total = len(ids)
+    # Chunks cover the leading rows that hold the judged items (all of them, unless limit or
+    # item_fraction leave some out); each chunk keeps its own rows of the selection.
+    rows, n = selection_span(ids, config)
+    # Rows per chunk: about adaptive_chunk_size's number of judged items in each.
+    size = chunk_size or -(-adaptive_chunk_size(n, workers) * rows // max(1, n))
     out = Path(out_dir)
     parts_dir = out / ".parts"
     shutil.rmtree(parts_dir, ignore_errors=True)
-    bounds = chunk_bounds(n, size)
+    bounds = chunk_bounds(rows, size) if n else []
     parts = [str(parts_dir / f"part-{k:05d}.parquet") for k in range(len(bounds))]
-    logger.info("%s: %d items in %d chunk(s) of <= %d on %d worker(s)", name, n, len(bounds),
+    logger.info("%s: %d items in %d chunk(s) of <= %d rows on %d worker(s)", name, n, len(bounds),
                 size, workers)
     results: list[ChunkResult | None] = [None] * len(bounds)
     in_flight: deque[tuple[int, PrefectFuture[ChunkResult]]] = deque()
@@ -126,7 +130,7 @@ def judge_flow(name: str, items_path: str, out_dir: str, config: JudgeConfig,
         backend = next((f for f in facts if f.get("loaded", True)),
                        facts[0] if facts else {"backend": config.backend})
         summary = summarise(table, stats, config, backend, time.perf_counter() - started)
-        summary["items"] = {"judged": n, "total": total}
+        summary["items"] = item_counts(n, total, config)
         # A rerun that must batch as this one did (capjudge verify-run) needs the chunks.
         summary["chunk_size"] = size
         write_summary(out, summary)

@@ -14,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 from capjudge.item import load_items
 from capjudge.judge import JudgeConfig, judge_items, shared_client, write_part
 from capjudge.judge.parts import ChunkResult
+from capjudge.judge.selection import selected
 
 
 @task(name="judge-chunk", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE)
@@ -28,7 +29,8 @@ def judge_chunk(config: JudgeConfig, items_path: str, start: int, stop: int,
     """
     # load_items: relative media paths resolve against the items file's folder, wherever the
     # worker runs.
-    items = load_items(items_path, start, stop)
+    # A sampled judge (item_fraction) keeps its own rows of the chunk: each item decides alone.
+    items = selected(load_items(items_path, start, stop), config)
     # The shared backend is built (a model loaded, an engine started) only when the chunk
     # has something to ask: a chunk of recorded skips needs none.
     result = judge_items(items, config, connect=lambda: shared_client(config, shared_dir))

@@ -51,6 +51,33 @@ def test_judge_flow_against_the_protocol_server(harness: None, ingested: Path,
     assert all(r["system_fingerprint"] == "fp_test_0001" for r in rows)
 
 
+@pytest.mark.slow
+def test_a_sampled_judge_judges_the_same_items_in_the_flow_and_the_library(
+        harness: None, ingested: Path, tmp_path: Path) -> None:
+    """item_fraction: the flow's chunks keep exactly the library's sample, and say so."""
+    from capjudge.item import load_items
+    from capjudge.judge import JudgeConfig
+    from capjudge.judge.selection import selected
+    from capjudge.testing.openai_server import MockOpenAIServer
+    from flows.judge import judge_flow
+
+    items_path = ingested / "items.parquet"
+    with MockOpenAIServer() as server:
+        config = JudgeConfig(method="gveval", backend="openai/gpt-4o-2024-08-06",
+                             modes=["ref-only"], item_fraction=0.3, item_seed=4, max_tokens=64,
+                             backend_options={"base_url": server.url},
+                             cache_dir=str(tmp_path / "cache"))
+        summary = judge_flow("t", str(items_path), str(tmp_path / "out"), config, chunk_size=5)
+        expected = [i.id for i in selected(load_items(items_path), config)]
+        assert server.total_received == len(expected)
+    total = pq.ParquetFile(items_path).metadata.num_rows
+    assert 0 < len(expected) < total
+    assert summary["items"] == {"judged": len(expected), "total": total, "fraction": 0.3,
+                                "seed": 4}
+    rows = pq.read_table(tmp_path / "out" / "judgements.parquet").to_pylist()
+    assert sorted(r["item_id"] for r in rows) == sorted(expected)
+
+
 @pytest.mark.heavy(seconds=54)
 @pytest.mark.slow
 def test_dvc_pipeline_runs_and_reruns_as_a_no_op(tmp_path: Path, prefect_api: str) -> None:

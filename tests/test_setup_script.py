@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +95,51 @@ def test_run_as_a_script_a_failure_is_its_exit_status(tmp_path: Path) -> None:
     root = _project(tmp_path, stamp_ok=False)
     done = _bash("bash scripts/setup.sh; echo exit=$?", root)
     assert "exit=7" in done.stdout
+
+
+def _pip_like_uv() -> Any:
+    import importlib.util
+
+    path = ROOT / "scripts" / "pip_like_uv.py"
+    spec = importlib.util.spec_from_file_location("pip_like_uv", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_uv_gets_the_package_sources_pip_is_configured_with(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """uv ignores pip's configuration: setup.sh hands it over (issue 42's uv set-up)."""
+    module = _pip_like_uv()
+    listing = ("global.extra-index-url='file:///opt/a/simple file:///opt/b/simple'\n"
+               "global.find-links='/opt/global-wheels'\n"
+               "global.constraint='/etc/pip/constraints.txt'\n"
+               "install.index-url='https://mirror.example/simple'\n"
+               ":env:.find-links='/opt/wheels'\n"
+               ":env:.default-timeout='180'\n"
+               "global.cert='/etc/ssl/ca.crt'\n"
+               "freeze.find-links='/not/for/install'\n")
+    monkeypatch.setattr(module.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a, 0, stdout=listing, stderr=""))
+    settings = module.pip_settings("python")
+    assert settings["find-links"] == "/opt/wheels"  # PIP_* over the files, as pip does
+    command = module.uv_command("uv", settings, ["-e", "."])
+    assert command[:3] == ["uv", "pip", "install"] and command[-2:] == ["-e", "."]
+    pairs = list(zip(command, command[1:], strict=False))
+    assert ("--index-url", "https://mirror.example/simple") in pairs
+    assert ("--extra-index-url", "file:///opt/a/simple") in pairs
+    assert ("--extra-index-url", "file:///opt/b/simple") in pairs
+    assert ("--find-links", "/opt/wheels") in pairs and "/opt/global-wheels" not in command
+    assert ("--constraint", "/etc/pip/constraints.txt") in pairs
+    # pip's "best version from every source", which a local CPU torch build relies on.
+    assert ("--index-strategy", "unsafe-best-match") in pairs
+    assert "/not/for/install" not in command
+
+
+def test_uv_with_no_pip_configuration_uses_its_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _pip_like_uv()
+    monkeypatch.setattr(module.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a, 0, stdout="", stderr=""))
+    assert module.uv_command("uv", module.pip_settings("python"), ["x"]) == [
+        "uv", "pip", "install", "--index-strategy", "unsafe-best-match", "x"]

@@ -505,10 +505,17 @@ class ContextRow(Record):
 
 
 class ItemCounts(TypedDict):
-    """How many items a judge stage judged, of how many ingested (``limit``)."""
+    """How many items a judge stage judged, of how many ingested, and how they were chosen.
+
+    ``fraction`` and ``seed``: a seeded sample (``item_fraction``, ``item_seed``); ``limit``:
+    the first N (:mod:`capjudge.judge.selection`). Absent keys: not used.
+    """
 
     judged: int
     total: int
+    fraction: NotRequired[float]
+    seed: NotRequired[int]
+    limit: NotRequired[int]
 
 
 class JudgeSummary(TypedDict):

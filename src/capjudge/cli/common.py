@@ -153,7 +153,8 @@ def judge_config(args: argparse.Namespace, modes: list[str] | None) -> JudgeConf
 # Judge settings and the flags that set them, so a refusal names what the user typed.
 _FLAGS = {"max_tokens": "--max-tokens", "min_mass": "--min-mass", "limit": "--limit",
           "max_retry_after_s": "--max-retry-after", "timeout_s": "--timeout",
-          "concurrency": "--concurrency"}
+          "concurrency": "--concurrency", "item_fraction": "--item-fraction",
+          "item_seed": "--item-seed"}
 
 
 def flag_message(message: str) -> str:

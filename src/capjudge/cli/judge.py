@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
         # replace() runs the config's checks again (--limit and --concurrency >= 1, batch
         # options).
         config = replace(config, limit=args.limit, submit=args.submit,
+                         item_fraction=args.item_fraction, item_seed=args.item_seed,
                          batch_options=batch_options(args.batch_option),
                          concurrency=(config.concurrency if args.concurrency is None
                                       else args.concurrency))
@@ -85,7 +86,12 @@ def register(sub: Any) -> None:
     p.add_argument("--items", type=Path, default=Path("data/ingest/items.parquet"))
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--modes", nargs="+")
-    p.add_argument("--limit", type=int, help="only the first N items")
+    p.add_argument("--limit", type=int, help="only the first N items (of the sample, if any)")
+    p.add_argument("--item-fraction", type=float, metavar="F",
+                   help="judge a seeded sample of about this share of the items, each item in "
+                        "or out by a hash of its id (stable as items are added)")
+    p.add_argument("--item-seed", type=int, default=0, metavar="N",
+                   help="the sample's seed (default 0)")
     p.add_argument("--concurrency", type=int, metavar="N",
                    help="requests in flight at once (judge setting concurrency; default: the "
                         "backend's, e.g. 8 for openai/...); the rpm/tpm limits still hold")

@@ -79,6 +79,7 @@ from capjudge.judge.run import (
     shared_context_order,
     verify_media,
 )
+from capjudge.judge.selection import item_counts, selected
 from capjudge.methods import MethodOptions, get_method
 from capjudge.records import Judgement, JudgeSummary
 from capjudge.util.atomic import OutputWriteError
@@ -113,8 +114,7 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
     started = time.perf_counter()
     items = load_items(items_path)
     total = len(items)
-    if config.limit:
-        items = items[: config.limit]
+    items = selected(items, config)
     # Before any model call: an output that cannot be written must not be found after the
     # calls were paid for.
     check_writable_dir(out_dir)
@@ -140,7 +140,7 @@ def run_judge(items_path: str | Path, out_dir: str | Path, config: JudgeConfig,
                 get_method(config.method).settings(MethodOptions())))
         summary = summarise(table, result.stats, config, backend.describe(),
                             time.perf_counter() - started)
-        summary["items"] = {"judged": len(items), "total": total}
+        summary["items"] = item_counts(len(items), total, config)
         write_outputs(out_dir, table, summary, complete=not result.stats.interrupted)
     if result.stats.interrupted:
         answered = sum(r.status != "error" or "not sent" not in (r.reason or "")

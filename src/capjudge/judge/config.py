@@ -57,6 +57,10 @@ def check_settings(config: Any) -> None:
          "an integer in 0..20")
     need(config.limit is None or (_is_int(config.limit) and config.limit >= 1), "limit",
          "an integer >= 1 (or null: every item)")
+    need(config.item_fraction is None or (_is_number(config.item_fraction)
+                                          and 0 < config.item_fraction <= 1),
+         "item_fraction", "a number in (0, 1] (or null: every item)")
+    need(_is_int(config.item_seed), "item_seed", "an integer")
     need(_is_int(config.max_attempts) and config.max_attempts >= 1, "max_attempts",
          "an integer >= 1")
     need(_is_number(config.backoff_base_s) and config.backoff_base_s >= 0, "backoff_base_s",
@@ -94,6 +98,10 @@ class JudgeConfig:
     max_attempts: int = 5
     backoff_base_s: float = 0.5
     limit: int | None = None  # judge only the first N items (smoke runs)
+    # Judge a seeded sample of about this share of the items (capjudge.judge.selection): the
+    # others have no rows, and the summary and the report say how many were judged.
+    item_fraction: float | None = None
+    item_seed: int = 0
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     cache_dir: str | None = None
     method_options: dict[str, Any] = field(default_factory=dict)

@@ -121,11 +121,17 @@ def _judge_rows(judges: dict[str, JudgeSummary]) -> list[JudgeRow]:
 
 
 def _limited(summary: JudgeSummary) -> str:
-    """The note ' (first N of M items)' when the judge ran on a limited subset."""
+    """The note ' (N of M items: how chosen)' when the judge ran on a subset of the items."""
     items = summary.get("items")
-    if items and items.get("judged", 0) < items.get("total", 0):
-        return f" (first {items['judged']} of {items['total']} items: `limit`)"
-    return ""
+    if not items or items.get("judged", 0) >= items.get("total", 0):
+        return ""
+    how = []
+    if "fraction" in items:
+        how.append(f"a seeded sample, `item_fraction` {items['fraction']:g}, "
+                   f"`item_seed` {items.get('seed', 0)}")
+    if "limit" in items or "fraction" not in items:  # older summaries did not say: limit
+        how.append("the first ones, `limit`")
+    return f" ({items['judged']} of {items['total']} items: {'; then '.join(how)})"
 
 
 def _params_group(params: Path, judge: str) -> str:
