@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, Unreadable, printed_value, stands_alone
 from capjudge.reading.numbers import Number, number_at
+from capjudge.reading.scale import denominator
 from capjudge.reading.vocabulary import CRITERIA, is_generic, matches, slot_names
 
 # A verdict taken back: nothing after it replaces it (a replacement is a revision: decide()).
@@ -243,12 +244,30 @@ def other_criterion(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
 
 _PRAISE = re.compile(r"\b(?:perfect(?:ly)?|excellent|flawless(?:ly)?|accurate(?:ly)?|"
                      r"correct(?:ly)?|fully|exactly|precisely|spot[- ]on|great|match(?:es)?|"
-                     r"faithful(?:ly)?|complete(?:ly)?|well|good)\b", re.I)
-_FAULT = re.compile(r"\b(?:not|no|never|nothing|none|but|however|although|though|except|"
-                    r"miss(?:es|ing|ed)?|wrong(?:ly)?|incorrect(?:ly)?|inaccurate(?:ly)?|fails?|"
-                    r"unrelated|mismatch\w*|lacks?|omits?|errors?|mistakes?|hallucinat\w*|only|"
-                    r"partial(?:ly)?|poor(?:ly)?|bad|irrelevant|different|instead|rather|vague)\b|"
-                    r"n't\b", re.I)
+                     r"faithful(?:ly)?|complete(?:ly)?|well|good|strong|solid|right|nice|fine|"
+                     r"decent|sound|impressive|captures?|high[- ]quality)\b", re.I)
+# A fault that could earn a caption the bottom of the scale: it is wrong, not merely short.
+# ("misses the snow", "only", "but", "vague" are small faults: beside praise they do not
+# make 4 of 100 the plain reading.)
+_SERIOUS = re.compile(r"\b(?:wrong(?:ly)?|incorrect(?:ly)?|inaccura\w+|fail(?:s|ed|ure)?|unrelated|"
+                      r"mismatch\w*|hallucinat\w*|irrelevant|poor(?:ly)?|bad(?:ly)?|misidentif\w*|"
+                      r"contradict\w*|false(?:ly)?|nonsens\w*|garbled|useless|terrible|awful|"
+                      r"fabricat\w*|invent\w*|off[- ]topic|nothing\s+to\s+do\s+with|"
+                      r"(?:not|n't|never|hardly|barely)\s+(?:\w+\s+)?(?:accurate|correct|"
+                      r"relevant|match\w*|describ\w*|depict\w*|show\w*|mention\w*|"
+                      r"correspond\w*|present|there|visible|related|right|good)|"
+                      r"no\s+(?:relation|resemblance|connection)|"
+                      r"nothing\s+(?:\w+\s+){0,4}?(?:match\w*|correct|right|fits?|correspond\w*)|"
+                      r"(?:completely|entirely|totally|wholly)\s+different|"
+                      r"(?:different|another|other)\s+(?:\w+\s+)?(?:scene|image|picture|photo|"
+                      r"object|subject|animal|thing|setting|place)|instead\s+of|"
+                      # "describes a cat, but the image shows a bus": what it says is not there
+                      r"but\s+(?:the\s+)?(?:image|picture|photo|video|scene|frame)\s+(?:actually\s+)?"
+                      r"(?:shows?|depicts?|contains?|is|has))\b", re.I)
+# A serious fault the answer says is absent: "adds nothing irrelevant", "no hallucinations".
+_NO_SERIOUS = re.compile(r"\b(?:nothing|no|not|without|zero|free\s+of|never|nor)\s+(?:\w+\s+)?"
+                         r"(?:wrong|incorrect|inaccura\w+|irrelevant|hallucinat\w*|bad|false|"
+                         r"fabricat\w*|invent\w*|mismatch\w*|contradict\w*)\b", re.I)
 _NO_FAULT = re.compile(r"\b(?:no|without|zero|free\s+of)\s+(?:errors?|mistakes?|issues?|"
                        r"problems?|inaccurac\w+|omissions?)\b|\bnothing\s+(?:wrong|missing|"
                        r"incorrect)\b"
@@ -265,27 +284,31 @@ def faint_praise(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
 
     "9 — an excellent caption, it fully matches the image" on 0-100 (VisCE² asks for "a single
     digit between 0 and 100"): the judge found no fault, so its 9 is 9 of 10 (90) as likely
-    as 9; nothing says which. A low rating beside any fault found ("but", "missing", "wrong")
-    or stated on the scale ("9/100") stands.
+    as 9; nothing says which. The same with small faults only ("a strong caption ... the only
+    omission is the snow, which is minor. The final score is $4$": 4 of 5, or of 100?). A low
+    rating beside a serious fault ("wrong", "does not match", "hallucinated"), beside no
+    praise, or stated on the scale ("9/100") stands.
     """
     n = chosen.number
     small = slot.high < 50  # a rubric scale (1-5): its bottom level alone
     if n.kind != "digits" or chosen.own_scale or not (
             n.value == slot.low if small else slot.low <= n.value <= slot.high / 10):
         return None
-    said = _NO_FAULT.sub(" ", text[:n.start] + " " + text[n.end:])
-    praise = _PRAISE.search(said)
-    if praise is None or _FAULT.search(said) is not None:
+    if (den := denominator(text[n.end:])) is not None and den.value == slot.high:
+        return None  # "9/100": on the scale, whatever the praise
+    said = _NO_SERIOUS.sub(" ", text[:n.start] + " " + text[n.end:])
+    praise = _PRAISE.search(_NO_FAULT.sub(" ", said))
+    if praise is None or _SERIOUS.search(said) is not None:
         return None
     if small:
         # "1 — the caption is perfectly accurate": the scale read upside down, or a slip?
         return (f"the rating {n.written.strip()!r} is the bottom of {slot.low}-{slot.high} "
-                f"while the answer finds no fault ({praise.group(0)!r}): the judge may have "
-                "read the scale upside down; nothing says which")
+                f"while the answer finds no serious fault ({praise.group(0)!r}): the judge may "
+                "have read the scale upside down; nothing says which")
     return (f"the rating {n.written.strip()!r} sits in the bottom tenth of "
-            f"{slot.low}-{slot.high} while the answer finds no fault ({praise.group(0)!r}): it "
-            f"may be on a 0-10 scale ({n.written.strip()} or {int(n.value) * 10}); nothing "
-            "says which")
+            f"{slot.low}-{slot.high} while the answer finds no serious fault "
+            f"({praise.group(0)!r}): it may be on a 1-5 or 0-10 scale instead; nothing says "
+            "which")
 
 
 # A block of scores the answer itself calls a draft, and a later one it calls final: "Draft

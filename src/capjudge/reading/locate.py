@@ -82,7 +82,7 @@ from capjudge.reading.scale import (
     make_candidate,
     resolved,
 )
-from capjudge.reading.settled import alternative_after, doubtful, not_a_verdict
+from capjudge.reading.settled import alternative_after, doubtful, not_a_verdict, own_answer
 from capjudge.reading.structure import (
     Field,
     boxed_fields,
@@ -605,7 +605,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                               "disagree, and nothing says which stands", printed_value(chosen))
     if (vetoed := _vetoed(chosen, cleaned, slot) or reopened(chosen, cleaned, truncated)):
         return vetoed
-    if (open_ := alternative_after(chosen, cleaned, slot) or not_a_verdict(chosen, cleaned)):
+    if (open_ := alternative_after(chosen, cleaned, slot) or not_a_verdict(chosen, cleaned)
+            or own_answer(chosen, cleaned, slot)):
         return Unreadable("parse_failure", open_, printed_value(chosen))
     after = cleaned[chosen.number.end:]
     return replace(_located(view, chosen),

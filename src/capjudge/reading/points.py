@@ -47,10 +47,14 @@ def _label_name(name: str, initial: str) -> str:
 
 
 def _label(name: str, initial: str) -> re.Pattern[str]:
-    """A points label: "Correctness Score (C. Score):", "C. Score:", "正确性得分（C. Score）："."""
+    """A points label: "Correctness Score (C. Score):", "C. Score:", "正确性得分（C. Score）：".
+
+    Also the value in brackets right after the label: "C. Score (3) · H. Score (1)".
+    """
     return re.compile(
         rf"{_label_name(name, initial)}\s*"
-        rf"(?:\(\s*{initial}\.?\s*score\s*\))?[\s*_]*[:=](?P<rest>[^\n]*)", re.I)
+        rf"(?:(?:\(\s*{initial}\.?\s*score\s*\))?[\s*_]*[:=]|"
+        r"[ \t]*\((?=[ \t]*\d+(?:\.\d+)?[ \t]*\)))(?P<rest>[^\n]*)", re.I)
 
 
 # The label, then the rest of its line (what follows is read by _read_points).
@@ -264,6 +268,8 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
             # "There are no hallucinations: every attribute ... matches": a count of zero.
             values, places = [(0.0, None)], [(none.start(), none.end())]
         out[name] = _decide(name, masked, values, places)
+        if (said := _count_in_words(name, masked, out[name][0])) is not None:
+            out[name] = (None, said)
     tail = masked[last_end:] if last_end else ""
     if (gone := WITHDRAWN.search(tail) or _ADJUSTED.search(tail)) is not None \
             and not re.search(r"\d", tail[gone.end():]):
@@ -312,6 +318,30 @@ _NO_HALLUCINATION = re.compile(
     rf"\b(?:there\s+(?:are|were|is)\s+no|(?<![\w-])no|zero)\s+(?:hallucinat\w*|(?:incorrect|"
     rf"hallucinated|wrong|invented|fabricated)\s+{_THINGS})(?!\s+(?:count|score|points?)\s*[:=])",
     re.I)
+
+
+# A count the prose states: "in total 4 correct attributes", "2 hallucinated details".
+_STATED = {
+    "correctness": re.compile(rf"(?<![\d.])(?P<n>\d+)[ \t]+(?:correct(?:ly[ \t]+\w+)?|accurate|"
+                              rf"right)[ \t]+{_THINGS}\b", re.I),
+    "hallucination": re.compile(rf"(?<![\d.])(?P<n>\d+)[ \t]+(?:hallucinated|incorrect|wrong|"
+                                rf"inaccurate|invented|fabricated)[ \t]+{_THINGS}\b", re.I),
+}
+
+
+def _count_in_words(name: str, text: str, value: float | None) -> str | None:
+    """Why the prose's own count of ``name`` leaves the labelled one in doubt, or None.
+
+    "C. Score: 3 ... in total 4 correct attributes": the score line and the count the judge
+    worked out disagree, and nothing says which it meant.
+    """
+    if value is None:
+        return None
+    for m in _STATED[name].finditer(text):
+        if float(m.group("n")) != value:
+            return (f"the {name} points ({value:g}) and the count the answer states "
+                    f"({m.group(0).strip()!r}) disagree, and nothing says which stands")
+    return None
 
 
 # What introduces a later block of points as the revision of an earlier one ("Final scores

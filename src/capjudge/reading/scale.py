@@ -14,6 +14,7 @@ from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate
 from capjudge.reading.number_words import spelled_pattern
 from capjudge.reading.numbers import NUMBER_WORDS, Number, value_at
+from capjudge.reading.view import miscounted
 
 # "70 or 75" in the languages the vocabulary knows ("70 o 75", "3 ou 4", "3 oder 4", "3 или 4").
 _RANGE_AFTER = re.compile(r"[\s$*_]*(?:-|\u2013|\u2014|to|~|or|and|至|到|或|o|ou|oder|или|и|y|und|"
@@ -103,6 +104,12 @@ def denominator(after: str) -> Number | None:
     return value_at(after, cjk.start("a") if cjk.group("a") else cjk.start("b"))
 
 
+# A computation that starts at the number and states its result: "100 - 15 - 10 = 80".
+_COMPUTED = re.compile(r"(?P<expr>[(\d][\d \t.+\-*/\u00d7x()]*?[-+*/\u00d7x]"
+                       r"[\d \t.+\-*/\u00d7x()]*?)"
+                       r"=[ \t]*(?P<result>\d+(?:\.\d+)?)(?!\.?\d)")
+
+
 def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:
     """Why ``n`` is not a reading of ``slot`` (None when it is one), and its scale.
 
@@ -111,6 +118,13 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
     """
     after = text[n.end:]
     before = text[max(0, n.start - 24): n.start]
+    opened = n.start - len(before) + len(before.rstrip("( \t"))  # "$(70 + 90) / 2 = 85$"
+    if (sum_ := _COMPUTED.match(text, opened if "(" in text[opened:n.start] else n.start)) \
+            is not None and (worked := miscounted(
+            sum_.group("expr"), float(sum_.group("result")))) is not None:
+        # "$100 - 15 - 10 = 80$": the steps give 75; which did the judge mean?
+        return (f"the computation {sum_.group(0).strip(' $')!r} gives {worked:g}, not the "
+                f"{sum_.group('result')} it states"), False
     if (rng := _RANGE_AFTER.match(after)) is not None or _RANGE_BEFORE.search(before):
         span = after[: rng.end()] if rng else ""
         return (f"the score is a range or a hedge ({(n.written + span).strip()!r}), not one "

@@ -77,6 +77,59 @@ def not_a_verdict(chosen: Candidate, text: str) -> str | None:
     return None
 
 
+# The verdict put in a band of ten: "in the high 70s", "low-80s", "the mid-seventies".
+_DECADES = {"twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "sixties": 60,
+            "seventies": 70, "eighties": 80, "nineties": 90}
+_BAND = re.compile(r"\b(?:(?P<part>low|lower|early|mid|middle|high|upper|late)[\s-]*)?"
+                   r"(?:(?P<tens>[1-9]0)\s?'?s\b|(?P<word>" + "|".join(_DECADES) + r")\b)",
+                   re.I)
+# Where in its ten each part of a band lies (a generous reading: "high 70s" is 76-79).
+_PARTS = {"low": (0, 4), "lower": (0, 4), "early": (0, 4), "mid": (3, 7), "middle": (3, 7),
+          "high": (6, 9), "upper": (6, 9), "late": (6, 9)}
+
+
+def band_apart(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    r"""Why the verdict's own line puts it in a band that leaves it out, or None.
+
+    "$\approx 80$ — somewhere in the high 70s": the judge gives 80 and 77-79 in one breath;
+    nothing says which it means. A band that holds the value ("78, in the high 70s") agrees.
+    """
+    n = chosen.number
+    if slot.high < 50:
+        return None
+    # Its line: "$85$, i.e. in the low seventies." ("i.e." would end a sentence).
+    start = text.rfind("\n", 0, n.start) + 1
+    end = text.find("\n", n.end) % (len(text) + 1)
+    for m in _BAND.finditer(text, start, end):
+        tens = int(m.group("tens")) if m.group("tens") else _DECADES[m.group("word").lower()]
+        low, high = _PARTS.get((m.group("part") or "").lower(), (0, 9))
+        if not tens + low <= n.value <= tens + high:
+            return (f"the verdict {n.written.strip()!r} is put in a band that leaves it out "
+                    f"({m.group(0).strip()!r}: {tens + low}-{tens + high}): two values, "
+                    "nothing says which")
+    return None
+
+
+# A candidate that is a short numeric answer ("3", "3 zebras", "About 12"): a VQA answer.
+_NUMERIC_ANSWER = re.compile(r"^\W*(?:\w+\W+)?\d+(?:[.,]\d+)?(?:\W+\w+){0,2}\W*$")
+
+
+def own_answer(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """Why a bare number may be the judge's own answer to the question, not a rating.
+
+    The candidate is itself a number ("How many zebras?" answered "3") and the judge wrote
+    nothing but a number ("4"): its count of the zebras, or its rating of the answer? Nothing
+    in the answer says which. A rating with any word of its own stands.
+    """
+    n = chosen.number
+    if text[:n.start].strip(" \t\n*_`#>:([") or text[n.end:].strip(" \t\n*_`.!)]"):
+        return None
+    if not any(_NUMERIC_ANSWER.match(q.strip()) for q in slot.quotes if q):
+        return None
+    return (f"the answer is the bare number {n.written.strip()!r} and the candidate is itself a "
+            "number: the judge's own answer to the question, or its rating? Nothing says which")
+
+
 def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     """Why the verdict's sentence leaves another value open ("$85$ if …, $30$ otherwise").
 
@@ -85,6 +138,8 @@ def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
     score is $60$. Personally … it deserves $90$."): two verdicts, nothing says which stands.
     """
     n = chosen.number
+    if (band := band_apart(chosen, text, slot)) is not None:
+        return band
     # (For one criterion of several, the others' values follow it in any layout: only the
     # answer's one verdict has no sibling.)
     rivals = _rivals(chosen, text, slot, _sentence_end(text, n.end), words=True)

@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 12
+READING_RULES_VERSION = 13
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -80,7 +80,12 @@ total line, examples of the format, spans of rubric levels. 11 (from the llama.c
 channel): a later rating phrase with another value, a later verdict on a scale of 5 or 10, a
 verdict reopened and cut, "out of 100." at a sentence's end, CJK scale notation. 12 (corpus L):
 a value asked as a question, a rank, indifference between values ("equally comfortable with
-3"), "scale 1-5", "eighty-ish"; a later rating phrase abstains even after a revision cue."""
+3"), "scale 1-5", "eighty-ish"; a later rating phrase abstains even after a revision cue. 13
+(corpus M): a computation whose steps do not give its stated result, a verdict put in a band of
+ten that leaves it out ("$80$ ... in the high 70s"), a bottom-tenth rating beside praise and
+small faults only, a bare number when the candidate is itself a number, a cap3d count the prose
+states otherwise abstain; LaTeX spacing, ``\\text{}`` and display blocks, cap3d's "C. Score
+(3)"."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""

@@ -71,6 +71,12 @@ _TURN = re.compile(r"(?:<\|im_(?:start|end)\|>|<\|(?:eot_id|end_of_text|endoftex
                    r"(?:[ \t]*(?:user|assistant|model|system)\b)?(?:<\|end_header_id\|>)?", re.I)
 # "\( 82 \)", "\[82\]": the same two characters wide as "$ 82 $" would be with a space.
 _LATEX_MATH = re.compile(r"\\([(\[])(?P<body>[^\n]{0,60}?)\\([)\]])")
+# A display block over lines: "\[\n\text{The final score is } 83\n\]".
+_LATEX_DISPLAY = re.compile(r"\\\[(?P<body>[ \t]*\n[^\n]{0,80}\n[ \t]*)\\\]")
+# LaTeX spacing ("$\,83\,$", "\quad"): spaces, as wide as written.
+_LATEX_SPACE = re.compile(r"\\(?:[,;:! ]|q?quad\b)")
+# Text set in math ("\text{The final score is } 83"): the words, without the command.
+_LATEX_TEXT = re.compile(r"\\(?:text|textrm|mathrm)\s*\{(?P<body>[^{}\n]{0,80})\}")
 # "$100 - 12 - 6 = 82$": an arithmetic verdict; its result is the value.
 _ARITHMETIC = re.compile(r"\$(?P<expr>[\d\s.+\-*/×x()]*\d[\d\s.+\-*/×x()]*=\s*)(?=\d+(?:\.\d+)?"
                          r"\s*\$)")
@@ -197,10 +203,77 @@ def strike_out(text: str) -> str:
     return _STRUCK.sub(lambda m: " " * len(m.group(0)), text)
 
 
+def evaluate(expression: str) -> float | None:
+    """The value of a judge's arithmetic ("100 - 15 - 10", "(4 + 5) / 2", "2 × 40"), or None.
+
+    Numbers, ``+ - * / × x`` and brackets only (Python's parser on that, never ``eval``);
+    None for anything else, or a division by zero.
+    """
+    import ast
+
+    written = re.sub(r"(?<=[\d)\s])[×x](?=[\s\d(])", "*", expression).strip().rstrip("=").strip()
+    if not written or re.search(r"[^\d\s.+\-*/()]", written):
+        return None
+    try:
+        tree = ast.parse(written, mode="eval")
+    except SyntaxError:
+        return None
+
+    def value(node: ast.AST) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+            inner = value(node.operand)
+            return -inner if isinstance(node.op, ast.USub) else inner
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult,
+                                                                ast.Div)):
+            a, b = value(node.left), value(node.right)
+            if isinstance(node.op, ast.Div):
+                return a / b  # ZeroDivisionError: no value
+            return a + b if isinstance(node.op, ast.Add) else a - b \
+                if isinstance(node.op, ast.Sub) else a * b
+        raise ValueError(type(node).__name__)
+
+    try:
+        return value(tree.body)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def miscounted(expression: str, stated: float) -> float | None:
+    """What ``expression`` gives when that is not the ``stated`` result, else None.
+
+    A lone fraction ("4/5 = 80", "7/10 = 70") is a value moved onto another scale, not a sum
+    to check; an expression that cannot be worked out is not contradicted either.
+    """
+    if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?\s*=?\s*", expression):
+        return None
+    worked = evaluate(expression)
+    if worked is None or abs(worked - stated) <= 1e-6 * max(1.0, abs(stated)):
+        return None
+    return worked
+
+
+def _math_result(m: re.Match[str]) -> str:
+    """An arithmetic verdict as its result, when the expression gives it; else as written.
+
+    "$100 - 15 - 10 = 80$" is left whole (its steps give 75): the reading then names the
+    contradiction (:func:`capjudge.reading.scale.check_number`) instead of taking either.
+    """
+    stated = re.match(r"\d+(?:\.\d+)?", m.string[m.end():])
+    if stated is not None and miscounted(m.group("expr"), float(stated.group(0))) is not None:
+        return m.group(0)
+    return "$" + " " * len(m.group("expr"))
+
+
 def plain_math(text: str) -> str:
     """LaTeX math delimiters as ``$`` and an arithmetic verdict as its result (same length)."""
+    text = _LATEX_SPACE.sub(lambda m: " " * len(m.group(0)), text)
+    text = _LATEX_TEXT.sub(lambda m: " " * (m.start("body") - m.start()) + m.group("body") + " ",
+                           text)
+    text = _LATEX_DISPLAY.sub(lambda m: " $" + m.group("body") + "$ ", text)
     text = _LATEX_MATH.sub(lambda m: " $" + m.group("body") + "$ ", text)
-    return _ARITHMETIC.sub(lambda m: "$" + " " * len(m.group("expr")), text)
+    return _ARITHMETIC.sub(_math_result, text)
 
 
 # "&#36;66&#36;", "&quot;score&quot;", "&lt;answer&gt;", "<br>": an answer passed through
