@@ -1,4 +1,4 @@
-"""Verdict shapes of reading rules 13 (issue 40, after corpus M): each class with its near misses.
+"""Verdict shapes of reading rules 13-14 (issue 40, corpora M and N): classes with near misses.
 
 A computation whose steps do not give its stated result, a verdict put in a band of ten that
 leaves it out, a bottom-tenth rating beside praise and small faults only, a bare number when
@@ -171,3 +171,38 @@ def test_cap3d_values_in_brackets_after_their_labels() -> None:
     "The final score is $\\quad 83$."])
 def test_latex_spacing_text_and_display_blocks_read_the_value(text: str) -> None:
     assert _value(text) == 83
+
+
+# -- rules 14 (corpus N) ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "I was unable to load the attached image, so I cannot judge it.\nThe final score is $0$.",
+    "We could not decode the video.\n\nThe final score is $50$."])
+def test_media_the_judge_could_not_load_is_a_decline(text: str) -> None:
+    assert "declined" in _why(text)
+
+
+def test_a_value_the_judge_calls_a_placeholder_is_no_rating() -> None:
+    text = "The image looks blank. I'm assigning $0$ as a placeholder.\nThe final score is $0$."
+    assert "stand-in" in _why(text)
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("I was unable to see any dog in the image, so the caption is wrong.\nThe final score is "
+     "$10$.", 10),
+    ("There are 2 dogs in the image; the caption names both. Rating: 85", 85)])
+def test_a_judge_that_saw_the_media_and_a_labelled_rating_stand(text: str, value: int) -> None:
+    slot = GV if "final score" in text else VIS
+    assert _value(text, slot) == value
+
+
+@pytest.mark.parametrize("text", [
+    "There are 2 dogs in the image and the caption mentions both of them. It is appropriate.",
+    "I count 3 people and 2 bicycles; the caption is accurate."])
+def test_visce2s_first_number_is_never_a_count_of_things(text: str) -> None:
+    _why(text, VIS)
+
+
+def test_a_number_before_a_scale_unit_is_still_the_first_number() -> None:
+    assert _value("85 points: accurate and complete.", VIS) == 85

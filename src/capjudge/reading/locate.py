@@ -426,13 +426,32 @@ def _phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     return out
 
 
+# A number that counts things ("2 dogs", "3 people"): the next word is a plural noun, not a
+# scale's unit ("85 points", "4 stars" are ratings).
+_COUNTED = re.compile(r"[ \t]+(?:(?:more|other|large|small|big|little|separate|distinct|"
+                      r"different|visible)[ \t]+)?(?P<noun>[a-z]{3,}s|people|men|women|children|"
+                      r"sheep|deer|fish|geese|mice|feet|teeth)\b")
+# Words ending in "s" after a number that count nothing: a scale's units and function words.
+_UNITS = frozenset({"points", "stars", "marks", "ratings", "scores", "tens", "hundreds",
+                    "this", "thus", "plus", "minus", "less", "unless", "across", "always",
+                    "perhaps", "whereas", "besides", "does", "goes", "seems", "looks"})
+
+
+def _counts(text: str, n: Number) -> bool:
+    """Whether ``n`` counts things in the picture or the caption ("There are 2 dogs")."""
+    m = _COUNTED.match(text, n.end)
+    return m is not None and m.group("noun") not in _UNITS
+
+
 def _first_integer(text: str) -> Number | None:
-    """The first number, or the first labelled one.
+    """The first number, or the first labelled one; never a count of things.
 
     A "Score:"/"Rating:" labelled one when a label introduces one and the answer does not
-    open with its number ("The caption has 2 errors. Rating: 3" is 3).
+    open with its number ("The caption has 2 errors. Rating: 3" is 3). "There are 2 dogs ...
+    quite appropriate." has no rating: 2 counts the dogs.
     """
-    numbers = [n for m in DIGITS.finditer(text) if (n := number_at(text, m.start()))]
+    numbers = [n for m in DIGITS.finditer(text)
+               if (n := number_at(text, m.start())) and not _counts(text, n)]
     labelled = [n for m in _SCORE_LABEL.finditer(text) if (n := number_at(text, m.end()))]
     if not numbers:
         return None

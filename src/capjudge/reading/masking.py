@@ -264,7 +264,14 @@ _DECLINE = re.compile(
     r"don(?:'|\u2019)t|am\s+unable)\b"
     r"|\b(?:can(?:no|'|\u2019)?t|cannot|unable\s+to)\b[^.\n]{0,60}\bwithout\s+(?:being\s+able\s+"
     r"to\s+)?(?:seeing|viewing|access(?:ing)?(?:\s+to)?)\s+(?:the\s+|this\s+|any\s+)?(?:actual\s+)?"
-    r"(?:images?|pictures?|photos?|videos?|frames?|views?)\b", re.I)
+    r"(?:images?|pictures?|photos?|videos?|frames?|views?)\b"
+    # "I was unable to load the attached image", "we could not decode the video": the media
+    # never reached the judge, whatever it writes next.
+    r"|\b(?:I|we)\s+(?:(?:was|were|am|are)\s+|(?:'|\u2019)m\s+)?(?:(?:unable|not\s+able)\s+to|"
+    r"could\s+not|couldn(?:'|\u2019)t|failed\s+to|can(?:no|'|\u2019)?t)\s+(?:load|decode|"
+    r"render|retrieve|download|read|open)\s+(?:(?:the|this|that|your|any)\s+)?(?:(?:uploaded|"
+    r"attached|provided|given|input)\s+)?(?:images?|pictures?|photos?|frames?|videos?|files?|"
+    r"media|views?)\b", re.I)
 
 
 def find_decline(text: str, original: str | None = None) -> str | None:

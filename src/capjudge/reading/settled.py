@@ -63,9 +63,20 @@ _RANK_BEFORE = re.compile(r"\brank(?:ing|ed)?\b[^.\n\d]{0,30}$|\b(?:place[ds]?|p
                           r"(?:it\s+)?(?:at\s+)?(?:number\s+|no\.\s*|#\s*)?[$*_`]*$", re.I)
 
 
+# The judge calls its value a stand-in: "I'm assigning $0$ as a placeholder so this item can
+# be flagged", "a dummy score", "score: -1 (sentinel)".
+_PLACEHOLDER = re.compile(r"\b(?:place-?holders?|dummy\s+(?:value|score|rating)|sentinel|"
+                          r"(?:so|that)\s+(?:this|the)\s+(?:item|sample|example|case)\s+(?:can|"
+                          r"could|will)\s+be\s+(?:flagged|re-?run|re-?checked|reviewed|"
+                          r"re-?evaluated))\b", re.I)
+
+
 def not_a_verdict(chosen: Candidate, text: str) -> str | None:
-    """Why the number is no verdict at all: a question, or a rank among captions."""
+    """Why the number is no verdict at all: a question, a rank, or a stand-in value."""
     n = chosen.number
+    if (stand_in := _PLACEHOLDER.search(text)) is not None:
+        return (f"the judge calls its value a stand-in ({stand_in.group(0)!r}), not a rating "
+                f"of the caption")
     start = sentence_start(text, n.start)
     end = min([i for c in ".!\n" if (i := text.find(c, n.end)) >= 0] or [len(text)])
     question = text.find("?", n.end)

@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 13
+READING_RULES_VERSION = 14
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -85,7 +85,8 @@ a value asked as a question, a rank, indifference between values ("equally comfo
 ten that leaves it out ("$80$ ... in the high 70s"), a bottom-tenth rating beside praise and
 small faults only, a bare number when the candidate is itself a number, a cap3d count the prose
 states otherwise abstain; LaTeX spacing, ``\\text{}`` and display blocks, cap3d's "C. Score
-(3)"."""
+(3)". 14 (corpus N): media the judge could not load is a decline, a value the judge calls a
+placeholder is no rating, and VisCE²'s first number is never a count of things ("2 dogs")."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
