@@ -1,4 +1,4 @@
-"""Verdict shapes of reading rules 13-14 (issue 40, corpora M and N): classes with near misses.
+"""Verdict shapes of reading rules 13-15 (issue 40, corpora M-O): classes with near misses.
 
 A computation whose steps do not give its stated result, a verdict put in a band of ten that
 leaves it out, a bottom-tenth rating beside praise and small faults only, a bare number when
@@ -206,3 +206,26 @@ def test_visce2s_first_number_is_never_a_count_of_things(text: str) -> None:
 
 def test_a_number_before_a_scale_unit_is_still_the_first_number() -> None:
     assert _value("85 points: accurate and complete.", VIS) == 85
+
+
+# -- rules 15 (corpus O) ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "I'll refine this on a second pass.\n\nPreliminary score: $75$",
+    "Tentative rating: 60 (to be confirmed)."])
+def test_a_value_labelled_preliminary_with_no_final_one_abstains(text: str) -> None:
+    assert "not yet its verdict" in _why(text)
+
+
+def test_a_preliminary_value_then_a_final_one_reads_the_final() -> None:
+    assert _value("Preliminary score: $70$.\nAfter a second look: the final score is $75$.") == 75
+
+
+def test_a_variant_score_after_the_verdict_is_no_revision_of_it() -> None:
+    text = ("Accurate.\n\nThe final score is $85$.\n\nLength-adjusted score: $78$ (the caption "
+            "is long).")
+    found = locate(text, GV)
+    # Two verdicts: never the variant read as the revision (a second channel may still settle).
+    assert not (isinstance(found, Located) and found.value == 78 and found.off_contract is None)
+    assert _value("The final score is $80$.\nAdjusted score: $75$.") == 75  # a revision

@@ -402,8 +402,10 @@ REVISION = re.compile(
     r"revis(?:e|ed|ing)|wait\b|scratch\s+that|I\s+was\s+wrong|on\s+second\s+look|"
     r"looking\s+(?:at\s+(?:it|the\s+\w+)\s+)?again|"
     r"re-?(?:consider|read|evaluat|assess|examin|think|check)\w*|"
-    r"let\s+me\s+(?:adjust|revise|correct|lower|raise)|adjust(?:ed|ing)?\s+(?:the\s+)?"
-    r"(?:score|rating)|updated?\s+(?:score|rating)|however,?\s+looking)\b", re.I)
+    r"let\s+me\s+(?:adjust|revise|correct|lower|raise)|"
+    # ("a length-adjusted score" names another measure, not a revision of this one)
+    r"(?<![-\w])adjust(?:ed|ing)?\s+(?:the\s+)?(?:score|rating)|(?<![-\w])updated?\s+"
+    r"(?:score|rating)|however,?\s+looking)\b", re.I)
 
 
 CONDITIONAL = re.compile(r"\b(?:if|unless|assuming|suppose|supposing|were|had)\b", re.I)

@@ -71,12 +71,22 @@ _PLACEHOLDER = re.compile(r"\b(?:place-?holders?|dummy\s+(?:value|score|rating)|
                           r"re-?evaluated))\b", re.I)
 
 
+# A value the judge labels as not yet its verdict: "Preliminary score: $75$", "draft rating".
+_DRAFT_LABEL = re.compile(r"\b(?:preliminary|tentative|provisional|interim|draft|initial|"
+                          r"first[- ]pass)\s+(?:\w+\s+)?(?:scores?|ratings?|verdicts?|estimates?|"
+                          r"assessments?|grades?)\b[^\n\d]{0,12}$", re.I)
+
+
 def not_a_verdict(chosen: Candidate, text: str) -> str | None:
-    """Why the number is no verdict at all: a question, a rank, or a stand-in value."""
+    """Why the number is no verdict at all: a question, a rank, a stand-in or a draft value."""
     n = chosen.number
     if (stand_in := _PLACEHOLDER.search(text)) is not None:
         return (f"the judge calls its value a stand-in ({stand_in.group(0)!r}), not a rating "
                 f"of the caption")
+    line_start = text.rfind("\n", 0, n.start) + 1
+    if (draft := _DRAFT_LABEL.search(text, line_start, n.start)) is not None:
+        return (f"the judge labels {n.written.strip()!r} as not yet its verdict "
+                f"({draft.group(0).strip(' :*_`$')!r}) and gives no final one")
     start = sentence_start(text, n.start)
     end = min([i for c in ".!\n" if (i := text.find(c, n.end)) >= 0] or [len(text)])
     question = text.find("?", n.end)
