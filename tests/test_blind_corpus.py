@@ -199,13 +199,24 @@ CORPUS_O = _present("blind_answers_o.json")
 KNOWN_WRONG_O: set[str] = set()
 
 
+# Corpus P (issue 40: a sixteenth writer, blind to the reader and to corpora A-O; committed
+# before it was measured). First measured with rules 15: 128/145 read right, 4 wrong values
+# returned as valid. Three classes fixed (rules 16: numbers alone, a quoted caption that is
+# none of the request's, a caption of the judge's own before its verdict): 131/145. The
+# fourth is listed: cap3d's "C. Score: 1/2" beside "gets half credit" and a precision of 33 %,
+# read 0.5, where the writer saw "1 of 2" competing (a reading this reader keeps: the prompt
+# gives 0.5 for partial credit and the answer says half).
+CORPUS_P = _present("blind_answers_p.json")
+KNOWN_WRONG_P = {"P-c3-half-fraction"}
+
+
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
              ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 143),
              ("I", CORPUS_I, KNOWN_WRONG_I, 135), ("J", CORPUS_J, KNOWN_WRONG_J, 135),
              ("K", CORPUS_K, KNOWN_WRONG_K, 154), ("L", CORPUS_L, KNOWN_WRONG_L, 117),
              ("M", CORPUS_M, KNOWN_WRONG_M, 134), ("N", CORPUS_N, KNOWN_WRONG_N, 123),
-             ("O", CORPUS_O, KNOWN_WRONG_O, 115)]
+             ("O", CORPUS_O, KNOWN_WRONG_O, 115), ("P", CORPUS_P, KNOWN_WRONG_P, 131)]
 
 
 @pytest.mark.heavy(seconds=15)

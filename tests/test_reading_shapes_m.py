@@ -1,4 +1,4 @@
-"""Verdict shapes of reading rules 13-15 (issue 40, corpora M-O): classes with near misses.
+"""Verdict shapes of reading rules 13-16 (issue 40, corpora M-P): classes with near misses.
 
 A computation whose steps do not give its stated result, a verdict put in a band of ten that
 leaves it out, a bottom-tenth rating beside praise and small faults only, a bare number when
@@ -229,3 +229,37 @@ def test_a_variant_score_after_the_verdict_is_no_revision_of_it() -> None:
     # Two verdicts: never the variant read as the revision (a second channel may still settle).
     assert not (isinstance(found, Located) and found.value == 78 and found.off_contract is None)
     assert _value("The final score is $80$.\nAdjusted score: $75$.") == 75  # a revision
+
+
+# -- rules 16 (corpus P) ------------------------------------------------------------------------
+
+
+def test_an_answer_of_numbers_alone_has_no_one_verdict() -> None:
+    assert "numbers alone" in _why("4, 3, 5, 5, 4", HE)
+    assert _value("4", HE) == 4 and _value("4, 4", HE) == 4  # one value, however often
+
+
+CANDIDATE = "A woman kayaking on a calm lake."
+
+
+def test_a_verdict_on_a_quoted_caption_that_is_none_of_the_requests_abstains() -> None:
+    text = ("The caption 'A man surfing a large wave at sunset' accurately describes the surfer."
+            "\n\nThe final score is $80$.")
+    assert "neither the candidate nor a reference" in _why(text, replace(GV, quotes=(CANDIDATE,)))
+
+
+@pytest.mark.parametrize("text", [
+    "The caption 'A woman kayaking on a lake' is accurate.\n\nThe final score is $80$.",
+    "The caption 'kayaking woman' is short.\n\nThe final score is $80$.",  # too few words
+    "The caption 'A man surfing a large wave' is accurate.\n\nThe final score is $80$."])
+def test_a_quoted_caption_of_the_request_or_an_unknown_candidate_stands(text: str) -> None:
+    slot = replace(GV, quotes=(CANDIDATE,) if "surfing" not in text else ("A caption.",))
+    assert _value(text, slot) == 80
+
+
+def test_a_caption_of_the_judges_own_before_the_verdict_needs_a_second_channel() -> None:
+    text = ("The caption is vague. I'd rewrite it as 'A toddler feeding ducks at a pond'. "
+            "The final score is $88$.")
+    found = locate(text, GV)
+    assert isinstance(found, Located) and found.value == 88
+    assert found.off_contract and "caption of its own" in found.off_contract

@@ -211,6 +211,38 @@ def other_target(text: str, chosen: Candidate) -> str | None:
             f"({m.group(0).strip()!r}), not the candidate")
 
 
+# "The caption 'A man surfing a large wave at sunset' accurately describes ...": the caption
+# the judge says it judges, quoted.
+_QUOTED_CAPTION = re.compile(r"\b(?:candidate\s+|generated\s+|given\s+)?caption\s*[:,]?\s*"
+                             r"[\"'\u201c\u2018](?P<q>[^\"'\u201d\u2019\n]{8,200})[\"'\u201d\u2019]",
+                             re.I)
+_STOP = frozenset({"the", "and", "with", "from", "that", "this", "for", "are", "its", "has",
+                   "into", "onto", "near", "over", "some", "two", "three", "one"})
+
+
+def _content(text: str) -> set[str]:
+    return {w.rstrip("s") for w in re.findall(r"[^\W\d_]{3,}", text.lower())} - _STOP
+
+
+def foreign_caption(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
+    """Why the verdict scores a caption the judge quotes that is none of the request's, or None.
+
+    "The caption 'A man surfing a large wave' accurately describes ..." when the candidate is
+    "A woman kayaking on a calm lake": the judge scored a caption it made up (or another
+    item's); a follow-up repeats its number, so the reading abstains. A quote that shares its
+    words with the candidate or a reference is theirs.
+    """
+    known = set().union(*(_content(q) for q in slot.quotes if q)) if slot.quotes else set()
+    if len(known) < 3:
+        return None  # too little of the request's own text to tell another caption from it
+    for m in _QUOTED_CAPTION.finditer(text, 0, chosen.number.start):
+        words = _content(m.group("q"))
+        if len(words) >= 3 and len(words & known) / len(words) < 0.34:
+            return (f"the answer judges a caption it quotes ({m.group('q')[:60]!r}) that is "
+                    "neither the candidate nor a reference")
+    return None
+
+
 _ANY_VERDICT = ScoreSlot("verdict", 0, 1)  # answers to every generic name ("Overall", "Score")
 _LABEL_BEFORE = re.compile(r"(?P<label>[^\W\d_][^\W\d_ ]{2,30})[\s*_`]*[:=][\s*_`$]*$")
 

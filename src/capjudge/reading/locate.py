@@ -53,6 +53,7 @@ from capjudge.reading.contract import (
     doubted,
     faint_praise,
     final_after_draft,
+    foreign_caption,
     has_number,
     later_rating,
     off_contract,
@@ -82,7 +83,13 @@ from capjudge.reading.scale import (
     make_candidate,
     resolved,
 )
-from capjudge.reading.settled import alternative_after, doubtful, not_a_verdict, own_answer
+from capjudge.reading.settled import (
+    alternative_after,
+    bare_numbers,
+    doubtful,
+    not_a_verdict,
+    own_answer,
+)
 from capjudge.reading.structure import (
     Field,
     boxed_fields,
@@ -625,7 +632,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if (vetoed := _vetoed(chosen, cleaned, slot) or reopened(chosen, cleaned, truncated)):
         return vetoed
     if (open_ := alternative_after(chosen, cleaned, slot) or not_a_verdict(chosen, cleaned)
-            or own_answer(chosen, cleaned, slot)):
+            or own_answer(chosen, cleaned, slot) or bare_numbers(chosen, cleaned)
+            or foreign_caption(view.text, chosen, slot)):
         return Unreadable("parse_failure", open_, printed_value(chosen))
     after = cleaned[chosen.number.end:]
     return replace(_located(view, chosen),

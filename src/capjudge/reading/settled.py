@@ -151,6 +151,32 @@ def own_answer(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
             "number: the judge's own answer to the question, or its rating? Nothing says which")
 
 
+def bare_numbers(chosen: Candidate, text: str) -> str | None:
+    """Why an answer of numbers alone, several of them, has no one verdict ("4, 3, 5, 5, 4")."""
+    if re.search(r"[^\W\d_]", text):
+        return None
+    values = {n.value for n in numbers_in(text)}
+    if len(values) < 2:
+        return None
+    return (f"the answer is numbers alone ({' '.join(text.split())[:40]!r}) and nothing says "
+            f"which is the verdict")
+
+
+# The judge proposes a caption of its own before its verdict: which of the two does the
+# verdict score? ("I'd rewrite it as '...'. The final score is $88$.")
+_REWRITE = re.compile(r"\b(?:I(?:'d|\u2019d|\s+would)\s+(?:rewrite|rephrase|reword|revise)|"
+                      r"rewrit(?:e|ten|ing)\s+(?:it|this|the\s+caption)\s+as|"
+                      r"(?:a\s+)?(?:better|improved|revised|corrected|suggested|stronger)\s+"
+                      r"(?:caption|version|description)\s*(?:would\s+be|could\s+be|is|:))", re.I)
+
+
+def _rewrite_before(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    if (m := _REWRITE.search(text, 0, chosen.number.start)) is None:
+        return None
+    return (f"the answer proposes a caption of its own ({m.group(0).strip()!r}) before its "
+            "verdict: whether the verdict scores it or the candidate needs a second channel")
+
+
 def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     """Why the verdict's sentence leaves another value open ("$85$ if …, $30$ otherwise").
 
@@ -269,4 +295,4 @@ def doubtful(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
         slot: its slot.
     """
     return (_rival_in_sentence(chosen, text, slot) or _score_like_after(chosen, text, slot)
-            or _goes_on(chosen, text, slot))
+            or _goes_on(chosen, text, slot) or _rewrite_before(chosen, text, slot))

@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 15
+READING_RULES_VERSION = 16
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -88,7 +88,10 @@ states otherwise abstain; LaTeX spacing, ``\\text{}`` and display blocks, cap3d'
 (3)". 14 (corpus N): media the judge could not load is a decline, a value the judge calls a
 placeholder is no rating, and VisCE²'s first number is never a count of things ("2 dogs"). 15
 (corpus O): a value labelled preliminary or tentative with no final one abstains, and "a
-length-adjusted score" names another measure, not a revision."""
+length-adjusted score" names another measure, not a revision. 16 (corpus P): an answer of
+numbers alone, several of them, abstains; a verdict after the judge quotes as "the caption" a
+text that is neither the candidate nor a reference abstains; a caption the judge proposes
+before its verdict makes the reading off-contract (a second channel must agree)."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
