@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from reading_probe import value as _value
+from reading_probe import why as _why
 
 from capjudge.methods.gveval import accr_slots, score_slot
 from capjudge.methods.harmoniceval import rating_slot as he_slot
@@ -27,16 +29,6 @@ from capjudge.reading.vocabulary import abbreviations
 GV, VIS, HE = score_slot(), visce2_slot(), he_slot("correctness")
 ACCR = accr_slots()
 
-
-def _value(text: str, slot: ScoreSlot = GV) -> float | None:
-    found = locate(text, slot)
-    return found.value if isinstance(found, Located) else None
-
-
-def _why(text: str, slot: ScoreSlot = GV) -> str:
-    found = locate(text, slot)
-    assert isinstance(found, Unreadable), found
-    return found.reason
 
 
 # -- structure: JSON inside a JSON string, CSV ------------------------------------------------

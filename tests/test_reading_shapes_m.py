@@ -11,27 +11,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from reading_probe import value as _value
+from reading_probe import why as _why
 
 from capjudge.methods.gveval import score_slot
 from capjudge.methods.harmoniceval import rating_slot as he_slot
 from capjudge.methods.visce2 import rating_slot as visce2_slot
 from capjudge.protocol import ScoreSlot
 from capjudge.reading import read_ch
-from capjudge.reading.locate import Located, Unreadable, locate
+from capjudge.reading.locate import Located, locate
 from capjudge.reading.view import evaluate, miscounted
 
 GV, VIS, HE = score_slot(), visce2_slot(), he_slot("correctness")
 
-
-def _value(text: str, slot: ScoreSlot = GV) -> float | None:
-    found = locate(text, slot)
-    return found.value if isinstance(found, Located) else None
-
-
-def _why(text: str, slot: ScoreSlot = GV) -> str:
-    found = locate(text, slot)
-    assert isinstance(found, Unreadable), found
-    return found.reason
 
 
 # -- arithmetic: the steps must give the result ------------------------------------------------
