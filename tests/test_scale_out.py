@@ -150,6 +150,19 @@ def test_file_limiter_waits_in_its_own_window(tmp_path: Path) -> None:
     assert a.acquire() > 0.99  # the budget is the file's, not each instance's
 
 
+def test_a_send_stays_in_the_shared_window_until_it_has_surely_arrived(tmp_path: Path) -> None:
+    """The server counts arrivals: a send is counted for the window plus a margin."""
+    clock = FakeClock(1000.0)
+    limiter = FileRateLimiter(tmp_path / "w.json", rpm=60, window_s=3.0, clock=clock,
+                              sleep=clock.sleep)  # 3 per 3-s window, margin min(1, 3/2) = 1 s
+    assert [limiter.acquire() for _ in range(3)] == [0, 0, 0]
+    waited = limiter.acquire()
+    assert 3.9 < waited <= 4.1  # the window (3 s) and the margin (1 s), to a bucket's width
+    plain = FileRateLimiter(tmp_path / "v.json", rpm=60, window_s=3.0, clock=clock,
+                            sleep=clock.sleep, arrival_margin_s=0)
+    assert [plain.acquire() for _ in range(3)] == [0, 0, 0] and 2.9 < plain.acquire() <= 3.1
+
+
 def test_a_file_pause_is_seen_by_every_instance(tmp_path: Path) -> None:
     one, two = FilePause(tmp_path / "p.json"), FilePause(tmp_path / "p.json")
     assert two.remaining() == 0

@@ -217,11 +217,19 @@ class FileRateLimiter:
     ``tpm`` per minute, enforced over windows of ``window_s`` seconds with the budget scaled to
     the window; a batch counts as its number of requests; a batch larger than the whole budget
     goes alone.
+
+    A send stays in the window ``arrival_margin_s`` longer than the window itself: the limiter
+    admits a request, the server counts it when it arrives, and a worker process's first
+    requests can take a second to get there (its HTTP set-up, on busy cores). Without the margin
+    a late first window and an on-time second one reach the server closer together than the
+    window (measured in CI: 7 arrivals within 2.25 s under a budget of 4 per 3 s). The margin
+    costs ``window / (window + margin)`` of the budget's throughput: 1.6 % at 60 s.
     """
 
     def __init__(self, path: str | Path, rpm: float | None = None, tpm: float | None = None,
                  window_s: float = 60.0, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 arrival_margin_s: float | None = None) -> None:
         """Share the window stored at ``path`` (its folder is created).
 
         Args:
@@ -231,6 +239,8 @@ class FileRateLimiter:
             window_s: the sliding window's length in seconds.
             clock: wall-clock time (shared between processes and, with NTP, hosts).
             sleep: how to wait (tests pass a fake).
+            arrival_margin_s: how much longer than the window a send is counted (None: one
+                second, at most half the window).
         """
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -239,6 +249,8 @@ class FileRateLimiter:
         self._max_requests = window_budget(rpm, window_s)
         self._max_tokens = window_budget(tpm, window_s)
         self._width = self.window / _BUCKETS
+        self._margin = min(1.0, self.window / 2) if arrival_margin_s is None \
+            else max(0.0, float(arrival_margin_s))
         self._clock, self._sleep = clock, sleep
 
     def acquire(self, tokens: int = 0, requests: int = 1) -> float:
@@ -254,8 +266,9 @@ class FileRateLimiter:
                 now = self._clock()
                 # [bucket, requests, tokens]; a bucket counts until its *end* leaves the
                 # window, so a send is never forgotten early.
+                span = self.window + self._margin  # counted until it has surely arrived
                 entries = [e for e in _read_json(self.path, [])
-                           if (e[0] + 1) * self._width > now - self.window]
+                           if (e[0] + 1) * self._width > now - span]
                 fits = not entries or (
                     (self._max_requests is None
                      or sum(e[1] for e in entries) + requests <= self._max_requests)
@@ -270,7 +283,7 @@ class FileRateLimiter:
                         entries.append([bucket, requests, tokens])
                     _write_json(self.path, entries)
                     return waited
-                delay = max(0.01, (entries[0][0] + 1) * self._width + self.window - now)
+                delay = max(0.01, (entries[0][0] + 1) * self._width + span - now)
             self._sleep(delay)
             waited += delay
 
