@@ -36,19 +36,16 @@ def in_sample(item_id: str, fraction: float | None, seed: int = 0) -> bool:
     return int.from_bytes(digest[:8], "big") / 2.0 ** 64 < fraction
 
 
-def selected(items: Sequence[T], config: Any, ids: Sequence[str] | None = None) -> list[T]:
+def selected(items: Sequence[T], config: Any) -> list[T]:
     """The items ``config`` judges, in their order: the sample, then its first ``limit``.
 
     Args:
-        items: the items (``Item`` objects, or anything when ``ids`` are given).
+        items: the items (anything with an ``id``).
         config: a :class:`capjudge.judge.JudgeConfig` (``item_fraction``, ``item_seed``,
             ``limit``).
-        ids: the items' ids, when ``items`` do not carry an ``id`` attribute.
     """
-    keys = ids if ids is not None else [cast(Any, item).id for item in items]
-    fraction, seed = getattr(config, "item_fraction", None), getattr(config, "item_seed", 0)
-    chosen = [item for item, key in zip(items, keys, strict=True)
-              if in_sample(key, fraction, seed)]
+    chosen = [item for item in items
+              if in_sample(cast(Any, item).id, config.item_fraction, config.item_seed)]
     return chosen[: config.limit] if config.limit else chosen
 
 
@@ -58,10 +55,9 @@ def selection_span(ids: Sequence[str], config: Any) -> tuple[int, int]:
     A flow that cuts the table into chunks of rows reads only the first ``rows`` (every chunk
     then keeps the rows :func:`selected` keeps) and judges ``judged`` items.
     """
-    fraction, seed = getattr(config, "item_fraction", None), getattr(config, "item_seed", 0)
     judged = 0
     for row, key in enumerate(ids):
-        if in_sample(key, fraction, seed):
+        if in_sample(key, config.item_fraction, config.item_seed):
             judged += 1
             if config.limit and judged == config.limit:
                 return row + 1, judged
@@ -71,10 +67,9 @@ def selection_span(ids: Sequence[str], config: Any) -> tuple[int, int]:
 def item_counts(judged: int, total: int, config: Any) -> ItemCounts:
     """The summary's item counts, with how the judged items were chosen."""
     counts: ItemCounts = {"judged": judged, "total": total}
-    fraction = getattr(config, "item_fraction", None)
-    if fraction is not None and fraction < 1:
-        counts["fraction"] = float(fraction)
-        counts["seed"] = int(getattr(config, "item_seed", 0))
+    if config.item_fraction is not None and config.item_fraction < 1:
+        counts["fraction"] = float(config.item_fraction)
+        counts["seed"] = int(config.item_seed)
     if config.limit:
         counts["limit"] = int(config.limit)
     return counts

@@ -632,7 +632,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if (vetoed := _vetoed(chosen, cleaned, slot) or reopened(chosen, cleaned, truncated)):
         return vetoed
     if (open_ := alternative_after(chosen, cleaned, slot) or not_a_verdict(chosen, cleaned)
-            or own_answer(chosen, cleaned, slot) or bare_numbers(chosen, cleaned)
+            or own_answer(chosen, cleaned, slot) or bare_numbers(cleaned)
             or foreign_caption(view.text, chosen, slot)):
         return Unreadable("parse_failure", open_, printed_value(chosen))
     after = cleaned[chosen.number.end:]

@@ -118,8 +118,8 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
     """
     after = text[n.end:]
     before = text[max(0, n.start - 24): n.start]
-    opened = n.start - len(before) + len(before.rstrip("( \t"))  # "$(70 + 90) / 2 = 85$"
-    if (sum_ := _COMPUTED.match(text, opened if "(" in text[opened:n.start] else n.start)) \
+    brackets = re.search(r"\([( \t]*$", before)  # "$(70 + 90) / 2 = 85$" starts at the "("
+    if (sum_ := _COMPUTED.match(text, n.start - len(brackets.group(0)) if brackets else n.start)) \
             is not None and (worked := miscounted(
             sum_.group("expr"), float(sum_.group("result")))) is not None:
         # "$100 - 15 - 10 = 80$": the steps give 75; which did the judge mean?

@@ -151,7 +151,7 @@ def own_answer(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
             "number: the judge's own answer to the question, or its rating? Nothing says which")
 
 
-def bare_numbers(chosen: Candidate, text: str) -> str | None:
+def bare_numbers(text: str) -> str | None:
     """Why an answer of numbers alone, several of them, has no one verdict ("4, 3, 5, 5, 4")."""
     if re.search(r"[^\W\d_]", text):
         return None

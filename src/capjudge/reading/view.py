@@ -35,9 +35,12 @@ so a number found in the view is found in the original answer and in its tokens.
 
 from __future__ import annotations
 
+import ast
 import html
+import operator
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from capjudge.util.unicode_text import INVISIBLE as _INVISIBLE
@@ -203,14 +206,17 @@ def strike_out(text: str) -> str:
     return _STRUCK.sub(lambda m: " " * len(m.group(0)), text)
 
 
+_OPERATORS: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv}
+
+
 def evaluate(expression: str) -> float | None:
     """The value of a judge's arithmetic ("100 - 15 - 10", "(4 + 5) / 2", "2 × 40"), or None.
 
     Numbers, ``+ - * / × x`` and brackets only (Python's parser on that, never ``eval``);
     None for anything else, or a division by zero.
     """
-    import ast
-
     written = re.sub(r"(?<=[\d)\s])[×x](?=[\s\d(])", "*", expression).strip().rstrip("=").strip()
     if not written or re.search(r"[^\d\s.+\-*/()]", written):
         return None
@@ -225,13 +231,9 @@ def evaluate(expression: str) -> float | None:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
             inner = value(node.operand)
             return -inner if isinstance(node.op, ast.USub) else inner
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult,
-                                                                ast.Div)):
-            a, b = value(node.left), value(node.right)
-            if isinstance(node.op, ast.Div):
-                return a / b  # ZeroDivisionError: no value
-            return a + b if isinstance(node.op, ast.Add) else a - b \
-                if isinstance(node.op, ast.Sub) else a * b
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            # a division by zero raises ZeroDivisionError: no value
+            return _OPERATORS[type(node.op)](value(node.left), value(node.right))
         raise ValueError(type(node).__name__)
 
     try:
