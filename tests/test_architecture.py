@@ -239,6 +239,33 @@ def test_backends_read_answers_through_the_reading_seam_only() -> None:
     assert "capjudge.reading" in graph["capjudge.backends.hf_digits"]
 
 
+# The entry point's names: one function (read), what it takes and gives, the options' values.
+READING_ENTRY = {"read", "Answer", "Reading", "Teacher", "ResponseBase", "TokenLogprob",
+                 "READING_RULES_VERSION", "CONFIRM_MODES", "FOLLOW_UP_MIN_P"}
+
+
+def test_outside_the_reader_only_the_reading_entry_point_is_imported() -> None:
+    # Issue 40's done-when: no backend (nor client, method or stage) imports a reading step;
+    # ``capjudge.reading.read`` is the one entry point. Names imported from the package,
+    # anywhere in src/capjudge outside capjudge.reading:
+    used: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "src" / "capjudge").rglob("*.py")):
+        if "reading" in path.relative_to(ROOT / "src" / "capjudge").parts[:1]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "capjudge.reading"):
+                for alias in node.names:
+                    used.setdefault(f"{node.module}.{alias.name}", set()).add(path.name)
+    outside = {name: sorted(files) for name, files in used.items()
+               if name.rpartition(".")[0] != "capjudge.reading"
+               or name.rpartition(".")[2] not in READING_ENTRY}
+    assert outside == {}
+    calls = {name for name in used if name.endswith(".read")}
+    assert calls == {"capjudge.reading.read"}
+    assert {"openai_backend.py", "hf_digits.py"} <= used["capjudge.reading.read"]
+
+
 # -- function length -------------------------------------------------------------------------
 
 MAX_FUNCTION_LINES = 80

@@ -210,8 +210,8 @@ def test_timeout_s_reaches_the_openai_client(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_a_reading_rules_change_rereads_cached_answers_and_never_asks(
         ingested: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from capjudge.backends import openai_backend
     from capjudge.reading import answer as reading_answer
+    from capjudge.reading import entry as reading_entry
 
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     name = "openai/gpt-4o-2024-08-06"
@@ -219,7 +219,7 @@ def test_a_reading_rules_change_rereads_cached_answers_and_never_asks(
         extra = ["--base-url", server.url]
         first = judge(ingested, tmp_path / "a", tmp_path / "cache", 0.5, name, extra)
         entry = next((tmp_path / "cache" / "requests").rglob("*.json")).read_text()
-        current = openai_backend.READING_RULES_VERSION
+        current = reading_entry.READING_RULES_VERSION
         assert '"raw":{"tokens":' in entry
         assert f'"reading_rules":{json.dumps(current)}' in entry
         original = reading_answer.finish
@@ -233,7 +233,7 @@ def test_a_reading_rules_change_rereads_cached_answers_and_never_asks(
 
         same = judge(ingested, tmp_path / "b", tmp_path / "cache", 0.5, name, extra)
         assert reads == []  # same rules: nothing is read again
-        monkeypatch.setattr(openai_backend, "READING_RULES_VERSION", current + 1)
+        monkeypatch.setattr(reading_entry, "READING_RULES_VERSION", current + 1)
         monkeypatch.setattr(reading_answer, "READING_RULES_VERSION", current + 1)
         monkeypatch.setattr(reading_answer, "finish", finish_v2)
         second = judge(ingested, tmp_path / "c", tmp_path / "cache", 0.5, name, extra)

@@ -11,6 +11,7 @@ from tiny_llama import build_tiny_llama
 from capjudge.backends import create_backend
 from capjudge.backends.hf import HFBackend
 from capjudge.protocol import JudgeResponse, ScoreSlot
+from capjudge.reading import find_printed
 
 FIRST = ScoreSlot("score", 1, 5, anchor="", position="first", forced_prefix="")
 GVEVAL = ScoreSlot("score", 0, 100, label="final score")
@@ -53,12 +54,21 @@ def _ids(llama: HFBackend, text: str) -> list[int]:
     return list(llama.tokenizer.encode(text, add_special_tokens=False))
 
 
+def _context(llama: HFBackend, slot: ScoreSlot, prompt: list[int], answer: list[int],
+             text: str) -> tuple[list[int], bool, int | float | None]:
+    """Where the reader finds the verdict, then the backend's context there (or forced)."""
+    found = find_printed(text, slot)
+    context, forced = llama._slot_context(slot, prompt, answer,
+                                          found.start if found is not None else None)
+    return context, forced, found.printed if found is not None else None
+
+
 def test_first_position_slot_read_after_the_word_start_marker(llama: HFBackend) -> None:
     prompt = _ids(llama, "Rate it.")
     answer = _ids(llama, "4 out of 5. The caption is clear.")
     assert llama.tokenizer.convert_ids_to_tokens(answer[:2]) == ["▁", "4"]
     text = llama.tokenizer.decode(answer, skip_special_tokens=True)
-    context, forced, printed = llama._slot_context(FIRST, prompt, answer, text)
+    context, forced, printed = _context(llama, FIRST, prompt, answer, text)
     # The model wrote "▁" then "4": the distribution is the one after its own "▁".
     assert context == prompt + answer[:1] and forced is False and printed == 4
 
@@ -67,7 +77,7 @@ def test_first_position_slot_read_where_a_labelled_score_was_written(llama: HFBa
     prompt = _ids(llama, "Rate it.")
     answer = _ids(llama, "The caption is clear. Rating: 4")
     text = llama.tokenizer.decode(answer, skip_special_tokens=True)
-    context, forced, printed = llama._slot_context(FIRST, prompt, answer, text)
+    context, forced, printed = _context(llama, FIRST, prompt, answer, text)
     assert printed == 4 and forced is False
     assert llama.tokenizer.convert_ids_to_tokens(context[-1:]) == ["▁"]
     assert llama.tokenizer.convert_ids_to_tokens(answer[len(context) - len(prompt)]) == "4"
@@ -82,12 +92,12 @@ def test_first_position_slot_forced_when_not_read_where_written(llama: HFBackend
     # Digits that do not start a token (a merged "is85"-style token): the distribution is read
     # at the answer's start, which is not where the model wrote its 4, so it is forced.
     monkeypatch.setattr(llama, "_token_at", lambda ids, cut: None)
-    context, forced, printed = llama._slot_context(FIRST, prompt, answer, text)
+    context, forced, printed = _context(llama, FIRST, prompt, answer, text)
     assert context == prompt and forced is True and printed == 4
     monkeypatch.undo()
     nothing = _ids(llama, "The caption is clear.")
-    context, forced, printed = llama._slot_context(
-        FIRST, prompt, nothing, llama.tokenizer.decode(nothing, skip_special_tokens=True))
+    context, forced, printed = _context(
+        llama, FIRST, prompt, nothing, llama.tokenizer.decode(nothing, skip_special_tokens=True))
     assert context == prompt and forced is True and printed is None
 
 
@@ -95,7 +105,7 @@ def test_anchored_slot_read_at_the_digits_after_the_anchor(llama: HFBackend) -> 
     prompt = _ids(llama, "Rate it.")
     answer = _ids(llama, "The final score is $85$. Note the scale runs from $0$ to $100$.")
     text = llama.tokenizer.decode(answer, skip_special_tokens=True)
-    context, forced, printed = llama._slot_context(GVEVAL, prompt, answer, text)
+    context, forced, printed = _context(llama, GVEVAL, prompt, answer, text)
     assert printed == 85 and forced is False
     assert llama.tokenizer.convert_ids_to_tokens(context[-1:]) == ["▁$"]
 

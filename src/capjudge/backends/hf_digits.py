@@ -7,30 +7,14 @@ import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from capjudge.backends.compute_thread import computes
 from capjudge.backends.hf_likelihood import HFLikelihood
 from capjudge.backends.hf_prefix import HFPrefix
 from capjudge.backends.packing import Pack
-from capjudge.protocol import (
-    JudgeRequest,
-    JudgeResponse,
-    ScoreSlot,
-    SlotResult,
-    Usage,
-    worst_status,
-)
-from capjudge.reading import (
-    Located,
-    abstention,
-    confirmed,
-    contract_fields,
-    find_printed,
-    needs_confirmation,
-    read_points_slot,
-)
-from capjudge.scoring import normalise
+from capjudge.protocol import JudgeRequest, JudgeResponse, ScoreSlot, Usage
+from capjudge.reading import FOLLOW_UP_MIN_P, Answer, ResponseBase, read
 
 log = logging.getLogger(__name__)
 
@@ -38,65 +22,30 @@ log = logging.getLogger(__name__)
 class HFDigits(HFPrefix, HFLikelihood):
     """Each score slot's distribution by teacher forcing, and its reading."""
 
+    # The reading settings (capjudge.reading.read): teacher forcing gives the exact
+    # distribution anywhere, so an off-contract verdict is always confirmed at its forced
+    # anchor and a slot with no number written is read there; nothing is ever asked again.
+    confirm = "auto"
+    continue_digits = False
+    follow_up_min_p = FOLLOW_UP_MIN_P
+    continue_off_reason: str | None = None
+    force_anchor = True
+    confirm_at_anchor = True
+
+    def confirmable(self, request: JudgeRequest) -> bool:
+        """Off-contract readings are always confirmed (at the forced anchor, exactly)."""
+        return True
+
     def _score(self, request: JudgeRequest, prompt_ids: list[int], new_ids: list[int],
                extras: dict[str, object]) -> JudgeResponse:
+        """One generated answer read by :func:`capjudge.reading.read` with exact distributions."""
         text = self.tokenizer.decode(new_ids, skip_special_tokens=True)
-        slots = []
-        for slot in request.slots:
-            if slot.kind == "points":
-                # A count of points is read from the text (capjudge.reading.points).
-                slots.append(self._confirm_at_anchor(read_points_slot(text, slot), slot,
-                                                     prompt_ids, new_ids, extras))
-                continue
-            found = find_printed(text, slot)  # located once: the context and the contract
-            if found is None and (abstained := abstention(text, slot)) is not None:
-                slots.append(abstained)  # a reasoned abstention is never teacher-forced away
-                continue
-            context, forced, printed = self._slot_context(slot, prompt_ids, new_ids, text,
-                                                          found)
-            result = self._teacher_forced(slot, context, extras, printed, forced)
-            if forced:
-                result.confirmation = "forced-anchor" if result.status != "parse_failure" \
-                    else None
-            elif found is not None:
-                fields = contract_fields(found)
-                result.confirmation, result.read_by = fields["confirmation"], fields["read_by"]
-                result = self._confirm_at_anchor(result, slot, prompt_ids, new_ids, extras)
-            slots.append(result)
-        status = worst_status([s.status for s in slots])
-        reason = "; ".join(f"{s.name}: {s.reason}" for s in slots if s.reason) or None
-        return JudgeResponse(status=status, text=text, slots=slots,
-                             usage=Usage(len(prompt_ids), len(new_ids)),
-                             model=Path(self.path).name, system_fingerprint=self.snapshot(),
-                             reason=reason)
-
-    def _confirm_at_anchor(self, result: SlotResult, slot: ScoreSlot, prompt_ids: list[int],
-                           new_ids: list[int], extras: dict[str, object]) -> SlotResult:
-        """``result``, confirmed or contradicted at its forced anchor when off-contract.
-
-        The distribution at the slot's forced anchor after the whole answer must put the
-        printed value first (:mod:`capjudge.reading.confirm`).
-        """
-        if not needs_confirmation(result):
-            return result
-        anchor = self._forced_context(slot, prompt_ids, new_ids, confirming=True)
-        second = self._teacher_forced(slot, anchor, extras, None, True)
-        return confirmed(result, second, "forced-anchor")
-
-    def _teacher_forced(self, slot: ScoreSlot, context: list[int], extras: dict[str, object],
-                        printed: int | float | None, forced: bool) -> SlotResult:
-        """The slot's exact distribution after ``context``, with its status."""
-        raw = self.distribution(context, slot.values, extras)
-        probs, mass = normalise(raw, slot.values)
-        result = SlotResult(slot.name, slot.values, probs, mass, "teacher_forcing", "ok",
-                            None, printed, forced)
-        if mass <= 0:
-            result.probs, result.status = None, "parse_failure"
-            result.reason = "no probability on the scale at the score position"
-        elif mass < self.min_mass:
-            result.status = "low_mass"
-            result.reason = f"captured mass {mass:.3f} < {self.min_mass}"
-        return result
+        base: ResponseBase = {"usage": Usage(len(prompt_ids), len(new_ids)),
+                              "model": Path(self.path).name,
+                              "system_fingerprint": self.snapshot(), "latency_s": 0.0,
+                              "timings": None}
+        teacher = _Forcing(self, prompt_ids, new_ids, extras)
+        return read(self, request, Answer(text, base), teacher).response
 
     def _forced_context(self, slot: ScoreSlot, prompt_ids: list[int], new_ids: list[int], *,
                         confirming: bool = False) -> list[int]:
@@ -106,28 +55,21 @@ class HFDigits(HFPrefix, HFLikelihood):
         return prompt_ids + (new_ids if after else []) + forced
 
     def _slot_context(self, slot: ScoreSlot, prompt_ids: list[int], new_ids: list[int],
-                      text: str, found: Located | None | Literal[False] = False
-                      ) -> tuple[list[int], bool, int | float | None]:
-        """Token ids up to the score position, whether it was forced, and the number printed.
+                      start: int | None) -> tuple[list[int], bool]:
+        """Token ids up to the score position, and whether it was forced.
 
-        The number is the one the model printed, if any.
-
-        The position is where the model's own text wrote the number (read by the same rules as
-        the API path) when its digits start at a token boundary. Otherwise it is forced and
-        the row says so (``anchor_forced``): for ``"last"`` slots after the whole text and the
-        slot's ``forced_prefix``, for ``"first"`` slots at the start of the answer (which is
-        *not* where the model wrote its number when it wrote one later, e.g. "Rating: 4").
-        ``found``: the slot's reading of ``text`` when the caller has it (False: read here).
+        ``start``: where the reader found the number the model printed (a character offset
+        of the decoded answer; None: it found none). The position is there when its digits
+        start at a token boundary. Otherwise it is forced and the row says so
+        (``anchor_forced``): for ``"last"`` slots after the whole text and the slot's
+        ``forced_prefix``, for ``"first"`` slots at the start of the answer (which is *not*
+        where the model wrote its number when it wrote one later, e.g. "Rating: 4").
         """
-        if found is False:
-            found = find_printed(text, slot)
-        printed = found.printed if found is not None else None
-        if found is not None:
-            k = self._token_at(new_ids, found.start)
+        if start is not None:
+            k = self._token_at(new_ids, start)
             if k is not None:
-                return prompt_ids + new_ids[:k], False, printed
-        # "first" slots: the score was asked for first, so it is read at the answer's start.
-        return self._forced_context(slot, prompt_ids, new_ids), True, printed
+                return prompt_ids + new_ids[:k], False
+        return self._forced_context(slot, prompt_ids, new_ids), True
 
     def _token_at(self, new_ids: list[int], cut: int) -> int | None:
         """How many generated tokens precede the digits starting at character ``cut``.
@@ -405,3 +347,23 @@ class HFDigits(HFPrefix, HFLikelihood):
                 total = sum(float(logp[n - 1 + k, t]) for k, t in enumerate(tail))
                 out[v] = math.exp(total) * self._end_prob(logp[-1])
         return out
+
+
+class _Forcing:
+    """The teacher of one generated answer (:class:`capjudge.reading.Teacher`)."""
+
+    def __init__(self, backend: HFDigits, prompt_ids: list[int], new_ids: list[int],
+                 extras: dict[str, object]) -> None:
+        self.backend, self.prompt_ids, self.new_ids = backend, prompt_ids, new_ids
+        self.extras = extras
+
+    def at_printed(self, slot: ScoreSlot, start: int) -> dict[int, float] | None:
+        """The exact distribution where the answer's digits start, if they start a token."""
+        context, forced = self.backend._slot_context(slot, self.prompt_ids, self.new_ids, start)
+        return None if forced else self.backend.distribution(context, slot.values, self.extras)
+
+    def at_anchor(self, slot: ScoreSlot, *, confirming: bool = False) -> dict[int, float]:
+        """The exact distribution at the slot's forced anchor."""
+        context = self.backend._forced_context(slot, self.prompt_ids, self.new_ids,
+                                               confirming=confirming)
+        return self.backend.distribution(context, slot.values, self.extras)

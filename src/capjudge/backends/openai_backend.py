@@ -88,28 +88,16 @@ from capjudge.protocol import (
     JudgeRequest,
     JudgeResponse,
     ServerTimings,
-    SlotResult,
     Usage,
 )
 from capjudge.reading import (
-    CONFIRM,
     CONFIRM_MODES,
     FOLLOW_UP_MIN_P,
-    READING_RULES_VERSION,
-    PendingDigits,
+    Answer,
+    Reading,
     ResponseBase,
     TokenLogprob,
-    TreeReading,
-    follow_up_prefixes,
-    follow_up_requests,
-    merge_follow_ups,
-    needs_confirmation,
-    read_answer,
-    reasoning_only,
-    reread_raw,
-    reread_text,
-    rereadable_text,
-    response_of,
+    read,
 )
 from capjudge.records import JSONValue
 from capjudge.util.credentials import CredentialsInURLError, check_url, strip_userinfo
@@ -231,7 +219,7 @@ class OpenAIBackend(OpenAIServed):
         self.server = server
         self._detected = server is not None or not continue_digits
         self._detect_lock = threading.Lock()
-        self._pending: dict[int, PendingDigits] = {}
+        self._pending: dict[int, Reading] = {}
         self._pending_lock = threading.Lock()
 
     @property
@@ -437,20 +425,8 @@ class OpenAIBackend(OpenAIServed):
                 # llama.cpp: it continued the assistant message by itself (and says so by
                 # echoing it, or by its timings object); vLLM's fields are not needed.
                 self.continuation = "prefill"
-        refusal = message.get("refusal")
-        if refusal or finish_reason == "content_filter":
-            return JudgeResponse(status="refused", text=text,
-                                 reason=f"model refused: {refusal or finish_reason}",
-                                 **base)
-        truncated = finish_reason == "length"
-        # A reasoning model's thinking in its own field is never the answer; an answer with
-        # nothing but that field stopped before its verdict.
-        thinking = message.get("reasoning_content") or message.get("reasoning")
-        if not text.strip() and thinking and request.slots:
-            slots = [reasoning_only(slot, truncated) for slot in request.slots]
-            response = response_of(text, slots, finish_reason, request, base)
-            response.raw = {"finish_reason": finish_reason, "reasoning_only": True}
-            return response
+        refusal = message.get("refusal") or (
+            finish_reason if finish_reason == "content_filter" else None)
         tokens: list[TokenLogprob] | None = None
         if (content := (choice.get("logprobs") or {}).get("content")):
             tokens = [
@@ -459,39 +435,19 @@ class OpenAIBackend(OpenAIServed):
                                    or ()))
                 for t in content
             ]
-        joined = "".join(t.token for t in tokens or [])
-        slots, readings, bases, forced = read_answer(self, request, text, tokens, truncated)
-        question = self._asks_question(request, slots, readings)
-        response = response_of(text, slots, finish_reason, request, base)
-        if tokens:
-            # The raw answer, so a change of reading rules re-reads it (reread), never re-asks.
-            response.raw = {"tokens": [[t.token, t.logprob, [list(a) for a in t.top]]
-                                       for t in tokens],
-                            "finish_reason": finish_reason,
-                            "notes": {str(i): list(r.notes) for i, r in readings.items()
-                                      if r.notes}}
-        else:
-            # A text answer is re-read from ``text``; what was cut must be remembered (cap3d
-            # reads its points from the text too).
-            response.raw = {"finish_reason": finish_reason}
-        if question or (self.continue_digits
-                        and any(follow_up_prefixes(r) for r in readings.values())):
+        answer = Answer(text, base, tokens, finish_reason,
+                        thinking=message.get("reasoning_content") or message.get("reasoning"),
+                        refusal=refusal)
+        reading = read(self, request, answer)
+        if reading.pending is not None:
             with self._pending_lock:
-                self._pending[id(response)] = PendingDigits(joined, readings, set(), [], bases,
-                                                            forced, question)
-        return response
+                self._pending[id(reading.response)] = reading
+        return reading.response
 
     def confirmable(self, request: JudgeRequest) -> bool:
         """Whether off-contract readings of this request are confirmed (never a follow-up's)."""
         return self.confirm != "off" and not request.template.endswith(
             ("+confirm", "+continue"))
-
-    def _asks_question(self, request: JudgeRequest, slots: Sequence[SlotResult],
-                       readings: Mapping[int, TreeReading]) -> bool:
-        """``confirm: follow_up``: a slot off-contract with no forced anchor to confirm it."""
-        return (self.confirm == "follow_up" and self.confirmable(request)
-                and any(needs_confirmation(s) and i + CONFIRM not in readings
-                        for i, s in enumerate(slots)))
 
     def ask_again(self, request: JudgeRequest, stored: JudgeResponse) -> bool:
         """Whether a cached answer's digit trees were completed less far than asked now.
@@ -512,13 +468,8 @@ class OpenAIBackend(OpenAIServed):
         again from its raw tokens and follow-up continuations; otherwise only ``min_mass`` is
         re-applied (:meth:`Backend.reread`).
         """
-        stale = (response.read_with.get("reading_rules") != READING_RULES_VERSION
-                 or response.read_with.get("confirm", self.confirm) != self.confirm)
-        if stale and response.raw and response.raw.get("tokens") and request.slots:
-            return reread_raw(self, request, response)
-        if stale and request.slots and rereadable_text(request, response):
-            return reread_text(self, request, response)
-        return super().reread(request, response)
+        reading = read(self, request, response)
+        return reading.response if reading.changed else super().reread(request, response)
 
     # -- continuation follow-ups (digit-split tokenizers) -----------------------------------
 
@@ -526,14 +477,14 @@ class OpenAIBackend(OpenAIServed):
                    ) -> list[JudgeRequest]:
         """What the reading of ``response`` still needs asked.
 
-        See :func:`capjudge.reading.pending.follow_up_requests`: digit continuations, forced
+        See :meth:`capjudge.reading.Reading.follow_ups`: digit continuations, forced
         anchors, the confirmation question.
         """
         with self._pending_lock:
-            pending = self._pending.get(id(response))
-        if pending is None:
+            reading = self._pending.get(id(response))
+        if reading is None:
             return []
-        out = follow_up_requests(pending, request, response.text, self.continue_digits)
+        out = reading.follow_ups(self.continue_digits)
         if not out:
             with self._pending_lock:
                 self._pending.pop(id(response), None)
@@ -542,22 +493,22 @@ class OpenAIBackend(OpenAIServed):
     def complete(self, request: JudgeRequest, response: JudgeResponse,
                  follow_ups: Sequence[JudgeRequest], answers: Sequence[JudgeResponse]
                  ) -> JudgeResponse:
-        """The response with its follow-ups' answers merged (:func:`merge_follow_ups`)."""
+        """The response with its follow-ups' answers merged (:meth:`Reading.complete`)."""
         with self._pending_lock:
-            pending = self._pending.pop(id(response), None)
-        if pending is None:
+            reading = self._pending.pop(id(response), None)
+        if reading is None:
             return response
-        done, off, more = merge_follow_ups(request, response, pending, answers,
-                                           min_mass=self.min_mass,
-                                           continuing=self.continue_digits,
-                                           refused=self._refuses_continuation)
+        off = reading.complete(answers, min_mass=self.min_mass,
+                               continuing=self.continue_digits,
+                               refused=self._refuses_continuation)
+        done = reading.response
         if off is not None:
             # The server refuses continuation requests: no more follow-ups from here on.
             self.continue_digits = False
             self.continue_off_reason = off
-        if more:
+        if reading.pending is not None:
             with self._pending_lock:
-                self._pending[id(done)] = pending  # "10" after "1": another round
+                self._pending[id(done)] = reading  # "10" after "1": another round
         return done
 
     @staticmethod

@@ -1,19 +1,19 @@
 r"""Reading a judge's verdict from its answer, as a careful person does: one seam (issue 40).
 
-Backends send requests and return what the judge sent; every reading step lives here, and a
-backend imports only this package's names (never its submodules; a test enforces it):
+Backends send requests and say what the judge sent; every reading step lives here. A backend
+calls one function and imports only the entry point's names (a test enforces it):
 
-- :func:`read_answer`: each slot of a request read from one answer (its text, its tokens with
-  their alternatives, whether it was cut), with what more the reading needs asked: digit
-  follow-ups, a forced anchor, the confirmation of an off-contract verdict
-  (:class:`PendingDigits`, :data:`CONFIRM`, :data:`QUESTION`).
-- :func:`confirm_at_anchors`, :func:`confirm_by_question`, :func:`finish_slot`: the reading
-  finished once those answers came; :func:`reread_raw`, :func:`reread_text`: a cached answer
-  read again under new rules (:data:`READING_RULES_VERSION`).
-- :func:`find_printed`, :func:`abstention`, :func:`contract_fields`, :func:`confirmed`: for
-  backends that compute distributions themselves (transformers' teacher forcing): where the
-  verdict is written, the reader's abstention (never teacher-forced away), whether it is on
-  the method's contract, and its confirmation.
+- :func:`read`: each slot of a request read from one :class:`Answer` (its text, its tokens
+  with their alternatives, its finish reason, a thought in its own field, a refusal), or a
+  stored response read again under the current rules (:data:`READING_RULES_VERSION`). It
+  returns a :class:`Reading`: the response, and what more the reading needs asked (digit
+  follow-ups, a forced anchor, the confirmation of an off-contract verdict), which the
+  backend sends like any request and hands back to :meth:`Reading.complete`.
+- A backend that computes exact distributions itself (transformers' teacher forcing) passes
+  a :class:`Teacher`: the reading decides where the verdict is, what is an abstention and
+  what needs confirming; the teacher gives the distribution at those positions.
+- :class:`ResponseBase`, :class:`TokenLogprob`: the neutral fields an answer carries;
+  :data:`CONFIRM_MODES`, :data:`FOLLOW_UP_MIN_P`: the reading options' values and defaults.
 
 The steps, one module each:
 
@@ -39,7 +39,8 @@ The steps, one module each:
 - :mod:`capjudge.reading.confirm`: the second channel an off-contract verdict needs.
 - :mod:`capjudge.reading.tokens`: the digit tree at the located number (log-probabilities).
 - :mod:`capjudge.reading.pending`, :mod:`capjudge.reading.answer`: one answer's reading
-  through its follow-ups.
+  through its follow-ups; :mod:`capjudge.reading.teacher`: with exact distributions;
+  :mod:`capjudge.reading.entry`: the entry point.
 """
 
 from capjudge.reading.answer import (
@@ -63,6 +64,7 @@ from capjudge.reading.confirm import (
     follow_up_schema,
     needs_confirmation,
 )
+from capjudge.reading.entry import Answer, Reading, read
 from capjudge.reading.locate import Located, find_printed
 from capjudge.reading.pending import (
     CONFIRM,
@@ -72,6 +74,7 @@ from capjudge.reading.pending import (
     forced_reading,
 )
 from capjudge.reading.points import parse_ch, parse_points, read_ch, read_points_slot
+from capjudge.reading.teacher import Teacher
 from capjudge.reading.tokens import (
     FOLLOW_UP_MIN_P,
     READING_RULES_VERSION,
@@ -85,12 +88,12 @@ from capjudge.reading.tokens import (
     reasoning_only,
 )
 
-__all__ = ["CONFIRM", "CONFIRM_MODES", "FOLLOW_UP_MIN_P", "Located", "PendingDigits", "QUESTION",
-           "READING_RULES_VERSION", "Reader", "ResponseBase", "TokenLogprob", "TreeReading",
-           "abstention", "add_continuation", "confirm_at_anchors", "confirm_by_question",
-           "confirmed", "continuation_from_result", "contract_fields", "find_printed",
-           "finish_slot", "follow_up_prefixes", "follow_up_question", "follow_up_requests",
-           "follow_up_schema", "forced_reading", "merge_follow_ups", "needs_confirmation",
-           "next_slot", "parse_ch", "parse_points", "read_answer", "read_ch",
-           "read_points_slot", "reasoning_only", "reread_raw", "reread_text", "rereadable_text",
-           "response_of"]
+__all__ = ["Answer", "CONFIRM", "CONFIRM_MODES", "FOLLOW_UP_MIN_P", "Located", "PendingDigits",
+           "QUESTION", "READING_RULES_VERSION", "Reader", "Reading", "ResponseBase", "Teacher",
+           "TokenLogprob", "TreeReading", "abstention", "add_continuation", "confirm_at_anchors",
+           "confirm_by_question", "confirmed", "continuation_from_result", "contract_fields",
+           "find_printed", "finish_slot", "follow_up_prefixes", "follow_up_question",
+           "follow_up_requests", "follow_up_schema", "forced_reading", "merge_follow_ups",
+           "needs_confirmation", "next_slot", "parse_ch", "parse_points", "read", "read_answer",
+           "read_ch", "read_points_slot", "reasoning_only", "reread_raw", "reread_text",
+           "rereadable_text", "response_of"]
