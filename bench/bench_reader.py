@@ -38,17 +38,29 @@ def main() -> None:
     for path in args.corpora:
         entries = load(path)
         outcomes = []
+        sent: Counter[str] = Counter()
         with tempfile.TemporaryDirectory() as tmp:
             for k, entry in enumerate(entries):
                 work = Path(tmp) / str(k)
                 work.mkdir()
-                outcomes.append(judged(entry, replay(entry, work, confirm=args.confirm)))
+                out = replay(entry, work, confirm=args.confirm)
+                sent.update(out["replayed"])
+                sent["asked"] += bool(out["replayed"]["questions"])
+                outcomes.append(judged(entry, out))
         right = sum(o.right for o in outcomes)
         wrong = [o for o in outcomes if o.wrong_valid]
         by_method = Counter(e["method"] for e, o in zip(entries, outcomes, strict=True)
                             if not o.right)
         print(f"{path.name}: {right}/{len(outcomes)} read right; {len(wrong)} wrong value(s) "
               f"returned as valid; misses by method: {dict(by_method)}")
+        if args.confirm:
+            # The cost of confirming off-contract readings by the follow-up question: one more
+            # request per answer that asks it (the conversation again, at most 64 tokens out).
+            print(f"  confirmation: {sent['asked']} of {len(entries)} answers asked the "
+                  f"follow-up question ({100 * sent['asked'] / len(entries):.0f} %): "
+                  f"{sent['questions']} extra requests on {sent['requests'] - sent['questions']}"
+                  f" ({100 * sent['questions'] / max(1, sent['requests'] - sent['questions']):.0f}"
+                  " %)")
         if not args.quiet:
             for o in outcomes:
                 if not o.right:

@@ -72,9 +72,12 @@ def replay(entry: dict[str, Any], workdir: Path | None = None, *,
     work = Path(workdir or tempfile.mkdtemp(prefix="capjudge-replay-"))
     method = entry["method"]
     answer = scripted(entry)
+    sent = {"requests": 0, "questions": 0}
 
     def script(body: dict[str, Any]) -> Scripted:
+        sent["requests"] += 1
         if confirm and _is_question(body):
+            sent["questions"] += 1
             return Scripted(text=entry.get("follow_up") or "", logprobs=False)
         if _is_scoring_request(method, prompt_text(body)):
             return answer
@@ -101,6 +104,7 @@ def replay(entry: dict[str, Any], workdir: Path | None = None, *,
             cli_main(["score", "--backend", "openai/gpt-4o-2024-08-06", "--base-url",
                       server.url, "--cache-dir", str(work / "cache"), "--json", *args])
     out: dict[str, Any] = json.loads(buffer.getvalue())
+    out["replayed"] = sent  # what the stand-in server was asked (bench_reader's cost figure)
     return out
 
 

@@ -73,7 +73,7 @@ def test_corpus_d_no_wrong_value_as_valid_and_read_right_but_for_abstentions(
     wrong = [f"{k}: {o}" for k, o in outcomes.items() if o.wrong_valid]
     assert not wrong, "WRONG VALUES RETURNED AS VALID:\n" + "\n".join(wrong)
     right = sum(o.right for o in outcomes.values())
-    assert right >= 178, right  # measured: 178/190, every miss an abstention
+    assert right >= 182, right  # measured: 182/190 (rules 18), every miss an abstention
 
 
 # Corpus E (issue 40: a fifth writer, after the contract and the second channel were designed,
@@ -210,13 +210,35 @@ CORPUS_P = _present("blind_answers_p.json")
 KNOWN_WRONG_P = {"P-c3-half-fraction"}
 
 
+# Corpus Q (issue 40: a seventeenth writer, blind to the reader and to corpora A-P, asked for
+# kinds none of them has; committed before it was measured, after the reading entry point).
+# First measured with rules 16: 130/150 read right, 6 wrong values returned as valid (a value
+# and another under qualifiers, a later value the judge prefers, a verdict restated on its own
+# scale, cap3d: the other label's value on the same line, a count hedged in the final review,
+# penalty points beside H). With those classes (rules 17): 136/150, none; 137 with rules 18.
+CORPUS_Q = _present("blind_answers_q.json")
+KNOWN_WRONG_Q: set[str] = set()
+
+
+# Corpus R (issue 40: an eighteenth writer, blind to the reader and to corpora A-Q, every kind
+# new by name; committed before it was measured). First measured with rules 17: 127/156 read
+# right, 2 wrong values returned as valid (a verdict on a severity scale the judge turned
+# round, a full-width digit among the alternatives whose probability was dropped). With those
+# classes and three safe misses' (a marked value on a printed scale, a label that measures the
+# verdict's confidence, cap3d's initials in brackets after another language's name; rules
+# 18): 134/156, none.
+CORPUS_R = _present("blind_answers_r.json")
+KNOWN_WRONG_R: set[str] = set()
+
+
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
              ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 143),
              ("I", CORPUS_I, KNOWN_WRONG_I, 135), ("J", CORPUS_J, KNOWN_WRONG_J, 135),
              ("K", CORPUS_K, KNOWN_WRONG_K, 154), ("L", CORPUS_L, KNOWN_WRONG_L, 117),
              ("M", CORPUS_M, KNOWN_WRONG_M, 134), ("N", CORPUS_N, KNOWN_WRONG_N, 123),
-             ("O", CORPUS_O, KNOWN_WRONG_O, 115), ("P", CORPUS_P, KNOWN_WRONG_P, 131)]
+             ("O", CORPUS_O, KNOWN_WRONG_O, 115), ("P", CORPUS_P, KNOWN_WRONG_P, 131),
+             ("Q", CORPUS_Q, KNOWN_WRONG_Q, 137), ("R", CORPUS_R, KNOWN_WRONG_R, 134)]
 
 
 @pytest.mark.heavy(seconds=15)

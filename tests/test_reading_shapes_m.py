@@ -19,8 +19,8 @@ from capjudge.methods.harmoniceval import rating_slot as he_slot
 from capjudge.methods.visce2 import rating_slot as visce2_slot
 from capjudge.protocol import ScoreSlot
 from capjudge.reading import read_ch
+from capjudge.reading.arithmetic import evaluate, miscounted
 from capjudge.reading.locate import Located, locate
-from capjudge.reading.view import evaluate, miscounted
 
 GV, VIS, HE = score_slot(), visce2_slot(), he_slot("correctness")
 

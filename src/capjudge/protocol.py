@@ -481,6 +481,17 @@ _MASS_REASON = re.compile(r"^captured mass (?P<mass>[0-9.]+) < (?P<min>[0-9.eE+-
                           re.DOTALL)
 
 
+MASS_TOLERANCE = 1e-6
+"""Servers round log-probabilities (to about six digits): a mass that equals ``min_mass`` up
+to that rounding (0.3 + 0.2 summed from rounded log-probabilities is 0.4999999...) is not
+below it."""
+
+
+def below_min_mass(mass: float, min_mass: float) -> bool:
+    """Whether a captured ``mass`` is below ``min_mass`` (beyond the rounding of log-probs)."""
+    return mass < min_mass - MASS_TOLERANCE
+
+
 def apply_min_mass(response: JudgeResponse, min_mass: float) -> JudgeResponse:
     """``response`` with every slot's ``low_mass`` flag set from its mass and ``min_mass``.
 
@@ -498,13 +509,13 @@ def apply_min_mass(response: JudgeResponse, min_mass: float) -> JudgeResponse:
             continue
         by_threshold = s.status == "low_mass" and s.reason is not None \
             and (m := _MASS_REASON.match(s.reason)) is not None
-        if s.status == "ok" and s.mass < min_mass:
+        if s.status == "ok" and below_min_mass(s.mass, min_mass):
             s.status, s.reason = "low_mass", f"captured mass {s.mass:.3f} < {min_mass}"
             changed = True
         elif by_threshold:
             assert m is not None
             rest = m.group("rest").removeprefix("; ")
-            if s.mass >= min_mass:
+            if not below_min_mass(s.mass, min_mass):
                 s.status, s.reason = "ok", rest or None
             else:
                 s.reason = f"captured mass {s.mass:.3f} < {min_mass}" + (

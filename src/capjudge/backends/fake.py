@@ -26,6 +26,7 @@ from capjudge.protocol import (
     SlotResult,
     Status,
     Usage,
+    below_min_mass,
     worst_status,
 )
 from capjudge.scoring import normalise
@@ -135,7 +136,7 @@ class FakeBackend(Backend):
             scale = 0.2 if self.spec == "lowmass" else 0.97
             raw = {v: scale * p / total for v, p in raw.items()}
             probs, mass = normalise(raw, slot.values)
-            status: Status = "low_mass" if mass < self.min_mass else "ok"
+            status: Status = "low_mass" if below_min_mass(mass, self.min_mass) else "ok"
             slots.append(SlotResult(slot.name, slot.values, probs, mass, "logprobs", status,
                                     f"captured mass {mass:.3f} < {self.min_mass}"
                                     if status != "ok" else None,

@@ -23,7 +23,8 @@ The steps, one module each:
 - :mod:`capjudge.reading.masking`: what a reader skips (quotations, restated rubrics,
   hypotheticals, rejected alternatives) and declines.
 - :mod:`capjudge.reading.numbers`: numbers in digits, English words and CJK numerals, and a worked
-  score's stated result.
+  score's stated result; :mod:`capjudge.reading.arithmetic`: a judge's computations, worked
+  out and checked against the result they state.
 - :mod:`capjudge.reading.number_words`: numbers spelled out in Spanish, French, German,
   Italian and Portuguese.
 - :mod:`capjudge.reading.scale`: whether a number is a value of the slot's scale (ranges,

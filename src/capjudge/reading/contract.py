@@ -131,6 +131,8 @@ def checklist(text: str, slot: ScoreSlot) -> Candidate | Unreadable | None:
     Two or more checkbox lines ("- [ ] 1 Very Low ...", "☑ 4 High ...") that carry a scale
     value or a rubric level: exactly one ticked is the reading; none or several abstain.
     """
+    if (row := marked_row(text, slot)) is not None:
+        return row
     lines = []
     for m in _CHECK_LINE.finditer(text):
         mark = m.group("mark") or m.group("paren") or m.group("box") or " "
@@ -164,6 +166,38 @@ def checklist(text: str, slot: ScoreSlot) -> Candidate | Unreadable | None:
                         float(value), m.group("rest").strip(), "level")
     return Candidate(number, f"the ticked checklist line {m.group(0).strip()[:60]!r}", 2,
                      source="checklist")
+
+
+# One value of a printed scale marked as chosen: "[4]", "**4**", "(4)", "<4>", "☑ 4", "✓4".
+_ROW_MARK = re.compile(r"\[\s*(?P<a>\d+)\s*\]|\*\*\s*(?P<b>\d+)\s*\*\*|\(\s*(?P<c>\d+)\s*\)|"
+                       r"<\s*(?P<d>\d+)\s*>|[\u2611\u2612\u2713\u2714\u2705\u25a0\u25cf\u25c9"
+                       r"\u25a3\u2b24]\s*(?P<e>\d+)")
+
+
+def marked_row(text: str, slot: ScoreSlot) -> Candidate | None:
+    """The one value marked on a line that prints the whole scale ("1  2  3  [4]  5").
+
+    Only a line of nothing but the scale's values in order (a scale of at most eleven),
+    separators, empty boxes and exactly one mark; a line with words, or two marks, is no row.
+    """
+    if slot.high - slot.low > 10:
+        return None
+    for line in re.finditer(r"[^\n]+", text):
+        values = [int(v) for v in re.findall(r"\d+", line.group(0))]
+        if values != list(range(slot.low, slot.high + 1)) or re.search(
+                r"[^\W\d_]", line.group(0)):
+            continue
+        marks = list(_ROW_MARK.finditer(line.group(0)))
+        if len(marks) != 1:
+            continue
+        key = next(k for k in "abcde" if marks[0].group(k) is not None)
+        at = line.start() + marks[0].start(key)
+        written = marks[0].group(key)
+        number = Number(at, at + len(written), at + len(written), float(written), written,
+                        "digits")
+        return Candidate(number, f"the value marked on the printed scale "
+                         f"{' '.join(line.group(0).split())!r}", 2, source="checklist")
+    return None
 
 
 def _line_value(rest: str, slot: ScoreSlot) -> int | None:

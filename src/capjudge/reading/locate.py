@@ -87,8 +87,10 @@ from capjudge.reading.settled import (
     alternative_after,
     bare_numbers,
     doubtful,
+    inverted_scale,
     not_a_verdict,
     own_answer,
+    preferred_after,
 )
 from capjudge.reading.structure import (
     Field,
@@ -231,7 +233,7 @@ def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     out = []
     for m in label.finditer(text):
         v = value.match(text, m.end())
-        if v is None:
+        if v is None or _measures_other(text, m.start()):
             continue
         filler = text[m.end(): v.end()]
         if filler.count("\n") > 2 or _SENTENCE_END.search(filler) or _NEXT_LABEL.search(
@@ -253,6 +255,17 @@ def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             out.append(replace(make_candidate(text, n, how, 2, slot, _is_final(text, m.start()),
                                           source="label"), contract=True))
     return out
+
+
+# "Confidence in this score:", "Probability of this rating:": the label names another measure
+# of the verdict, and its value is that measure's.
+_OTHER_MEASURE = re.compile(r"\b(?:confidence|certainty|uncertainty|probability|likelihood|"
+                            r"agreement|consensus|reliability)\b[^\n\d:=]{0,24}$", re.I)
+
+
+def _measures_other(text: str, start: int) -> bool:
+    """Whether the label at ``start`` is the object of another measure on its line."""
+    return _OTHER_MEASURE.search(text, text.rfind("\n", 0, start) + 1, start) is not None
 
 
 # "— actually, make that $60$", "(correction: $60$)", "... no, $60$": a value's own line
@@ -287,7 +300,8 @@ def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             if m.group(0).count("\n") > 2:
                 continue
             n = value_at(text, m.end())
-            if n is None or (n.kind != "digits" and not stands_alone(text, n)):
+            if n is None or (n.kind != "digits" and not stands_alone(text, n)) \
+                    or _measures_other(text, m.start()):
                 continue  # "Conciseness: One clear sentence": a word, not the value
             if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|ist|es|est|of|be)\b|"
                                            + _ARROW,
@@ -633,7 +647,9 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         return vetoed
     if (open_ := alternative_after(chosen, cleaned, slot) or not_a_verdict(chosen, cleaned)
             or own_answer(chosen, cleaned, slot) or bare_numbers(cleaned)
-            or foreign_caption(view.text, chosen, slot)):
+            or foreign_caption(view.text, chosen, slot)
+            or preferred_after(chosen, view.text, slot)
+            or inverted_scale(chosen, view.text, slot)):
         return Unreadable("parse_failure", open_, printed_value(chosen))
     after = cleaned[chosen.number.end:]
     return replace(_located(view, chosen),

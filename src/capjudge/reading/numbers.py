@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from capjudge.reading.arithmetic import is_operand, result_at, steps_from
 from capjudge.reading.number_words import spelled_at
 from capjudge.reading.view import VULGAR
 
@@ -170,19 +171,6 @@ def first_number(text: str, start: int = 0, end: int | None = None) -> Number | 
     return best
 
 
-# A running computation from a number: "100 - 15 - 10", "Base 90 - 15 (wrong shirt colour)",
-# "100, -10 for the jacket, -5 for the place": each step a sign and a whole number, then a
-# short note of what it is for (no digits in it).
-_STEP = re.compile(r"[ \t]*,?[ \t]*(?P<op>[-+])[ \t]*(?P<n>\d+)(?![\w.]|,\d)"
-                   r"(?P<note>[ \t]*\([^()\n\d]{0,60}\)|[ \t]+(?:for|as|because|due\s+to|"
-                   r"since)\b[^,;\n\d=$>\u2190-\u21ff\u27f0-\u27ff\u2794-\u27bf]{0,60})?")
-# What states the result: "= 75", "→ 85", "=> 85", "so 80", "gives 80".
-_RESULT = re.compile(r"[ \t]*[,:]?[ \t]*(?:=|-+>|=+>|[\u2192\u21d2\u27f6\u27f9\u2794\u279c"
-                     r"\u27a1]|\b(?:so|gives|leaves|makes|which\s+is)\b)[ \t*_`$]*(?=\d)")
-# A step of a computation, or the scale a number is stated on ("7 out of 10 -> 70/100").
-_OPERAND_BEFORE = re.compile(r"(?:[-+=/]|\bout\s+of|\bof)[ \t]*$")
-
-
 def _worked(text: str, n: Number) -> Number:
     """``n``, or the result of the computation that starts at it.
 
@@ -194,25 +182,22 @@ def _worked(text: str, n: Number) -> Number:
     number of kind ``arithmetic`` spanning the steps, with no token distribution of its own.
     A number that is itself a step of a computation is left as written.
     """
-    if _OPERAND_BEFORE.search(text, max(0, n.start - 8), n.start):
+    if is_operand(text, n.start):
         return n
-    value, pos, steps = n.value, n.end, 0
-    while (m := _STEP.match(text, pos)) is not None:
-        step = int(m.group("n"))
-        if m.group("op") == "-" and steps == 0 and step > value:
-            return n  # "70 - 80": a range, not a subtraction
-        value += step if m.group("op") == "+" else -step
-        pos, steps = m.end(), steps + 1
-    result = _RESULT.match(text, pos)
-    if result is not None:
-        stated = number_at(text, result.end())
-        if stated is not None and (steps == 0 or stated.value == value):
+    steps = steps_from(text, n.end, int(n.value))
+    value, pos = steps.value, steps.end
+    at = result_at(text, pos)
+    if at is not None:
+        stated = number_at(text, at)
+        if stated is not None and (steps.count == 0 or stated.value == value):
             return stated
+        # (Steps that contradict the result: neither is read; the scale's check names the
+        # contradiction, capjudge.reading.arithmetic.contradiction.)
         return n
     # One step from a number that is no scale's top ("$85 - 80$") may be a range written
     # downwards: only deductions from the top, or two steps or more, are worked out.
-    from_top = n.value in (5, 10, 100) or steps >= 2
-    if steps and from_top and value >= 0 and re.match(r"[ \t]*\$", text[pos:]) and re.search(
+    from_top = n.value in (5, 10, 100) or steps.count >= 2
+    if steps.count and from_top and value >= 0 and re.match(r"[ \t]*\$", text[pos:]) and re.search(
             r"\$[ \t*_`]*$", text[:n.start]):
         return Number(n.start, pos, pos, float(value), text[n.start:pos].strip(), "arithmetic")
     return n

@@ -51,8 +51,10 @@ def _label(name: str, initial: str) -> re.Pattern[str]:
 
     Also the value in brackets right after the label: "C. Score (3) · H. Score (1)".
     """
+    # ("Korrektheitswert (C. Score): 3": the initials in brackets after another language's
+    # name are the label; its closing bracket comes before the colon.)
     return re.compile(
-        rf"{_label_name(name, initial)}\s*"
+        rf"{_label_name(name, initial)}(?:(?<=score)\s*\))?\s*"
         rf"(?:(?:\(\s*{initial}\.?\s*score\s*\))?[\s*_]*[:=]|"
         r"[ \t]*\((?=[ \t]*\d+(?:\.\d+)?[ \t]*\)))(?P<rest>[^\n]*)", re.I)
 
@@ -61,6 +63,7 @@ def _label(name: str, initial: str) -> re.Pattern[str]:
 _PATTERNS = {"correctness": _label("correctness", "c"),
              "hallucination": _label("hallucination", "h")}
 _KEYS = {"correctness": ("correctness", "c"), "hallucination": ("hallucination", "h")}
+_OTHER = {"correctness": "hallucination", "hallucination": "correctness"}
 _SIGNED = rf"[-\u2212]?\s*{_NUMBER}"
 _SUM = re.compile(rf"^(?P<expr>{_SIGNED}(?:\s*\+\s*{_NUMBER})*)(?![\d.])")
 _TOTAL = re.compile(rf"=\s*\**\s*(?P<total>{_SIGNED})(?![\d.])")
@@ -111,6 +114,8 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
     prompt's "deduct 2 points") are read as points; negative correctness points, a template
     placeholder echoed back or "N/A" are a parse failure, with the reason.
     """
+    if (other := _PATTERNS[_OTHER[name]].search(rest)) is not None:
+        rest = rest[: other.start()]  # "C. Score = 8, H. Score = 2": the next label ends it
     line = rest.strip().strip("*_` ").strip()
     if line.startswith("[") and "]" in line:
         line = line[1:line.index("]")].strip()
@@ -127,6 +132,7 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
         return None, (f"the {name} points are left open ({aside.group(0).strip()!r}): a "
                       "range or a hedge")
     line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
+    line = _NEXT_FIELD.split(line)[0]  # "2, Precision = 50%": the next field ends the value
     line = re.sub(r"\s*(?:points?|pts?\.?)\b.*$", "", line, flags=re.I)
     line = re.sub(r"(?<=\d)\.$", "", line)  # "so H. Score: 0.": the sentence's full stop
     if re.match(rf"{_SIGNED}\s*(?:%|percent\b)", line, re.I):
@@ -278,7 +284,44 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
         why = (f"the judge took its counts back ({gone.group(0).strip()!r}) and gave no "
                "others")
         return {name: (None, why) for name in _PATTERNS}
+    # (The hedge is looked for in the answer as written: masking blanks "might be" clauses.)
+    return _left_open(out, masked, view.text[last_end:] if last_end else "")
+
+
+def _left_open(out: dict[str, tuple[float | None, str | None]], masked: str, after: str
+               ) -> dict[str, tuple[float | None, str | None]]:
+    """The counts, less those the rest of the answer leaves open.
+
+    A review that hedges a count after the lines ("Final review: C. Score might be 3 or 4")
+    reopens it; points counted under another label beside H ("Irrelevant-content penalty:
+    1", where the prompt penalises irrelevant content) may or may not be hallucination points.
+    """
+    for name in _PATTERNS:
+        if out[name][0] is not None and (hedge := _REOPENED[name].search(after)) is not None:
+            out[name] = (None, f"after its counts the answer leaves the {name} points open "
+                               f"again ({' '.join(hedge.group(0).split())!r})")
+    if out["hallucination"][0] is not None:
+        for m in _PENALTY_LINE.finditer(masked):
+            if float(m.group("n")) > 0 and not _PATTERNS["hallucination"].search(m.group(0)):
+                out["hallucination"] = (None, (
+                    f"the answer counts points beside the hallucination points "
+                    f"({' '.join(m.group(0).split())!r}): whether they are hallucination "
+                    "points (the prompt penalises irrelevant content) is not settled"))
+                break
     return out
+
+
+# A count named again after the lines, with a hedge: "C. Score might be 3 or 4".
+_REOPENED = {name: re.compile(
+    rf"{_label_name(name, initial)}[^\n.;]{{0,30}}?(?:\b(?:might|may|could|would)\s+(?:also\s+|"
+    rf"well\s+|rather\s+|instead\s+)?be\b|\b(?:either|possibly|perhaps|arguably|between)\b)"
+    rf"[^\n.;]{{0,30}}?\d", re.I) for name, initial in (("correctness", "c"),
+                                                    ("hallucination", "h"))}
+# A labelled count of penalised content beside C and H: "Irrelevant-content penalty: 1".
+_PENALTY_LINE = re.compile(
+    r"^[ \t>*_#|-]*[^\n:=]{0,40}?\b(?:penalt(?:y|ies)|deduct(?:ion|ions|ed)?|irrelevan(?:t|ce)|"
+    r"unsupported|unverifi(?:able|ed)|extraneous|speculative)\b[^\n:=\d]{0,40}[ \t*_]*[:=]"
+    r"[ \t*_`$]*[-\u2212]?(?P<n>\d+(?:\.\d+)?)", re.I | re.M)
 
 
 _ADJUSTED = re.compile(

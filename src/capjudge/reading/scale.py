@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 
 from capjudge.protocol import ScoreSlot
+from capjudge.reading.arithmetic import contradiction
 from capjudge.reading.candidates import Candidate
 from capjudge.reading.number_words import spelled_pattern
 from capjudge.reading.numbers import NUMBER_WORDS, Number, value_at
-from capjudge.reading.view import miscounted
 
 # "70 or 75" in the languages the vocabulary knows ("70 o 75", "3 ou 4", "3 oder 4", "3 или 4").
 _RANGE_AFTER = re.compile(r"[\s$*_]*(?:-|\u2013|\u2014|to|~|or|and|至|到|或|o|ou|oder|или|и|y|und|"
@@ -34,6 +34,9 @@ _PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b)")
 _ALTERNATIVE_AFTER = re.compile(r"[\s$*_`]*,\s*(?:or|o|ou|oder|или|maybe|perhaps|possibly)\s+"
                                 r"(?:maybe\s+|perhaps\s+|possibly\s+|even\s+|else\s+)?"
                                 r"[$*_\s]*(?:\d|" + NUMBER_WORDS.pattern + r")", re.I)
+# "$50$ (strict) / $70$ (lenient)": a value under a qualifier, then another under its own.
+_QUALIFIED_PAIR = re.compile(r"[\s$*_`]*\([^()\n\d]{1,40}\)[\s$*_`]*(?:/|\||,|;|\bor\b|"
+                             r"\bvs\.?)[\s$*_`]*\(?[\s$*_`]*\d", re.I)
 # "$85$ if it's a cake", "4, provided the dog is a husky": a verdict under a condition the
 # answer never settles.
 _CONDITION_AFTER = re.compile(r"[\s$*_`)]*,?\s*(?:if|unless|provided|assuming|depending\s+on|"
@@ -104,12 +107,6 @@ def denominator(after: str) -> Number | None:
     return value_at(after, cjk.start("a") if cjk.group("a") else cjk.start("b"))
 
 
-# A computation that starts at the number and states its result: "100 - 15 - 10 = 80".
-_COMPUTED = re.compile(r"(?P<expr>[(\d][\d \t.+\-*/\u00d7x()]*?[-+*/\u00d7x]"
-                       r"[\d \t.+\-*/\u00d7x()]*?)"
-                       r"=[ \t]*(?P<result>\d+(?:\.\d+)?)(?!\.?\d)")
-
-
 def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:
     """Why ``n`` is not a reading of ``slot`` (None when it is one), and its scale.
 
@@ -118,18 +115,14 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
     """
     after = text[n.end:]
     before = text[max(0, n.start - 24): n.start]
-    brackets = re.search(r"\([( \t]*$", before)  # "$(70 + 90) / 2 = 85$" starts at the "("
-    if (sum_ := _COMPUTED.match(text, n.start - len(brackets.group(0)) if brackets else n.start)) \
-            is not None and (worked := miscounted(
-            sum_.group("expr"), float(sum_.group("result")))) is not None:
+    if (worked := contradiction(text, n.start)) is not None:
         # "$100 - 15 - 10 = 80$": the steps give 75; which did the judge mean?
-        return (f"the computation {sum_.group(0).strip(' $')!r} gives {worked:g}, not the "
-                f"{sum_.group('result')} it states"), False
+        return worked, False
     if (rng := _RANGE_AFTER.match(after)) is not None or _RANGE_BEFORE.search(before):
         span = after[: rng.end()] if rng else ""
         return (f"the score is a range or a hedge ({(n.written + span).strip()!r}), not one "
                 "number"), False
-    if (alt := _ALTERNATIVE_AFTER.match(after)) is not None:
+    if (alt := _ALTERNATIVE_AFTER.match(after) or _QUALIFIED_PAIR.match(after)) is not None:
         return (f"the score is a range or a hedge ({(n.written + alt.group(0)).strip()!r}), "
                 "not one number"), False
     if re.match(r"\$+\s*\d", after) or re.search(r"\d\$+\s*$", before):

@@ -187,6 +187,8 @@ def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
     n = chosen.number
     if (band := band_apart(chosen, text, slot)) is not None:
         return band
+    if (other := _restated_after(chosen, text, slot)) is not None:
+        return other
     # (For one criterion of several, the others' values follow it in any layout: only the
     # answer's one verdict has no sibling.)
     rivals = _rivals(chosen, text, slot, _sentence_end(text, n.end), words=True)
@@ -206,6 +208,101 @@ def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
             return (f"the verdict {n.written.strip()!r} is followed in its own sentence by "
                     f"another value {o.written.strip()!r} offered as an alternative or under a "
                     f"condition ({word.group(0)!r}): the answer leaves the choice open")
+    return None
+
+
+# Words that prefer another value to the verdict: "safer", "fairer", "more appropriate".
+_PREFERRED = (r"(?:safer|fairer|better|wiser|preferable|more\s+(?:appropriate|accurate|"
+              r"defensible|reasonable|realistic|cautious|conservative|suitable|justified|"
+              r"prudent|honest))")
+# "a neutral 50 may be the safer rating", "perhaps 60 would be fairer", "a fairer score would
+# be 60", "60 might be more appropriate": another value offered as the better verdict.
+_PREFERS = re.compile(
+    rf"(?P<a>\d+)[^\d.;\n]{{0,25}}?\b(?:may|might|could|would|should)\s+(?:well\s+|also\s+|"
+    rf"actually\s+|perhaps\s+)?be\s+(?:a\s+|the\s+|an\s+)?{_PREFERRED}"
+    rf"|{_PREFERRED}\s+(?:rating|score|grade|choice|option|value|call|verdict)\s+(?:may|"
+    rf"might|could|would|should)\s+be\s+(?:a\s+|an\s+)?[^\d.;\n]{{0,15}}?(?P<b>\d+)", re.I)
+# "that corresponds to 70", "equivalent to 70", "which translates to 70": the verdict restated.
+_RESTATES = re.compile(r"\b(?:correspond\w*|equat\w*|equivalent|translat\w*|maps?|mapped|"
+                       r"convert\w*|amounts?)\s+(?:to\s+)?(?:about\s+|roughly\s+|approximately\s+|"
+                       r"around\s+|an?\s+)?[~\u2248]?[\s$*_`]*(?P<n>\d+(?:\.\d+)?)"
+                       r"(?P<after>[^\n.;]{0,40})", re.I)
+
+
+# The good end and the bad end of a scale, as a judge names them when it states its own.
+_GOOD_END = (r"(?:no\s+(?:problems?|errors?|issues?|mistakes?|flaws?|faults?|hallucinations?)|"
+             r"perfect(?:ly\s+(?:appropriate|accurate|correct|fine))?|flawless|(?:the\s+)?best|"
+             r"(?:entirely|completely|fully|totally)\s+(?:correct|accurate|appropriate))")
+_BAD_END = (r"(?:(?:the\s+caption\s+is\s+)?(?:entirely|completely|totally|fully)\s+"
+            r"(?:wrong|incorrect|inaccurate|inappropriate)|(?:the\s+)?worst|most\s+severe|"
+            r"unusable)")
+_MEANS = r"[ \t]*(?:=|:|means|meaning|is|indicates|represents|stands\s+for|->|\u2192)[ \t]*"
+# A scale the judge turns round: "where 0 means no problems and 100 means the caption is
+# entirely wrong", "(1 = no errors, 5 = completely wrong)", "lower is better".
+_ENDS = re.compile(rf"(?<![\d.])(?P<n>\d+){_MEANS}(?:(?P<good>{_GOOD_END})|(?P<bad>{_BAD_END}))\b",
+                   re.I)
+_LOWER_BETTER = re.compile(r"\b(?:lower\s+(?:is|=|means)\s+better|the\s+lower\s+the\s+(?:score|"
+                           r"number|value|rating),?\s+the\s+better|higher\s+(?:is|=|means)\s+"
+                           r"worse|error[- ]severity|severity\s+(?:scale|score|rating|level))\b",
+                           re.I)
+
+
+def inverted_scale(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """Why the verdict is on a scale the judge turned round (its low end the good one), or None.
+
+    Every slot read here rates quality, higher better; a judge that declares its own scale
+    the other way round ("an error-severity assessment, where 0 means no problems") states
+    a value whose quality score it never gives (100 - 30? nothing says the scale is linear).
+    ``text`` is the answer as written: masking blanks a restated scale.
+    """
+    if slot.kind != "score" or slot.low >= slot.high:
+        return None
+    for m in _ENDS.finditer(text):
+        n = int(m.group("n"))
+        if (m.group("good") and n == slot.low) or (m.group("bad") and n == slot.high):
+            return (f"the answer scores on a scale it turns round ({' '.join(m.group(0).split())!r}"
+                    f"): its {chosen.number.written.strip()!r} is not a value of the asked "
+                    f"{slot.low}-{slot.high} scale, higher better")
+    if (lower := _LOWER_BETTER.search(text)) is not None:
+        return (f"the answer scores on a scale where lower is better ({lower.group(0)!r}): its "
+                f"{chosen.number.written.strip()!r} is not a value of the asked scale")
+    return None
+
+
+def preferred_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """A later value the answer prefers to its verdict ("… a neutral 50 may be safer").
+
+    ``text`` is the answer as written (canonical, not masked): "perhaps 65 would be fairer"
+    is a hypothetical to the masking, and what it proposes is the point here.
+    """
+    n = chosen.number
+    for m in _PREFERS.finditer(text, n.end):
+        value = float(m.group("a") or m.group("b"))
+        if value != n.value and slot.low <= value <= slot.high:
+            return (f"after the verdict {n.written.strip()!r} the answer offers another value "
+                    f"as the better one ({' '.join(m.group(0).split())!r}): the answer leaves "
+                    "the choice open")
+    return None
+
+
+def _restated_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """The verdict restated as another value of the slot's own scale ("7 … corresponds to 70").
+
+    A restatement on another scale ("4 (≈ 80 on a 0–100 scale)" for a 1-5 slot) leaves the
+    verdict as it is.
+    """
+    n = chosen.number
+    for m in _RESTATES.finditer(text, n.end):
+        value = float(m.group("n"))
+        if value == n.value or not slot.low <= value <= slot.high:
+            continue
+        scale = re.search(r"(\d+)\s*(?:-|\u2013|\u2014|to)\s*(\d+)", m.group("after"))
+        if scale is not None and (int(scale.group(1)), int(scale.group(2))) != (slot.low,
+                                                                              slot.high):
+            continue  # restated on another scale
+        return (f"the answer restates its verdict {n.written.strip()!r} as "
+                f"{m.group('n')} ({' '.join(m.group(0).split())!r}): which is the value on "
+                f"{slot.low}-{slot.high} is not settled")
     return None
 
 

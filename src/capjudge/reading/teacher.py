@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from capjudge.protocol import JudgeRequest, JudgeResponse, ScoreSlot, SlotResult, worst_status
+from capjudge.protocol import (
+    JudgeRequest,
+    JudgeResponse,
+    ScoreSlot,
+    SlotResult,
+    below_min_mass,
+    worst_status,
+)
 from capjudge.reading.answer import Reader, ResponseBase
 from capjudge.reading.confirm import confirmed, contract_fields, needs_confirmation
 from capjudge.reading.locate import find_printed
@@ -92,7 +99,7 @@ def _distribution_result(slot: ScoreSlot, raw: Mapping[int, float], min_mass: fl
     if mass <= 0:
         result.probs, result.status = None, "parse_failure"
         result.reason = "no probability on the scale at the score position"
-    elif mass < min_mass:
+    elif below_min_mass(mass, min_mass):
         result.status = "low_mass"
         result.reason = f"captured mass {mass:.3f} < {min_mass}"
     return result

@@ -41,7 +41,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from capjudge.protocol import ScoreSlot, SlotResult
+from capjudge.protocol import ScoreSlot, SlotResult, below_min_mass
 from capjudge.reading.confirm import contract_fields
 from capjudge.reading.locate import Located, Unreadable, locate
 from capjudge.reading.points import read_points_slot
@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 16
+READING_RULES_VERSION = 18
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -110,9 +110,17 @@ class TokenLogprob:
 
 
 def _alternatives(tok: TokenLogprob) -> dict[str, float]:
-    """Token -> probability at one position (the chosen token is always a candidate)."""
-    alts = {t: math.exp(lp) for t, lp in tok.top}
-    alts.setdefault(tok.token, math.exp(tok.logprob))
+    """Token -> probability at one position (the chosen token is always a candidate).
+
+    Alternatives that read the same once in plain form ("4" and the full-width "４",
+    :func:`plain_tokens`) are one value: their probabilities add up (a dict of them kept the
+    last one only, and lost the rest of the mass).
+    """
+    alts: dict[str, float] = {}
+    for t, lp in tok.top:
+        alts[t] = alts.get(t, 0.0) + math.exp(lp)
+    if tok.token not in alts:
+        alts[tok.token] = math.exp(tok.logprob)
     return alts
 
 
@@ -346,7 +354,7 @@ def finish(reading: TreeReading, min_mass: float) -> SlotResult:
         # Never pass the conditional distribution of the observed digits off as the whole.
         result.status = "low_mass"
         result.reason = f"captured mass {mass:.3f}; {lost_note}"
-    elif mass < min_mass:
+    elif below_min_mass(mass, min_mass):
         result.status = "low_mass"
         result.reason = f"captured mass {mass:.3f} < {min_mass}" + (
             f"; {lost_note}" if lost_note else "")

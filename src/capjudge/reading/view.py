@@ -35,14 +35,12 @@ so a number found in the view is found in the original answer and in its tokens.
 
 from __future__ import annotations
 
-import ast
 import html
-import operator
 import re
 import unicodedata
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from capjudge.reading.arithmetic import miscounted
 from capjudge.util.unicode_text import INVISIBLE as _INVISIBLE
 
 # Format characters a judge (or a copy-paste) leaves inside words and numbers; never content.
@@ -204,56 +202,6 @@ _STRUCK = re.compile(r"~~(?!~)[^\n]*?~~|<\s*(s|del|strike)\s*>.*?<\s*/\s*\1\s*>"
 def strike_out(text: str) -> str:
     """Struck-through text blanked (same length): the judge deleted it."""
     return _STRUCK.sub(lambda m: " " * len(m.group(0)), text)
-
-
-_OPERATORS: dict[type, Callable[[float, float], float]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Div: operator.truediv}
-
-
-def evaluate(expression: str) -> float | None:
-    """The value of a judge's arithmetic ("100 - 15 - 10", "(4 + 5) / 2", "2 × 40"), or None.
-
-    Numbers, ``+ - * / × x`` and brackets only (Python's parser on that, never ``eval``);
-    None for anything else, or a division by zero.
-    """
-    written = re.sub(r"(?<=[\d)\s])[×x](?=[\s\d(])", "*", expression).strip().rstrip("=").strip()
-    if not written or re.search(r"[^\d\s.+\-*/()]", written):
-        return None
-    try:
-        tree = ast.parse(written, mode="eval")
-    except SyntaxError:
-        return None
-
-    def value(node: ast.AST) -> float:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return float(node.value)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
-            inner = value(node.operand)
-            return -inner if isinstance(node.op, ast.USub) else inner
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-            # a division by zero raises ZeroDivisionError: no value
-            return _OPERATORS[type(node.op)](value(node.left), value(node.right))
-        raise ValueError(type(node).__name__)
-
-    try:
-        return value(tree.body)
-    except (ValueError, ZeroDivisionError):
-        return None
-
-
-def miscounted(expression: str, stated: float) -> float | None:
-    """What ``expression`` gives when that is not the ``stated`` result, else None.
-
-    A lone fraction ("4/5 = 80", "7/10 = 70") is a value moved onto another scale, not a sum
-    to check; an expression that cannot be worked out is not contradicted either.
-    """
-    if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?\s*=?\s*", expression):
-        return None
-    worked = evaluate(expression)
-    if worked is None or abs(worked - stated) <= 1e-6 * max(1.0, abs(stated)):
-        return None
-    return worked
 
 
 def _math_result(m: re.Match[str]) -> str:
