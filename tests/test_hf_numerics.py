@@ -40,6 +40,9 @@ def test_numerics_come_from_the_loaded_weights_and_part_the_cache(tiny: Path) ->
     assert bf16.model.dtype == torch.bfloat16 and bf16.describe()["numerics"] == "bfloat16"
     assert bf16.snapshot() == f32.snapshot() + "+bfloat16"
     assert auto.snapshot() == f32.snapshot() and auto.describe()["dtype_option"] == "auto"
+    # The CPU's kernel path is a lineage fact, never part of the snapshot (a cache entry is the
+    # same judge's answer on any machine; the report says when reruns differ).
+    assert f32.describe()["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     key = _request().cache_key
     assert key(bf16.backend_id, bf16.snapshot()) != key(f32.backend_id, f32.snapshot())
 

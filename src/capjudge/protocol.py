@@ -244,8 +244,8 @@ class BackendFacts(TypedDict, total=False):
 
     ``backend`` and ``snapshot`` are always there; the rest is each kind's own (OpenAI: model,
     base URL, continuation, server; HF: path, architecture, vision, device, numerics, threads,
-    linear kernel; llama.cpp: model, GGUF, mmproj, parallel, threads, poll, engine). Never
-    credentials.
+    linear kernel, the CPU's kernel path; llama.cpp: model, GGUF, mmproj, parallel, threads,
+    poll, engine). Never credentials.
     """
 
     backend: Required[str]
@@ -263,6 +263,10 @@ class BackendFacts(TypedDict, total=False):
     device_map: str | None
     threads: int | None
     linear_kernel: str
+    # PyTorch's CPU kernel path (AVX2, AVX512, ...): a score's last digits differ between them
+    # (bench/bench_kernels.py), so two runs on different CPUs may differ with every other fact
+    # the same.
+    cpu_capability: str | None
     share_generated: bool
     attention: str
     gguf: str
