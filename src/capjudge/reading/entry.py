@@ -17,7 +17,7 @@ under other rules (:data:`~capjudge.reading.tokens.READING_RULES_VERSION`) or an
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from capjudge.protocol import JudgeRequest, JudgeResponse
 from capjudge.reading.answer import (
@@ -80,7 +80,6 @@ class Reading:
     response: JudgeResponse
     pending: PendingDigits | None = None
     changed: bool = True
-    _more: bool = field(default=False, repr=False)
 
     def follow_ups(self, continue_digits: bool) -> list[JudgeRequest]:
         """What the reading still needs asked, in one batch (empty: it is finished).
