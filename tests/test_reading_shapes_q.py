@@ -259,3 +259,28 @@ def test_a_label_that_measures_the_verdict_is_no_rival(text: str) -> None:
 def test_initials_in_brackets_after_another_languages_name_are_the_label() -> None:
     text = "Korrektheitswert (C. Score): 6\nHalluzinationswert (H. Score): 2\nPräzision: 75 %"
     assert read_ch(text) == {"correctness": (6.0, None), "hallucination": (2.0, None)}
+
+
+# -- found on the llama.cpp server's forced anchor, corpus R (rules 19) -------------------------
+# (The embedded base model at the anchor copies the number it has just read, so these were
+# "confirmed"; the rules must abstain on their own.)
+
+
+def test_a_score_field_after_the_verdict_with_another_value_abstains() -> None:
+    text = "It misses the plant.\n\nThe final score is $72$.\n\n```json\n{\"score\": 68}\n```"
+    assert "score field" in _why(text, GV)
+    assert "score field" in _why("The final score is $72$. {'final_score': '65'}", GV)
+    same = "It misses the plant.\n\nThe final score is $72$.\n\n```json\n{\"score\": 72}\n```"
+    assert _value(same, GV) == 72
+
+
+def test_a_bottom_rating_beside_appropriate_abstains_and_beside_not_appropriate_reads() -> None:
+    assert "no serious fault" in _why(
+        "Yes, the candidate caption is appropriate for the given image.\n1", VIS)
+    assert _value("No, the candidate caption is not appropriate for the image.\n1", VIS) == 1
+
+
+@pytest.mark.parametrize("text", ["மதிப்பீடு: 100-க்கு 68. தலைப்பு சரியாக உள்ளது.",
+                                  "रेटिंग: 100 में से 68"])
+def test_out_of_100_written_before_the_value_is_the_scale(text: str) -> None:
+    assert _value(text, VIS) == 68

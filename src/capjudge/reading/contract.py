@@ -311,7 +311,8 @@ def other_criterion(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
 _PRAISE = re.compile(r"\b(?:perfect(?:ly)?|excellent|flawless(?:ly)?|accurate(?:ly)?|"
                      r"correct(?:ly)?|fully|exactly|precisely|spot[- ]on|great|match(?:es)?|"
                      r"faithful(?:ly)?|complete(?:ly)?|well|good|strong|solid|right|nice|fine|"
-                     r"decent|sound|impressive|captures?|high[- ]quality)\b", re.I)
+                     r"decent|sound|impressive|captures?|high[- ]quality|"
+                     r"(?<!not\s)(?<!n't\s)(?:appropriate|suitable)(?:ly)?)\b", re.I)
 # A fault that could earn a caption the bottom of the scale: it is wrong, not merely short.
 # ("misses the snow", "only", "but", "vague" are small faults: beside praise they do not
 # make 4 of 100 the plain reading.)

@@ -78,6 +78,8 @@ def scale_phrases(low: int, high: int) -> list[re.Pattern[str]]:
         re.compile(rf"满分\s*{num_hi}\s*分?|満点\s*{num_hi}\s*点?|{num_hi}\s*点满分|"
                    rf"{num_hi}\s*点満点|{num_hi}\s*分制|{num_hi}\s*점\s*만점|"
                    rf"{num_hi}\s*점\s*척도|{num_hi}\s*段階|{num_hi}\s*级|{num_hi}\s*級"),
+        # Tamil "100-க்கு 68" and Hindi "100 में से 68": "out of 100" before the value.
+        re.compile(rf"(?<![\d.]){num_hi}\s*-?\s*க்கு|(?<![\d.]){num_hi}\s*में\s*से"),
     ]
 
 

@@ -195,6 +195,8 @@ def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
     if is_generic(slot):
         if slot.anchor and (later := _anchored_after(chosen, text, slot)) is not None:
             return later
+        if (field := _field_after(chosen, text, slot)) is not None:
+            return field
         if (other := _other_scale_after(chosen, text, slot)) is not None:
             return other
         for o in rivals:
@@ -332,6 +334,24 @@ def _other_scale_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | N
             return (f"after the verdict {chosen.number.written.strip()!r} the answer states "
                     f"{m.group(0).strip()!r} ({value / top * slot.high:g} of {slot.high}): two "
                     "verdicts, nothing says which stands")
+    return None
+
+
+# A score field of a structured block: '"score": 68', '"final_score": "68"'.
+# (A quoted key only: a labelled line "Rating: 6" after the verdict is the rules' other
+# business, a loop cut at max_tokens among them.)
+_SCORE_FIELD = re.compile(r"[\"'](?:final[_ ]?|overall[_ ]?)?(?:score|rating|verdict)[\"']"
+                          r"[ \t]*:[ \t]*[\"']?(?P<n>\d+(?:\.\d+)?)(?![\d.])", re.I)
+
+
+def _field_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """A score field after the verdict that states another value ("$72$" … '{"score": 68}')."""
+    for m in _SCORE_FIELD.finditer(text, chosen.number.end):
+        value = float(m.group("n"))
+        if value != chosen.number.value and slot.low <= value <= slot.high:
+            return (f"after the verdict {chosen.number.written.strip()!r} the answer states "
+                    f"another value in a score field ({m.group(0).strip()!r}): two verdicts, "
+                    "nothing says which stands")
     return None
 
 
