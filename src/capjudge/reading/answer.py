@@ -177,11 +177,17 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
             slots.append(read_text(response.text, slot, truncated=truncated))
         else:
             reading = read_tree(tokens, slot, truncated=truncated)
+            forced: dict[int, int | float | None] = {}
+            if reading.located is None and backend.force_anchor and never_written(joined, slot):
+                # As first read (read_answer): no number written, the slot read at its forced
+                # anchor, whose tree the stored follow-ups complete (never asked again).
+                reading, _ = forced_reading(slot, joined, tokens)
+                forced[i] = None
             reading.min_p = backend.follow_up_min_p
             for prefix, node in (after.get(str(i)) or {}).items():
                 add_continuation(reading, prefix, node)
             reading.notes.extend(n for n in notes.get(str(i), []) if n not in reading.notes)
-            slots.append(finish(reading, backend.min_mass))
+            slots.append(finish_slot(reading, backend.min_mass, forced, i))
         anchor = after.get(str(i + CONFIRM))
         if needs_confirmation(slots[-1]) and backend.confirmable(request) and (
                 # (nothing was asked where the anchor is the answer's own first token)
