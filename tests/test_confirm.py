@@ -502,3 +502,24 @@ def test_reading_an_unwritten_verdict_at_its_anchor_is_asked_for(
 def test_a_scale_in_cjk_notation_is_the_values_scale(text: str, value: int | None) -> None:
     found = locate(text, VISCE2)
     assert (found.value if isinstance(found, Located) else None) == value
+
+
+def test_a_forced_anchor_is_read_again_from_the_cache_under_new_rules(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cached answer that wrote no number was read at its forced anchor; read again under
+    # new reading rules (never asked again) it must keep that reading. It came back a
+    # parse_failure for every such judgement of the bundled sample after a rules bump.
+    from capjudge.reading import entry as reading_entry
+
+    def script(body: dict[str, Any]) -> Scripted:
+        return Scripted(tokens=[("Accurate and complete, nothing is missing.", {})],
+                        anchor={80: 0.9, 40: 0.1})
+
+    first, _ = _score(tmp_path, script, "force_anchor=true")
+    monkeypatch.setattr(reading_entry, "READING_RULES_VERSION",
+                        reading_entry.READING_RULES_VERSION + 1)
+    again, server = _score(tmp_path, script, "force_anchor=true")
+    assert server.requests == []  # read again from the cache, never asked
+    assert first["status"] == again["status"] == "ok"
+    assert again["score"] == pytest.approx(first["score"])
+    assert again["criteria"]["score"]["confirmation"] == "forced-anchor"
