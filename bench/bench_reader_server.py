@@ -115,12 +115,20 @@ def _serve(gguf: str | None, port: int) -> tuple[subprocess.Popen[str], str]:
            str(port)]
     if gguf:
         cmd += ["--gguf", gguf]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    # The server's log goes to a file: a pipe nobody reads would fill and stall it, and a
+    # server that does not start must say why (a port in use, a missing GGUF).
+    log = tempfile.NamedTemporaryFile("w+", prefix="capjudge-serve-", suffix=".log",  # noqa: SIM115
+                                      delete=False)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     if not url.startswith("http"):
         proc.terminate()
-        raise SystemExit(f"capjudge serve did not start: {url!r}")
+        proc.wait(timeout=30)
+        log.seek(0)
+        tail = "".join(log.readlines()[-15:])
+        raise SystemExit(f"capjudge serve did not start: {url!r}; its log ({log.name}) ends:\n"
+                         f"{tail}")
     return proc, url.rstrip("/") if url.rstrip("/").endswith("/v1") else url.rstrip("/") + "/v1"
 
 

@@ -15,6 +15,7 @@ from typing import Protocol, TypedDict
 from capjudge.protocol import (
     JudgeRequest,
     JudgeResponse,
+    ScoreSlot,
     ServerTimings,
     SlotResult,
     Usage,
@@ -70,6 +71,37 @@ class Reader(Protocol):
     def confirmable(self, request: JudgeRequest) -> bool: ...  # noqa: D102
 
 
+def base_of(response: JudgeResponse, *, usage: Usage | None = None,
+            timings: ServerTimings | None = None) -> ResponseBase:
+    """The shared fields of ``response`` (its own usage and timings unless others are given)."""
+    return {"usage": response.usage if usage is None else usage, "model": response.model,
+            "system_fingerprint": response.system_fingerprint,
+            "latency_s": response.latency_s,
+            "timings": response.timings if timings is None else timings}
+
+
+def read_unwritten(reader: Reader, slot: ScoreSlot, reading: TreeReading, joined: str,
+                   tokens: Sequence[TokenLogprob]) -> tuple[TreeReading, str] | None:
+    """The slot read at its forced anchor where the answer wrote no number for it, else None.
+
+    The one home of this decision: a first reading (:func:`read_answer`) and a re-reading of
+    the stored tokens (:func:`reread_raw`) must agree on it, or every forced-anchor judgement
+    turns into a parse failure when it is read again under new rules. An abstention for a
+    reason stays one (:func:`capjudge.reading.locate.never_written`).
+    """
+    if reading.located is None and reader.force_anchor and never_written(joined, slot):
+        return forced_reading(slot, joined, tokens)
+    return None
+
+
+def _restamped(done: JudgeResponse, response: JudgeResponse, reader: Reader) -> JudgeResponse:
+    """``done``, a stored ``response`` read again, keeping its raw answer and attempts."""
+    done.raw, done.attempts = response.raw, response.attempts
+    done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
+                      "confirm": reader.confirm, "min_mass": reader.min_mass}
+    return done
+
+
 def read_answer(reader: Reader, request: JudgeRequest, text: str,
                 tokens: Sequence[TokenLogprob] | None, truncated: bool
                 ) -> tuple[list[SlotResult], dict[int, TreeReading], dict[int, str],
@@ -113,10 +145,9 @@ def read_answer(reader: Reader, request: JudgeRequest, text: str,
                     k = i + CONFIRM
                     readings[k], bases[k] = forced_reading(slot, joined, tokens, confirming=True)
                     forced[k] = None
-            elif reader.force_anchor and never_written(joined, slot):
-                # No number written: read the slot where its anchor is forced (an abstention
-                # for a reason stays one: capjudge.reading.locate.never_written).
-                readings[i], bases[i] = forced_reading(slot, joined, tokens)
+            elif (at_anchor := read_unwritten(reader, slot, readings[i], joined,
+                                              tokens)) is not None:
+                readings[i], bases[i] = at_anchor
                 forced[i] = None
             readings[i].min_p = reader.follow_up_min_p
             if not reader.continue_digits and follow_up_prefixes(readings[i]):
@@ -147,15 +178,8 @@ def reread_text(backend: Reader, request: JudgeRequest, response: JudgeResponse
     slots = [read_text(response.text, slot, truncated=truncated) for slot in request.slots]
     if (response.raw or {}).get("follow_up") is not None and backend.confirm == "follow_up":
         confirm_by_question(slots, request, (response.raw or {})["follow_up"])
-    base: ResponseBase = {"usage": response.usage, "model": response.model,
-                           "system_fingerprint": response.system_fingerprint,
-                           "latency_s": response.latency_s, "timings": response.timings}
-    done = response_of(response.text, slots, finish_reason, request, base)
-    done.raw, done.attempts = response.raw, response.attempts
-    done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
-                      "confirm": backend.confirm,
-                      "min_mass": backend.min_mass}
-    return done
+    return _restamped(response_of(response.text, slots, finish_reason, request,
+                                  base_of(response)), response, backend)
 
 
 def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
@@ -178,11 +202,10 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
         else:
             reading = read_tree(tokens, slot, truncated=truncated)
             forced: dict[int, int | float | None] = {}
-            if reading.located is None and backend.force_anchor and never_written(joined, slot):
-                # As first read (read_answer): no number written, the slot read at its forced
-                # anchor, whose tree the stored follow-ups complete (never asked again).
-                reading, _ = forced_reading(slot, joined, tokens)
-                forced[i] = None
+            if (at_anchor := read_unwritten(backend, slot, reading, joined,
+                                            tokens)) is not None:
+                # The stored follow-ups complete the forced anchor's tree (never asked again).
+                reading, forced[i] = at_anchor[0], None
             reading.min_p = backend.follow_up_min_p
             for prefix, node in (after.get(str(i)) or {}).items():
                 add_continuation(reading, prefix, node)
@@ -202,16 +225,8 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
                                                      {0: None}, 0), "forced-anchor")
     if raw.get("follow_up") is not None and backend.confirm == "follow_up":
         confirm_by_question(slots, request, raw["follow_up"])
-    base: ResponseBase = {"usage": response.usage, "model": response.model,
-            "system_fingerprint": response.system_fingerprint,
-            "latency_s": response.latency_s, "timings": response.timings}
-    done = response_of(response.text, slots, raw.get("finish_reason"), request, base)
-    done.raw = raw
-    done.attempts = response.attempts
-    done.read_with = {**response.read_with, "reading_rules": READING_RULES_VERSION,
-                      "confirm": backend.confirm,
-                      "min_mass": backend.min_mass}
-    return done
+    return _restamped(response_of(response.text, slots, raw.get("finish_reason"), request,
+                                  base_of(response)), response, backend)
 
 
 def confirm_at_anchors(slots: list[SlotResult], readings: Mapping[int, TreeReading],
@@ -327,10 +342,8 @@ def merge_follow_ups(request: JudgeRequest, response: JudgeResponse, pending: Pe
     confirm_at_anchors(slots, pending.readings, pending.forced, min_mass, continuing)
     if pending.question and (-1, QUESTION) in pending.asked:
         confirm_by_question(slots, request, pending.follow_up)
-    base: ResponseBase = {"usage": usage, "model": response.model,
-                          "system_fingerprint": response.system_fingerprint,
-                          "latency_s": response.latency_s, "timings": timings}
-    done = response_of(response.text, slots, None, request, base)
+    done = response_of(response.text, slots, None, request,
+                       base_of(response, usage=usage, timings=timings))
     if raw:
         done.raw = {**raw, "after": followed,
                     "notes": {str(i): list(r.notes) for i, r in pending.readings.items()
