@@ -28,7 +28,8 @@ score. **Several different values** for the slot at the same level, with nothing
 them, never a pick. A number that runs to the end of an answer cut at ``max_tokens`` ("$8"), or
 that opens its anchor and is never closed, may be unfinished: a ``parse_failure``.
 
-Every reading says how it was found (:attr:`Located.how`).
+Every reading says how it was found (:attr:`Located.how`). The finders of each kind of place
+are in :mod:`capjudge.reading.finders`; this module decides among what they find.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from capjudge.reading.candidates import (
     Located,
     Unreadable,
     printed_value,
-    stands_alone,
 )
 from capjudge.reading.contract import (
     REVISION,
@@ -65,22 +65,31 @@ from capjudge.reading.contract import (
     sentence_start,
     stated_twice,
 )
+from capjudge.reading.finders import (
+    REFUSAL,
+    SENTENCE_END,
+    first_integer,
+    format_candidates,
+    label_candidates,
+    opening_candidates,
+    own_scale_candidates,
+    phrase_candidates,
+    rating_phrases,
+    standalone_candidates,
+    star_candidates,
+    structured_candidates,
+)
 from capjudge.reading.levels import level_candidates
 from capjudge.reading.masking import find_decline, mask_text
 from capjudge.reading.numbers import (
-    DIGITS,
-    NUMBER_WORDS,
     Number,
-    first_number,
     number_at,
-    value_at,
 )
 from capjudge.reading.scale import (
     clean_text,
     denominator,
     foreign_scale,
     foreign_top,
-    make_candidate,
     resolved,
 )
 from capjudge.reading.settled import (
@@ -92,397 +101,11 @@ from capjudge.reading.settled import (
     own_answer,
     preferred_after,
 )
-from capjudge.reading.structure import (
-    Field,
-    boxed_fields,
-    json_fields,
-    table_fields,
-    xml_fields,
-)
 from capjudge.reading.view import AnswerView, answer_view, normalise
 from capjudge.reading.vocabulary import (
-    FINAL_WORDS,
     GENERIC,
-    abbreviations,
-    is_generic,
-    label_pattern,
     matches,
-    slot_names,
 )
-
-_MARKUP = r"[\s*_`]*"
-_LATEX_OPEN = r"(?:\\(?:boxed|text|textbf|mathbf)\s*\{\s*)?"
-# What may stand right before a verdict's digits: a plus sign, "about" ("$+69$", "$≈74$", "~75").
-_DECORATION = r"(?:[+~\u2248\u223c][ \t]*|\\(?:approx|sim)[ \t]*)?"
-_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
-_REFUSAL = re.compile(
-    r"\b(?:I(?:'|\u2019)?m sorry|I am sorry|I (?:cannot|can(?:'|\u2019)?t|am unable to|'m "
-    r"unable to|won(?:'|\u2019)?t)|(?:cannot|unable to) (?:assist|help|evaluate|rate|comply))",
-    re.I)
-_RATING_PHRASE = re.compile(
-    r"\b(?:I(?:'d|\s+would|\s+will|'ll)?\s+)?(?:give|rate|rating|score|assign|award|grade|"
-    r"deserves?|merits?|earns?)"
-    r"(?:\s+(?:it|this|the\s+caption|this\s+caption|the\s+text|this\s+text|a|an|at|as|with|of"
-    r"|is|was|would\s+be|:|solid|strong|good|decent|fair|firm|high|low|modest|generous|weak"
-    r"|clear|respectable|middling|reasonable))*\s+\$?(?=\d|" + NUMBER_WORDS.pattern + r")",
-    re.I)
-_SCORE_LABEL = re.compile(r"\b(?:score|rating|rate|rated)\b[^\n\d]{0,24}?(?=[-]?\d)", re.I)
-
-
-# -- 3. structure ------------------------------------------------------------------------------
-
-_VALUE_WORDS = frozenset({"score", "value", "rating", "points", "point", "grade", "result"})
-
-
-def _field_rank(f: Field, slot: ScoreSlot) -> int:
-    """How well a structure's field names the slot (its name, or a parent's for 'score')."""
-    rank = matches(f.name, slot)
-    parents = [p for p in f.path[:-1] if not p.startswith("[")]
-    if f.kind == "table" and len(f.path) == 2:
-        # A table cell: named by its row; a column of reasons or comments is never a score.
-        return 0 if _looks_text(f.path[1].lower()) else matches(f.path[0], slot)
-    if f.name.lower() in _VALUE_WORDS and parents:
-        rank = max(rank if is_generic(slot) else 0, max(matches(p, slot) for p in parents))
-    return rank
-
-
-def _looks_text(column: str) -> bool:
-    return any(w in column for w in ("reason", "explanation", "comment", "note", "justif",
-                                     "assessment", "evidence", "why", "理由", "说明"))
-
-
-_NAME_KEYS = frozenset({"name", "criterion", "criteria", "aspect", "dimension", "metric",
-                        "category", "label", "key", "title"})
-
-
-def _sibling_names(fields: Sequence[Field]) -> dict[tuple[int, tuple[str, ...]], list[str]]:
-    """Per JSON object (its group and path), the values of its naming keys ({"criterion": ...})."""
-    out: dict[tuple[int, tuple[str, ...]], list[str]] = {}
-    for f in fields:
-        if f.kind == "json" and f.name.lower() in _NAME_KEYS:
-            out.setdefault((f.group, f.path[:-1]), []).append(f.value)
-    return out
-
-
-def _structured(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
-    r"""Candidates from JSON fields, table cells and ``\boxed{}`` that name the slot.
-
-    The structure is parsed on the unmasked ``text`` (a quotation masked inside a JSON string
-    must not break the JSON); a value whose number ``masked`` blanks (it quotes the caption)
-    is not a verdict. A JSON object may name what it rates in a sibling key:
-    ``[{"criterion": "accuracy", "score": 80}, ...]``.
-    """
-    out: list[Candidate] = []
-    fields = json_fields(text) + table_fields(text) + xml_fields(text)
-    siblings = _sibling_names(fields)
-    if is_generic(slot):
-        fields += boxed_fields(text)
-    keyed: dict[tuple[int, tuple[str, ...]], list[tuple[str, int]]] = {}
-    for f in fields:
-        rank = 2 if f.kind in ("boxed", "marker") else _field_rank(f, slot)
-        named = []
-        if f.kind == "json" and f.name.lower() in _VALUE_WORDS:
-            named = [matches(v, slot) for v in siblings.get((f.group, f.path[:-1]), [])]
-            if named:
-                # The object names what it rates: its score is that thing's, or nobody's.
-                rank = max(named)
-        if not rank:
-            continue
-        n = first_number(text, f.start, f.end)
-        if n is None or not masked[n.start:n.end].strip():
-            continue
-        what = {"json": "JSON key", "table": "table row", "xml": "tag",
-                "boxed": "\\boxed{}", "marker": "a verdict marker ([[N]], [RESULT] N)"}[f.kind]
-        boxed = f.kind in ("boxed", "marker")
-        how = f"{what} {'/'.join(p for p in f.path if p)!r}" if not boxed else what
-        final = boxed or any(FINAL_WORDS.search(p) for p in f.path)
-        out.append(make_candidate(text, n, how, rank, slot, final, source="structure"))
-        if f.kind == "json" and f.name.lower() in _VALUE_WORDS and not named:
-            keyed.setdefault((f.group, f.path[:-1]), []).append((f.name, len(out) - 1))
-    for keys in keyed.values():
-        values = {name: out[k].number.value for name, k in keys}
-        if len(values) > 1 and len(set(values.values())) > 1:
-            # {"rating": 70, "score": 65}: one object, two verdict keys that disagree.
-            problem = ("the JSON object has several score keys that disagree ("
-                       + ", ".join(f"{name}: {v:g}" for name, v in values.items())
-                       + ") and nothing says which is the verdict")
-            for _, k in keys:
-                out[k] = replace(out[k], problem=problem)
-    return out
-
-
-# -- 4. labelled lines -------------------------------------------------------------------------
-
-
-_NEXT_LABEL = re.compile(r"\n[^\n]*?[^\W\d_][^\n]*[:=]")
-
-
-def _format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
-    r"""The method's own format: a label, a short filler on the same sentence, the anchor.
-
-    "The final score is $85$", "Accuracy: $80$", "最终得分：$73$", "The final score is:\n\n
-    $\boxed{85}$": the filler has no digits, does not end a sentence and spans at most two
-    line breaks (a label alone on its line, its value on the next).
-    """
-    if not (slot.label and slot.anchor):
-        return []
-    anchor = re.escape(slot.anchor)
-    label = re.compile(label_pattern(slot_names(slot)), re.I)
-    value = re.compile(rf"[^\d]{{0,80}}?{anchor}{_MARKUP}{_LATEX_OPEN}{_MARKUP}{_DECORATION}"
-                       r"(?=[-]?\d)")
-    out = []
-    for m in label.finditer(text):
-        v = value.match(text, m.end())
-        if v is None or _measures_other(text, m.start()):
-            continue
-        filler = text[m.end(): v.end()]
-        if filler.count("\n") > 2 or _SENTENCE_END.search(filler) or _NEXT_LABEL.search(
-                filler) or "|" in filler:
-            # (A table's "Score" header over rows that score other things is no verdict.)
-            continue  # "Conciseness: ${score}$\nRelevance: $90$": 90 is Relevance's
-        n = number_at(text, v.end())
-        if n is not None:
-            how = f"label {m.group(0).strip()!r} and {slot.anchor!r}"
-            line_end = text.find("\n", n.end)
-            rest = text[n.end: line_end if line_end >= 0 else len(text)]
-            fix = _LINE_FIX.search(rest)
-            later = number_at(text, n.end + fix.end()) if fix is not None else None
-            if later is not None:
-                # "Completeness: $70$ — actually, make that $60$": corrected on its own line.
-                out.append(make_candidate(text, later, f"{how}, corrected on its line", 2, slot,
-                                      _is_final(text, m.start()), source="label"))
-                continue
-            out.append(replace(make_candidate(text, n, how, 2, slot, _is_final(text, m.start()),
-                                          source="label"), contract=True))
-    return out
-
-
-# "Confidence in this score:", "Probability of this rating:": the label names another measure
-# of the verdict, and its value is that measure's.
-_OTHER_MEASURE = re.compile(r"\b(?:confidence|certainty|uncertainty|probability|likelihood|"
-                            r"agreement|consensus|reliability)\b[^\n\d:=]{0,24}$", re.I)
-
-
-def _measures_other(text: str, start: int) -> bool:
-    """Whether the label at ``start`` is the object of another measure on its line."""
-    return _OTHER_MEASURE.search(text, text.rfind("\n", 0, start) + 1, start) is not None
-
-
-# "— actually, make that $60$", "(correction: $60$)", "... no, $60$": a value's own line
-# corrects it.
-_LINE_FIX = re.compile(r"\b(?:actually|correction|make\s+(?:that|it)|change\s+(?:that|it)\s+to|"
-                       r"I\s+mean|rather|scratch\s+that|no\s*,)\b[^\n$\d]{0,40}?\$[\s*_`]*(?=\d)",
-                       re.I)
-
-
-# "Score ⇒ 70", "Score -> 70", "Score → 70": an arrow from the label to its value.
-_ARROW = r"(?:-+>|=+>|[\u2192\u21d2\u21e8\u27f6\u27f9\u2794\u279c\u27a1\u2b95])"
-_SEPARATOR = (r"(?:\s*\([^()\n]{0,40}\))?" + _MARKUP
-              + r"(?:" + _ARROW + r"|[:=]|\b(?:is|ist|es|est|era|war|è|é)\b|\bof\b|\bwould\s+be\b|"
-              r"\u2014|\u2013|-(?!\d))?"
-              + _MARKUP + _LATEX_OPEN + r"\$?" + _MARKUP + _DECORATION)
-
-
-def _label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
-    """A label and its value: "**Score:** 58", "Final verdict — 57", "Correctness: 4".
-
-    The slot's own names (rank 2) and, for a slot that is the answer's only verdict, the
-    generic ones (rank 1); only a separator, markdown, LaTeX or ``$`` and at most two line
-    breaks between the label and the number.
-    """
-    out = []
-    for names, rank in ((slot_names(slot) + abbreviations(slot), 2),
-                        (GENERIC if is_generic(slot) else (), 1)):
-        if not names:
-            continue
-        rx = re.compile(label_pattern(names) + _SEPARATOR, re.I)
-        for m in rx.finditer(text):
-            if m.group(0).count("\n") > 2:
-                continue
-            n = value_at(text, m.end())
-            if n is None or (n.kind != "digits" and not stands_alone(text, n)) \
-                    or _measures_other(text, m.start()):
-                continue  # "Conciseness: One clear sentence": a word, not the value
-            if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|ist|es|est|of|be)\b|"
-                                           + _ARROW,
-                                           m.group(0)):
-                continue  # "Overall 3 objects ...": a generic word without a separator
-            label = re.sub(r"[\s*_`:$\\{]+$", "", m.group(0)).strip()
-            out.append(make_candidate(text, n, f"label {label!r}", rank, slot,
-                                  _is_final(text, m.start()), source="label"))
-    return out
-
-
-def _opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
-    """For a slot asked first: the number the answer opens with (after markup)."""
-    if slot.position != "first":
-        return []
-    m = re.match(r"[\s*_`#>:\[(]*", text)
-    start = m.end() if m else 0
-    n = value_at(text, start)
-    if n is None or (n.kind == "digits" and re.match(r"[.)]\s+\D", text[n.end:])):
-        return []  # a list marker ("1. The caption ..."), not a rating ("Seventy-five. ...")
-    return [make_candidate(text, n, "the number the answer opens with", 1, slot,
-                       source="opening")]
-
-
-_ALONE = re.compile(r"^[ \t>#*_`\[(]*\$?(?=\d)", re.M)
-
-
-def _standalone_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
-    """Lines holding nothing but a number ("85", "**4**"), for a slot that is the verdict.
-
-    A bare answer is its number; several such lines that disagree ("70", "75", "70" from a
-    model in a loop) are competing verdicts.
-    """
-    if not is_generic(slot):
-        return []
-    out = []
-    for m in _ALONE.finditer(text):
-        n = number_at(text, m.end())
-        if n is None:
-            continue
-        line_end = text.find("\n", n.end)
-        rest = text[n.end: line_end if line_end >= 0 else len(text)]
-        if re.fullmatch(r"[\s$*_`)\].!]*(?:/\s*\d+|%|\s*(?:points?|pts))?[\s$*_`).!]*", rest,
-                        re.I):
-            out.append(make_candidate(text, n, "a line holding only a number", 1, slot,
-                                  source="standalone"))
-    return out
-
-
-_STARS = re.compile(r"(?P<full>[\u2605\u2b50\U0001f31f]+)(?P<empty>[\u2606\u2729]*)")
-
-
-def _star_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
-    """A star rating on a line of its own or after a label: "★★★★☆" is 4 on a 1-5 scale.
-
-    Stars map one to one onto a scale only when they count its top ("★★★★☆": five places on
-    1-5), or, without empty ones, on a scale of at most ten; a row of stars on 0-100 is a
-    rating on another scale, never read.
-    """
-    out = []
-    for m in _STARS.finditer(text):
-        full, places = len(m.group("full")), len(m.group("full") + m.group("empty"))
-        on_scale = places == slot.high if m.group("empty") else slot.high <= 10
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        line_end = text.find("\n", m.end())
-        before = text[line_start:m.start()]
-        after = text[m.end(): line_end if line_end >= 0 else len(text)]
-        alone = not re.sub(r"[\s*_`#>:\-\u2014]", "", before) or re.search(
-            r"[:=\u2014-][\s*_`]*$", before)
-        # A star that opens a line of text is a bullet ("★ The dog is right"), not a rating.
-        rating = re.match(r"[\s*_`]*(?:$|[(\[\-\u2014\u2013|:.,;!])", after) is not None
-        if on_scale and alone and rating and slot.low <= full <= slot.high and not re.match(
-                r"[\s*_`]*(?:/|out\s+of)", after):
-            number = Number(m.start(), m.end(), m.end(), float(full), m.group(0), "stars")
-            out.append(Candidate(number, f"a row of stars ({m.group(0)})", 1,
-                                 source="stars"))
-    return out
-
-
-def _own_scale_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
-    """"70 out of 100", "4/5", "four out of five": a value stated on the slot's own scale."""
-    out = []
-    for rx in (DIGITS, NUMBER_WORDS):
-        for m in rx.finditer(text):
-            n = number_at(text, m.start())
-            if n is None:
-                continue
-            c = make_candidate(text, n, f"a value on the {slot.low}-{slot.high} scale", 0, slot,
-                           source="own_scale")
-            if c.own_scale:
-                out.append(c)
-    return out
-
-
-_CLAUSE_END = re.compile(r"[.!?;,](?:\s|$)")
-
-
-def _is_final(text: str, pos: int) -> bool:
-    """Whether the label at ``pos`` is marked final (on its line, or a heading above it)."""
-    line_start = text.rfind("\n", 0, pos) + 1
-    line = text[line_start: text.find("\n", pos) if "\n" in text[pos:] else len(text)]
-    # Its clause: "Base score 85, ... so the final score is 80" marks only the second final.
-    at = pos - line_start
-    head = max((m.end() for m in _CLAUSE_END.finditer(line, 0, at)), default=0)
-    tail = _CLAUSE_END.search(line, at)
-    if FINAL_WORDS.search(line[head: tail.start() if tail else len(line)]):
-        return True
-    above = text[max(0, line_start - 80): line_start]
-    heading = [h for h in above.split("\n") if h.strip()][-1:] if above.strip() else []
-    return bool(heading) and len(heading[0]) < 40 and bool(FINAL_WORDS.search(heading[0]))
-
-
-# -- 5. phrases --------------------------------------------------------------------------------
-
-
-def _rating_phrases(text: str, slot: ScoreSlot) -> list[Candidate]:
-    """Rating phrases: "I'd give it a four", "rate it 85", "deserves a 2"."""
-    return [make_candidate(text, n, "a rating phrase", 0, slot, source="phrase")
-            for m in _RATING_PHRASE.finditer(text) if (n := number_at(text, m.end())) is not None]
-
-
-def _phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
-    """Rating phrases, the anchor, or (first-integer slots) the first number."""
-    out = _rating_phrases(text, slot)
-    if slot.anchor:
-        anchor = re.compile(re.escape(slot.anchor) + _MARKUP + _LATEX_OPEN + _MARKUP
-                            + r"(?=[-]?\d)")
-        out += [make_candidate(text, n, f"after {slot.anchor!r}", 0, slot, source="phrase")
-                for m in anchor.finditer(text) if (n := number_at(text, m.end())) is not None]
-    if slot.position == "first" and not slot.anchor:
-        first = _first_integer(text)
-        if first is not None:
-            out.append(make_candidate(text, first, "the first number (VisCE² §3 reading)", 0,
-                                  slot, source="phrase"))
-        elif not has_number(text):
-            # No digit anywhere: a verdict's generic label with its value spelled out in
-            # another language ("Note : quatre sur cinq", "Puntuación: cuatro de cinco").
-            rx = re.compile(label_pattern(GENERIC) + _SEPARATOR, re.I)
-            out += [make_candidate(text, n, "a generic label's value in words", 0, slot,
-                                   source="phrase")
-                    for m in rx.finditer(text)
-                    if (n := value_at(text, m.end())) is not None and n.kind == "words"]
-    return out
-
-
-# A number that counts things ("2 dogs", "3 people"): the next word is a plural noun, not a
-# scale's unit ("85 points", "4 stars" are ratings).
-_COUNTED = re.compile(r"[ \t]+(?:(?:more|other|large|small|big|little|separate|distinct|"
-                      r"different|visible)[ \t]+)?(?P<noun>[a-z]{3,}s|people|men|women|children|"
-                      r"sheep|deer|fish|geese|mice|feet|teeth)\b")
-# Words ending in "s" after a number that count nothing: a scale's units and function words.
-_UNITS = frozenset({"points", "stars", "marks", "ratings", "scores", "tens", "hundreds",
-                    "this", "thus", "plus", "minus", "less", "unless", "across", "always",
-                    "perhaps", "whereas", "besides", "does", "goes", "seems", "looks"})
-
-
-def _counts(text: str, n: Number) -> bool:
-    """Whether ``n`` counts things in the picture or the caption ("There are 2 dogs")."""
-    m = _COUNTED.match(text, n.end)
-    return m is not None and m.group("noun") not in _UNITS
-
-
-def _first_integer(text: str) -> Number | None:
-    """The first number, or the first labelled one; never a count of things.
-
-    A "Score:"/"Rating:" labelled one when a label introduces one and the answer does not
-    open with its number ("The caption has 2 errors. Rating: 3" is 3). "There are 2 dogs ...
-    quite appropriate." has no rating: 2 counts the dogs.
-    """
-    numbers = [n for m in DIGITS.finditer(text)
-               if (n := number_at(text, m.start())) and not _counts(text, n)]
-    labelled = [n for m in _SCORE_LABEL.finditer(text) if (n := number_at(text, m.end()))]
-    if not numbers:
-        return None
-    if not labelled:
-        return numbers[0]
-    opening = numbers[0]
-    at_start = text[:opening.start].strip(" \t\n*_`#>:") == ""
-    list_marker = re.match(r"[.)]\s+\D", text[opening.end:]) is not None
-    return opening if at_start and not list_marker else labelled[0]
-
 
 # -- the decision ------------------------------------------------------------------------------
 
@@ -607,14 +230,14 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if ticked is not None:
         return replace(_located(view, ticked), off_contract=f"read from a ticked checklist "
                        f"line ({ticked.how}), not the method's format")
-    formats = _format_candidates(cleaned, slot)  # also what the contract counts
-    own_scale = _own_scale_candidates(masked, slot)  # also a summary line's second verdict
-    chosen = _decide_uncut(_structured(view.text, masked, slot) + formats
-                    + _label_candidates(cleaned, slot) + _opening_candidates(cleaned, slot)
-                    + _standalone_candidates(cleaned, slot) + _star_candidates(cleaned, slot)
+    formats = format_candidates(cleaned, slot)  # also what the contract counts
+    own_scale = own_scale_candidates(masked, slot)  # also a summary line's second verdict
+    chosen = _decide_uncut(structured_candidates(view.text, masked, slot) + formats
+                    + label_candidates(cleaned, slot) + opening_candidates(cleaned, slot)
+                    + standalone_candidates(cleaned, slot) + star_candidates(cleaned, slot)
                     + own_scale, cleaned, slot, truncated)
     if chosen is None:
-        chosen = _decide_uncut(_phrase_candidates(cleaned, slot), cleaned, slot, truncated)
+        chosen = _decide_uncut(phrase_candidates(cleaned, slot), cleaned, slot, truncated)
     levels = level_candidates(cleaned, slot)
     if chosen is None:
         chosen = decide(levels, cleaned, slot)
@@ -668,7 +291,7 @@ def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence
             stated_twice(chosen, own_scale, masked)
             if chosen.rank == 2 and slot.name in GENERIC else None)) is not None:
         return Unreadable("parse_failure", conflict, printed_value(chosen))
-    if (later := later_rating(chosen, _rating_phrases(cleaned, slot), cleaned)) is not None:
+    if (later := later_rating(chosen, rating_phrases(cleaned, slot), cleaned)) is not None:
         return Unreadable("parse_failure", f"2 different values for {slot.name} and nothing "
                           f"says which is the verdict: {_quote([chosen, later])}",
                           printed_value(chosen))
@@ -748,7 +371,7 @@ def _conflict(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     if chosen.final and (verdict_slot or chosen.rank == 2):
         return None  # ("Overall" is final-sounding, but not a criterion's own verdict)
     if chosen.rank == 2:
-        for o in _opening_candidates(text, slot):
+        for o in opening_candidates(text, slot):
             if (_alone_on_line(text, o.number) and o.problem is None
                     and o.number.start < chosen.number.start
                     and o.number.value != chosen.number.value
@@ -786,7 +409,7 @@ def _restated(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     """
     if slot.position != "first" or slot.anchor or slot.label or chosen.source != "own_scale":
         return None
-    first = _first_integer(text)
+    first = first_integer(text)
     if first is None or first.start >= chosen.number.start:
         return None
     # "7/10 - equivalently 70 out of 100": the first number on its own stated scale, converted.
@@ -795,7 +418,7 @@ def _restated(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     if chosen.number.value in (first.value, scaled):
         return None
     between = text[first.end: chosen.number.start]
-    if _SENTENCE_END.search(between) or "\n" in between or REVISION.search(between):
+    if SENTENCE_END.search(between) or "\n" in between or REVISION.search(between):
         return None
     return (f"the first number {first.written.strip()!r} (the method's reading) is restated "
             f"as {chosen.number.written.strip()!r} ({chosen.how}) in the same sentence: two "
@@ -807,7 +430,7 @@ def _nothing(masked: str, cleaned: str, slot: ScoreSlot, truncated: bool) -> Unr
     foreign = foreign_scale(cleaned, slot)
     if foreign:
         return Unreadable("parse_failure", foreign)
-    if _REFUSAL.search(masked):
+    if REFUSAL.search(masked):
         snippet = " ".join(masked.split())[:120]
         # A parse failure (no score), not ``refused``: that status is the API's own refusal
         # (its ``refusal`` field or a content filter), not a reading of prose.
