@@ -73,7 +73,7 @@ def test_corpus_d_no_wrong_value_as_valid_and_read_right_but_for_abstentions(
     wrong = [f"{k}: {o}" for k, o in outcomes.items() if o.wrong_valid]
     assert not wrong, "WRONG VALUES RETURNED AS VALID:\n" + "\n".join(wrong)
     right = sum(o.right for o in outcomes.values())
-    assert right >= 182, right  # measured: 182/190 (rules 18), every miss an abstention
+    assert right >= 183, right  # measured: 183/190 (rules 20), every miss an abstention
 
 
 # Corpus E (issue 40: a fifth writer, after the contract and the second channel were designed,
@@ -233,14 +233,32 @@ CORPUS_R = _present("blind_answers_r.json")
 KNOWN_WRONG_R: set[str] = set()
 
 
+# Corpora S and T (issue 40: two writers, blind to the reader and to corpora A-R, asked for
+# kinds none of them has; S the long tail of ordinary judges and serving stacks, T the methods
+# other than plain G-VEval; both committed before they were measured). First measured with
+# rules 19: S 123/138 read right and 3 wrong values returned as valid ("I'd say 70. Or 75.",
+# "4 / Actually, 3 or 4", cap3d's "3 → 4?"); T 117/138 and 2 (cap3d: H corrected in prose
+# after the lines, "1 point each ... = 2" read at the rate). With those classes and the safe
+# misses' (markup inside the delimiters, criterion names in more languages, a rubric with one
+# level in bold, HTML, an explanation's bullet naming a label; rules 20): S 132, T 126, none.
+# On the llama.cpp server T's first measurement had 3 wrong values the base model "confirmed"
+# (a rating recalled from an earlier image, "Rating: 75 (draft)" in a cut answer, lines shown
+# as an example of the output): classes read in rules 20 too.
+CORPUS_S = _present("blind_answers_s.json")
+KNOWN_WRONG_S: set[str] = set()
+CORPUS_T = _present("blind_answers_t.json")
+KNOWN_WRONG_T: set[str] = set()
+
+
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
-             ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 143),
-             ("I", CORPUS_I, KNOWN_WRONG_I, 135), ("J", CORPUS_J, KNOWN_WRONG_J, 135),
+             ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 144),
+             ("I", CORPUS_I, KNOWN_WRONG_I, 136), ("J", CORPUS_J, KNOWN_WRONG_J, 135),
              ("K", CORPUS_K, KNOWN_WRONG_K, 154), ("L", CORPUS_L, KNOWN_WRONG_L, 117),
-             ("M", CORPUS_M, KNOWN_WRONG_M, 134), ("N", CORPUS_N, KNOWN_WRONG_N, 123),
-             ("O", CORPUS_O, KNOWN_WRONG_O, 115), ("P", CORPUS_P, KNOWN_WRONG_P, 131),
-             ("Q", CORPUS_Q, KNOWN_WRONG_Q, 137), ("R", CORPUS_R, KNOWN_WRONG_R, 135)]
+             ("M", CORPUS_M, KNOWN_WRONG_M, 135), ("N", CORPUS_N, KNOWN_WRONG_N, 123),
+             ("O", CORPUS_O, KNOWN_WRONG_O, 116), ("P", CORPUS_P, KNOWN_WRONG_P, 132),
+             ("Q", CORPUS_Q, KNOWN_WRONG_Q, 137), ("R", CORPUS_R, KNOWN_WRONG_R, 137),
+             ("S", CORPUS_S, KNOWN_WRONG_S, 132), ("T", CORPUS_T, KNOWN_WRONG_T, 126)]
 
 
 @pytest.mark.heavy(seconds=15)

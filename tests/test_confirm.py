@@ -20,7 +20,7 @@ import pytest
 
 from capjudge.cli import main as cli_main
 from capjudge.protocol import ScoreSlot, SlotResult
-from capjudge.reading.confirm import confirmed, contract_fields, read_follow_up
+from capjudge.reading.confirm import confirmed, contract_fields, read_follow_up, rival_values
 from capjudge.reading.locate import Located, Unreadable, locate
 from capjudge.testing.openai_server import MockOpenAIServer, Scripted
 
@@ -188,6 +188,39 @@ def test_disagreement_is_a_failure_quoting_both() -> None:
     assert out.probs is None and "80" in (out.reason or "") and "reads 40" in (out.reason or "")
     gone = confirmed(_unconfirmed(80), None, "follow-up")
     assert gone.status == "parse_failure" and "no reading" in (gone.reason or "")
+
+
+def test_the_anchor_must_prefer_the_reading_to_the_values_the_answer_also_writes() -> None:
+    # A model continuing the answer may copy a number it has just read: 72 first at the anchor
+    # but hardly more likely than 68, which the answer also writes, confirms nothing.
+    close = confirmed(_unconfirmed(72), _anchor({72: 0.4, 68: 0.3, 50: 0.3}), "forced-anchor",
+                      rivals=(68,))
+    assert close.status == "parse_failure" and close.confirmation == "contradicted"
+    assert "barely prefers it to 68" in (close.reason or "")
+    clear = confirmed(_unconfirmed(72), _anchor({72: 0.7, 68: 0.2, 50: 0.1}), "forced-anchor",
+                      rivals=(68,))
+    assert clear.confirmation == "forced-anchor"
+    # a value the answer does not write is no rival; the follow-up question has no margin
+    assert confirmed(_unconfirmed(72), _anchor({72: 0.4, 68: 0.3, 50: 0.3}), "forced-anchor",
+                     rivals=(90,)).confirmation == "forced-anchor"
+    follow = SlotResult("score", list(range(101)), None, None, "text", "text_only", None, 72)
+    assert confirmed(_unconfirmed(72), follow, "follow-up", rivals=(68,)).confirmation == \
+        "follow-up"
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ('The final score is $72$. {"score": 68}', (68,)),
+    ("On a scale of 0 to 100 I give it 72.", ()),  # the scale's own phrasing is no rival
+    ('The caption "Two dogs on 3 benches" is fine: 72.', ()),  # nor a quotation of it
+    ("72, and 72 again.", ()),
+])
+def test_rival_values_are_the_scales_other_values_the_answer_writes(text: str,
+                                                                    want: tuple[int, ...]
+                                                                    ) -> None:
+    slot = ScoreSlot("score", 0, 100, "$", "final score",
+                     quotes=("Two dogs on 3 benches",))
+    assert rival_values(text, slot, 72) == want
+    assert rival_values(text, ScoreSlot("n", 0, 9, kind="points"), 72) == ()
 
 
 def test_on_contract_readings_are_never_touched() -> None:

@@ -21,7 +21,12 @@ from capjudge.protocol import (
     Usage,
     worst_status,
 )
-from capjudge.reading.confirm import confirmed, needs_confirmation, read_follow_up
+from capjudge.reading.confirm import (
+    confirmed,
+    needs_confirmation,
+    read_follow_up,
+    rival_values,
+)
 from capjudge.reading.locate import never_written
 from capjudge.reading.pending import CONFIRM, QUESTION, PendingDigits, forced_reading
 from capjudge.reading.tokens import (
@@ -155,7 +160,7 @@ def read_answer(reader: Reader, request: JudgeRequest, text: str,
             slots.append(finish_slot(readings[i], reader.min_mass, forced, i))
     for reading in readings.values():
         reading.min_p = reader.follow_up_min_p
-    confirm_at_anchors(slots, readings, forced, reader.min_mass, reader.continue_digits)
+    confirm_at_anchors(slots, readings, forced, reader.min_mass, reader.continue_digits, text)
     return slots, readings, bases, forced
 
 
@@ -222,7 +227,8 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
             for prefix, node in (anchor or {}).items():
                 add_continuation(second, prefix, node)
             slots[-1] = confirmed(slots[-1], finish_slot(second, backend.min_mass,
-                                                     {0: None}, 0), "forced-anchor")
+                                                     {0: None}, 0), "forced-anchor",
+                                  rival_values(response.text, slot, slots[-1].printed))
     if raw.get("follow_up") is not None and backend.confirm == "follow_up":
         confirm_by_question(slots, request, raw["follow_up"])
     return _restamped(response_of(response.text, slots, raw.get("finish_reason"), request,
@@ -231,16 +237,19 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
 
 def confirm_at_anchors(slots: list[SlotResult], readings: Mapping[int, TreeReading],
                         forced: dict[int, int | float | None], min_mass: float,
-                        continue_digits: bool) -> None:
+                        continue_digits: bool, text: str) -> None:
     """Each off-contract slot whose forced-anchor tree is complete, confirmed or contradicted.
 
     A tree still waiting for follow-ups leaves its slot as it is until the last round.
+    ``text`` is the answer (the values it writes are the anchor's rivals).
     """
     for k, reading in readings.items():
         if k < CONFIRM or (continue_digits and follow_up_prefixes(reading)):
             continue
         second = finish_slot(reading, min_mass, forced, k)
-        slots[k - CONFIRM] = confirmed(slots[k - CONFIRM], second, "forced-anchor")
+        first = slots[k - CONFIRM]
+        slots[k - CONFIRM] = confirmed(first, second, "forced-anchor",
+                                       rival_values(text, reading.slot, first.printed))
 
 
 def confirm_by_question(slots: list[SlotResult], request: JudgeRequest,
@@ -339,7 +348,8 @@ def merge_follow_ups(request: JudgeRequest, response: JudgeResponse, pending: Pe
     for i, reading in pending.readings.items():
         if i < CONFIRM:
             slots[i] = finish_slot(reading, min_mass, pending.forced, i)
-    confirm_at_anchors(slots, pending.readings, pending.forced, min_mass, continuing)
+    confirm_at_anchors(slots, pending.readings, pending.forced, min_mass, continuing,
+                       response.text)
     if pending.question and (-1, QUESTION) in pending.asked:
         confirm_by_question(slots, request, pending.follow_up)
     done = response_of(response.text, slots, None, request,

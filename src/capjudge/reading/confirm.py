@@ -44,8 +44,11 @@ from typing import TypedDict
 
 from capjudge.protocol import ScoreSlot, SlotResult
 from capjudge.reading.locate import Located
+from capjudge.reading.masking import mask_text
+from capjudge.reading.numbers import numbers_in
+from capjudge.reading.scale import clean_text
 from capjudge.reading.structure import json_fields
-from capjudge.reading.view import answer_view
+from capjudge.reading.view import answer_view, as_viewed
 from capjudge.reading.vocabulary import matches
 
 CONFIRMATIONS = ("on-contract", "forced-anchor", "follow-up", "unconfirmed", "contradicted")
@@ -80,7 +83,29 @@ def _most_likely(result: SlotResult) -> int | None:
     return result.values[max(range(len(probs)), key=lambda k: probs[k])]
 
 
-def confirmed(result: SlotResult, second: SlotResult | None, channel: str) -> SlotResult:
+# At the forced anchor the printed value must be at least this many times as likely as each
+# other value of the scale the answer writes (see :func:`rival_values`).
+RIVAL_MARGIN = 2.0
+
+
+def rival_values(text: str, slot: ScoreSlot, printed: int | float | None) -> tuple[int, ...]:
+    """The other values of ``slot``'s scale the answer writes as numbers.
+
+    Scale phrasings, quotations and rubrics are left out: these are what a model continuing
+    the answer may merely copy at the forced anchor.
+    """
+    if slot.kind != "score" or printed is None:
+        return ()
+    view = answer_view(text)
+    quotes = [as_viewed(q) for q in slot.quotes if q and q.strip()]
+    cleaned = clean_text(mask_text(view.text, quotes), slot)
+    return tuple(sorted({int(n.value) for n in numbers_in(cleaned)
+                         if n.integral and slot.low <= n.value <= slot.high
+                         and n.value != printed}))
+
+
+def confirmed(result: SlotResult, second: SlotResult | None, channel: str,
+              rivals: Sequence[int] = ()) -> SlotResult:
     """``result`` after its second channel's reading ``second`` (None: the channel gave none).
 
     Args:
@@ -88,6 +113,10 @@ def confirmed(result: SlotResult, second: SlotResult | None, channel: str) -> Sl
         second: the forced anchor's distribution (``forced-anchor``) or the follow-up's value
             as a text reading (``follow-up``); None when the channel answered nothing readable.
         channel: ``forced-anchor`` or ``follow-up``.
+        rivals: the other values of the scale the answer writes (:func:`rival_values`). A
+            model continuing an answer may copy a number it has just read, so at the forced
+            anchor the printed value must also be :data:`RIVAL_MARGIN` times as likely as each
+            of them: the channel has to prefer the reading to the answer's own alternatives.
 
     Returns:
         The reading confirmed, or a ``parse_failure`` quoting both readings.
@@ -104,6 +133,9 @@ def confirmed(result: SlotResult, second: SlotResult | None, channel: str) -> Sl
         if channel == "forced-anchor" and second.probs is not None and printed in second.values:
             p = f", P({printed}) = {second.probs[second.values.index(int(printed))]:.2f}"
         return _contradicted(result, f"the {channel} reads {other}{p}")
+    if channel == "forced-anchor" and second.probs is not None and (
+            close := _close_rival(second, int(printed), rivals)) is not None:
+        return _contradicted(result, close)
     note = f"; confirmed by the {channel}"
     if channel == "forced-anchor" and second.probs is not None:
         note += f" (P({printed}) = {second.probs[second.values.index(int(printed))]:.2f})"
@@ -119,6 +151,17 @@ def confirmed(result: SlotResult, second: SlotResult | None, channel: str) -> Sl
         out = replace(out, probs=second.probs, mass=second.mass, source=second.source,
                       status=second.status, reason=second.reason, anchor_forced=True)
     return out
+
+
+def _close_rival(second: SlotResult, printed: int, rivals: Sequence[int]) -> str | None:
+    """Why the anchor does not prefer ``printed`` to a value the answer also writes, or None."""
+    probs = second.probs or []
+    p = probs[second.values.index(printed)]
+    for r in rivals:
+        if r in second.values and p < RIVAL_MARGIN * (q := probs[second.values.index(r)]):
+            return (f"the forced-anchor barely prefers it to {r}, which the answer also writes "
+                    f"(P({printed}) = {p:.2f}, P({r}) = {q:.2f}; under {RIVAL_MARGIN:g} times)")
+    return None
 
 
 def _contradicted(result: SlotResult, why: str) -> SlotResult:
@@ -183,5 +226,6 @@ def read_follow_up(text: str, slot: ScoreSlot) -> SlotResult:
                       read_by="follow-up JSON")
 
 
-__all__ = ["CHANNELS", "CONFIRMATIONS", "confirmed", "contract_fields", "follow_up_question",
-           "follow_up_schema", "needs_confirmation", "read_follow_up"]
+__all__ = ["CHANNELS", "CONFIRMATIONS", "RIVAL_MARGIN", "confirmed", "contract_fields",
+           "follow_up_question", "follow_up_schema", "needs_confirmation", "read_follow_up",
+           "rival_values"]

@@ -40,6 +40,20 @@ WITHDRAWN = re.compile(
     r"|(?:warrants?|deserves?|merits?|justif(?:y|ies)|should\s+(?:lose|get|be)|would\s+"
     r"(?:lose|get|be))\s+(?:roughly\s+|about\s+|around\s+|some\s+|another\s+)?\d+\s*"
     r"(?:more\s+)?points?\s+(?:less|lower|fewer|more|higher|off)\b)", re.I)
+# The verdict said to be too high or too low with no other value: "I'd lower my score
+# somewhat", "the accuracy should be lower than I gave", "so less than that".
+LOWERED = re.compile(
+    r"\bI(?:'d|\u2019d|\s+would|\s+will|\s+should|\s+need\s+to|\s+have\s+to)\s+(?:probably\s+)?"
+    r"(?:lower|raise|reduce|increase|decrease|drop|dock|bump\s+(?:up|down)|adjust|revise)\s+"
+    r"(?:my|the|this|that|it|its)\b"
+    r"|\b(?:should|must|ought\s+to|needs?\s+to|has\s+to)\s+(?:be|go|come)\s+(?:\w+\s+)?"
+    r"(?:lower|higher|down|up)\b"
+    r"|\b(?:so|thus|hence|therefore)\s+(?:a\s+bit\s+|somewhat\s+|slightly\s+|a\s+little\s+)?"
+    r"(?:less|lower|more|higher)\s+than\s+(?:that|this|I\s+gave|what\s+I\s+gave)\b", re.I)
+# The verdict moved to another value only as a possibility: "That would bring it down to 2".
+MOVED = re.compile(r"\b(?:would|could|might|may)\s+(?:\w+\s+)?(?:bring|take|push|drop|pull|move|"
+                   r"put)\s+(?:it|this|that|the\s+\w+|my\s+\w+)\s+(?:down\s+|up\s+)?to\s+[$*_`]*"
+                   r"(?P<n>\d+)", re.I)
 # The choice between values left to the reader: "I leave the choice to you", "up to you",
 # "I can't choose between them". (Not "depending on how much ...": that qualifies a committed
 # value as often as it leaves one open.)
@@ -78,6 +92,7 @@ _CHECK_LINE = re.compile(
 
 # A rubric line (a bullet, then its level) and what points at the chosen one at its end.
 _RUBRIC_LINE = re.compile(r"^[ \t>]*(?:[-*\u2022]|\d+[.)](?=\s))?[ \t*_]*(?P<rest>[^\n]*)$", re.M)
+_BOLD_LINE = re.compile(r"[ \t>]*(?:[-*\u2022]|\d+[.)])?[ \t]*(\*\*|__)[^*_\n][^\n]*?\1[ \t.]*")
 _POINTED = re.compile(
     r"(?:<-+|<=+|[\u2190\u21d0\u27f5\u27f8\U0001f448]|\bselected\b)[\s*_]*(?:selected|chosen|"
     r"this(?:\s+one)?|my\s+(?:rating|choice|score|pick|verdict)|here|[\u2713\u2714\u2705])?"
@@ -141,10 +156,14 @@ def checklist(text: str, slot: ScoreSlot) -> Candidate | Unreadable | None:
         if value is not None:
             lines.append((ticked, value, m))
     if len(lines) < 2:
-        # The rubric copied with one level pointed at: "- 2 Low Correctness: ... <-- selected".
-        lines = [(_POINTED.search(m.group("rest")) is not None, value, m)
-                 for m in _RUBRIC_LINE.finditer(text)
-                 if (value := _line_value(m.group("rest"), slot)) is not None]
+        # The rubric copied with one level pointed at ("- 2 Low Correctness: ... <-- selected"),
+        # or with one whole line set in bold among three or more that are not.
+        rubric = [(value, m) for m in _RUBRIC_LINE.finditer(text)
+                  if (value := _line_value(m.group("rest"), slot)) is not None]
+        bold = [_BOLD_LINE.fullmatch(m.group(0)) is not None for _, m in rubric]
+        one_bold = sum(bold) == 1 and len(rubric) >= 3
+        lines = [(_POINTED.search(m.group("rest")) is not None or (b and one_bold), value, m)
+                 for (value, m), b in zip(rubric, bold, strict=True)]
         if len(lines) < 2 or not any(t for t, _, _ in lines):
             return None
     ticked = [(v, m) for t, v, m in lines if t]
@@ -216,6 +235,10 @@ def other_target(text: str, chosen: Candidate) -> str | None:
     sentence = text[start: chosen.number.start]
     before = text[sentence_start(text, max(start - 1, 0)): start]
     m = _OTHER_TARGET.search(sentence)
+    if m is None and not re.search(r"\b(?:caption|candidate)\b", sentence, re.I):
+        # "Reference 1 is the most complete description: the final score is $85$ for it": the
+        # verdict's own sentence is about a reference.
+        m = _REFERENCE_SUBJECT.match(sentence)
     if m is None and not re.search(r"\b(?:candidate|generated|original|model'?s?)\b", sentence,
                                    re.I):
         # "This improved caption captures it all. The final score is $92$.", "The reference
@@ -525,10 +548,14 @@ def sentence_of(text: str, pos: int) -> str:
     return text[start: min(ends) + 1 if ends else len(text)]
 
 
+# The judge going back to check, in an answer then cut: "Let me check the reference again".
+_CHECKING = re.compile(r"\blet\s+me\s+(?:check|look|verify|double-check|confirm|see)\b", re.I)
+
+
 def reopened(chosen: Candidate, cleaned: str, truncated: bool) -> Unreadable | None:
     """A verdict the answer reopens ("Actually, let me reconsider …"), cut before any other."""
     after = cleaned[chosen.number.end:]
-    cue = REVISION.search(after)
+    cue = REVISION.search(after) or _CHECKING.search(after)
     if not truncated or cue is None or has_number(after[cue.end():]):
         return None
     return Unreadable("parse_failure", f"the answer reopens its verdict "

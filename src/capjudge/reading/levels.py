@@ -18,7 +18,7 @@ def level_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     rx = re.compile(label_pattern(list(names)), re.I)
     return [Candidate(Number(m.start(), m.end(), m.end(), float(value), m.group(0), "level"),
                       f"the rubric level {m.group(0)!r}", 0, source="level",
-                      problem=level_span(text, m.start()))
+                      problem=level_span(text, m.start()) or _described(text, m.start(), value))
             for m in rx.finditer(text)
             if (value := names.get(re.sub(r"\s+", " ", m.group(0)).lower())) is not None]
 
@@ -36,3 +36,16 @@ def level_span(text: str, start: int) -> str | None:
         return (f"the answer names a span of levels or a longer level "
                 f"({(before.split(chr(10))[-1] + text[start: start + 30]).strip()!r}), not one")
     return None
+
+
+# "where 5 means extremely high correctness", "5 = High": the scale described, not a verdict.
+_DESCRIBED = re.compile(r"(?P<n>\d+)[\s*_`]*(?:=|:|-|means|is|stands\s+for|represents|"
+                        r"being|for|denotes|indicates)[\s*_`\"']*$", re.I)
+
+
+def _described(text: str, start: int, value: int) -> str | None:
+    """Why a level named at ``start`` describes the scale (its own value says what it means)."""
+    m = _DESCRIBED.search(text, max(0, start - 30), start)
+    if m is None or int(m.group("n")) != value:
+        return None
+    return f"the answer describes the scale ({text[m.start(): start + 30].strip()!r}), not a level"

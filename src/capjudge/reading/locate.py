@@ -46,6 +46,8 @@ from capjudge.reading.candidates import (
     printed_value,
 )
 from capjudge.reading.contract import (
+    LOWERED,
+    MOVED,
     REVISION,
     UNDECIDED,
     WITHDRAWN,
@@ -62,6 +64,7 @@ from capjudge.reading.contract import (
     other_target,
     reopened,
     revised_opening,
+    sentence_of,
     sentence_start,
     stated_twice,
 )
@@ -101,9 +104,11 @@ from capjudge.reading.settled import (
     own_answer,
     preferred_after,
 )
-from capjudge.reading.view import AnswerView, answer_view, normalise
+from capjudge.reading.view import AnswerView, answer_view, as_viewed
 from capjudge.reading.vocabulary import (
+    CRITERIA,
     GENERIC,
+    is_generic,
     matches,
 )
 
@@ -195,7 +200,7 @@ def _cut(text: str, n: Number, slot: ScoreSlot, truncated: bool) -> str | None:
 
 
 def _prepared(view: AnswerView, slot: ScoreSlot) -> str:
-    quotes = [normalise(q)[0] for q in slot.quotes if q and q.strip()]
+    quotes = [as_viewed(q) for q in slot.quotes if q and q.strip()]
     return mask_text(view.text, quotes)
 
 
@@ -257,7 +262,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         if revised is not None:
             chosen = revised
         elif (named := [c for c in levels if c.number.start > chosen.number.end
-                        and c.number.value != chosen.number.value]) and len(
+                        and c.number.value != chosen.number.value and c.problem is None]) and len(
                 {c.number.value for c in levels}) == 1:
             # "5 ... so I'd put it at High Correctness (4)": the opening rating and the level
             # the answer names later compete, and nothing says which stands (several levels
@@ -266,7 +271,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                               f"{chosen.number.written.strip()!r} and {named[0].how} "
                               f"({int(named[0].number.value)}) "
                               "disagree, and nothing says which stands", printed_value(chosen))
-    if (vetoed := _vetoed(chosen, cleaned, slot) or reopened(chosen, cleaned, truncated)):
+    if (vetoed := _vetoed(chosen, cleaned, slot, view.text)
+            or reopened(chosen, cleaned, truncated)):
         return vetoed
     if (open_ := alternative_after(chosen, cleaned, slot) or not_a_verdict(chosen, cleaned)
             or own_answer(chosen, cleaned, slot) or bare_numbers(cleaned)
@@ -305,7 +311,8 @@ def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence
     return None
 
 
-def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot) -> Unreadable | None:
+def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot, written: str
+            ) -> Unreadable | None:
     """Why the whole answer says the reading is not the verdict after all, or None.
 
     It restates it on the scale, scores something or some criterion else, praises a bottom
@@ -319,11 +326,32 @@ def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot) -> Unreadable | No
     if (open_ := UNDECIDED.search(cleaned, sentence_start(cleaned, chosen.number.start))):
         return Unreadable("parse_failure", f"the answer leaves the verdict open "
                           f"({open_.group(0).strip()!r})", printed_value(chosen))
-    if (gone := WITHDRAWN.search(after) or doubted(after, chosen)) is not None \
-            and not has_number(after[gone.end():]):
+    if (gone := WITHDRAWN.search(after) or doubted(after, chosen)
+            or _lowered(after, slot)) is not None and not has_number(after[gone.end():]):
         return Unreadable("parse_failure", f"the judge withdrew its verdict "
                           f"{chosen.number.written.strip()!r} ({gone.group(0).strip()!r}) and "
                           "gave no other", printed_value(chosen))
+    for moved in MOVED.finditer(written, chosen.number.end):
+        if float(moved.group("n")) != chosen.number.value and slot.low <= int(
+                moved.group("n")) <= slot.high:
+            return Unreadable("parse_failure", f"after its verdict "
+                              f"{chosen.number.written.strip()!r} the answer moves it to "
+                              f"{moved.group('n')} only as a possibility "
+                              f"({' '.join(moved.group(0).split())!r})", printed_value(chosen))
+    return None
+
+
+def _lowered(after: str, slot: ScoreSlot) -> re.Match[str] | None:
+    """The verdict said to be too high or low with no value, in a sentence about this slot.
+
+    (For one criterion of several, a sentence that names only another criterion lowers that
+    one: "the accuracy should be lower" leaves completeness alone.)
+    """
+    for m in LOWERED.finditer(after):
+        sentence = sentence_of(after, m.start()).lower()
+        named = [c for c in CRITERIA if re.search(rf"\b{c}\b", sentence)]
+        if not named or is_generic(slot) or slot.name.lower() in named:
+            return m
     return None
 
 

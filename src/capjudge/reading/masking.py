@@ -321,7 +321,9 @@ def mask_negated(text: str) -> str:
 # A block or sentence the answer introduces as an example of the format, not its evaluation:
 # "Here is an example of how the output should look:\n```…The final score is $85$.```".
 _EXAMPLE_INTRO = re.compile(r"\b(?:for\s+(?:example|instance)|e\.g\.|an?\s+(?:example|sample)|"
-                            r"example\s+(?:output|answer|response)|illustrat\w+)\b[^\n]{0,80}"
+                            r"example\s+(?:output|answer|response)|illustrat\w+|how\s+(?:the|"
+                            r"my|an?|your)\s+(?:output|answer|response|format)\s+(?:would|should|"
+                            r"might|will|could|is\s+to)\s+look)\b[^\n]{0,80}"
                             r"(?:\n[ \t]*){1,2}(?P<block>```[^\n]*\n.*?```|(?:>[^\n]*(?:\n|$))+)",
                             re.I | re.S)
 _EXAMPLE_SENTENCE = re.compile(r"(?:^|(?<=[.!?]\s))[ \t]*(?:for\s+(?:example|instance)|e\.g\.)"

@@ -25,11 +25,11 @@ from fractions import Fraction
 from functools import lru_cache
 
 from capjudge.protocol import ScoreSlot, SlotResult
-from capjudge.reading.contract import REVISION, WITHDRAWN
+from capjudge.reading.contract import CONDITIONAL, REVISION, WITHDRAWN, sentence_of
 from capjudge.reading.masking import find_decline, mask_text
 from capjudge.reading.numbers import number_at
 from capjudge.reading.structure import json_fields, table_fields, xml_fields
-from capjudge.reading.view import answer_view, normalise
+from capjudge.reading.view import answer_view, as_viewed
 from capjudge.reading.vocabulary import TRANSLATIONS, key
 
 _NUMBER = r"(?:\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?|\d*\.\d+|\d+\s*[½¼¾]|[½¼¾]|\d+)"
@@ -87,11 +87,22 @@ def parse_points(value: str) -> float:
     return sign * float(value)
 
 
+_PLACEHOLDER_KEPT = re.compile(r"[\[(<{]\s*numerical\s+value\s*[\])>}][\s*_`:]*(?=[-\u2212]?\d)",
+                               re.I)
 _LATEX = re.compile(r"\\(?:boxed|text|textbf|mathbf|mathrm)\s*\{([^{}]*)\}")
 _BREAKDOWN = re.compile(r"\([^()]*\)|\[[^\[\]]*[a-z][^\[\]]*\]", re.I)
 _TOTAL_LINE = re.compile(r"^\s*(?:[-*\u2022>]|\d+\.)?\s*\**\s*(?:total|sum|overall|final)"
                          r"[^:\n=]{0,30}[:=]\s*(?P<rest>[^\n]*)", re.I | re.M)
 
+
+# A count with a question mark after it (a revision in between): "1?", "3 → 4?".
+_ARROW = r"(?:-+>|=+>|[\u2192\u21d2\u27f6\u279c\u27a1])"
+_QUESTIONED = re.compile(rf"^{_SIGNED}(?:\s*{_ARROW}\s*{_SIGNED})?\s*\?")
+# "3 → 4": revised on its own line.
+_ARROWED = re.compile(rf"^{_SIGNED}\s*{_ARROW}\s*(?P<to>{_SIGNED}(?![\d.]).*)$")
+# "1 point each for ...": a rate per attribute.
+_RATE = re.compile(rf"^{_SIGNED}\s*(?:points?|pts?\.?)?\s*(?:each|per|apiece|for\s+each)\b",
+                   re.I)
 
 # A parenthetical aside that offers another count ("(possibly 2 if ...)", "(or 3)").
 _ALTERNATIVE_ASIDE = re.compile(r"\([^()]*\b(?:or|possibly|maybe|perhaps|otherwise|arguably|"
@@ -117,6 +128,8 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
     if (other := _PATTERNS[_OTHER[name]].search(rest)) is not None:
         rest = rest[: other.start()]  # "C. Score = 8, H. Score = 2": the next label ends it
     line = rest.strip().strip("*_` ").strip()
+    if (kept := _PLACEHOLDER_KEPT.match(line)) is not None:
+        line = line[kept.end():]  # "[Numerical Value] 3": the template's words, then the value
     if line.startswith("[") and "]" in line:
         line = line[1:line.index("]")].strip()
     if re.match(r"\(?\s*numerical value", line, re.I):
@@ -133,12 +146,21 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
                       "range or a hedge")
     line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
     line = _NEXT_FIELD.split(line)[0]  # "2, Precision = 50%": the next field ends the value
+    if (open_ := _QUESTIONED.match(line)) is not None:
+        # "3 → 4?", "1?": the count is asked, not stated.
+        return None, f"the {name} points are left open ({open_.group(0).strip()!r})"
+    if (arrow := _ARROWED.match(line)) is not None:
+        line = arrow.group("to")  # "3 → 4": the count as revised on its own line
+    total = list(_TOTAL.finditer(line))  # (before "points" ends the line: "1 point each ... = 2")
+    if not total and (rate := _RATE.match(line)) is not None:
+        # "1 point each for colour and door count": a rate per attribute, not a count.
+        return None, (f"the {name} points state a rate ({rate.group(0).strip()!r}), not a "
+                      "count")
     line = re.sub(r"\s*(?:points?|pts?\.?)\b.*$", "", line, flags=re.I)
     line = re.sub(r"(?<=\d)\.$", "", line)  # "so H. Score: 0.": the sentence's full stop
     if re.match(rf"{_SIGNED}\s*(?:%|percent\b)", line, re.I):
         return None, (f"the {name} score is a percentage ({rest.strip()[:40]!r}), not a count "
                       "of points")
-    total = list(_TOTAL.finditer(line))
     if not total and (frac := re.match(r"(\d+)\s*/\s*(\d+)(?![\d.])", line)) is not None \
             and int(frac.group(1)) >= 2:
         # "C. Score: 3/4": three points of four attributes, or three quarters of a point.
@@ -203,10 +225,15 @@ def _value_after(text: str, end: int) -> str:
     return block[0] if block else rest
 
 
+# Keys that count attributes of a kind ({"correct": 3, "hallucinated": 1}).
+_FIELD_WORDS = {"correctness": ("correct", "accurate"),
+                "hallucination": ("hallucinated", "incorrect")}
+
+
 def _field_names(name: str) -> set[str]:
     """The keys a JSON field or table row naming ``name``'s points may have."""
     word, initial = _KEYS[name]
-    roots = [key(w) for w in (word, *TRANSLATIONS[word])] + [initial]
+    roots = [key(w) for w in (word, *TRANSLATIONS[word], *_FIELD_WORDS[name])] + [initial]
     tails = ("", "score", "points", "point", "得分", "分数", "分數", "スコア", "点数", "점수")
     return {r + t for r in roots for t in tails} | {f"{word}score{initial}score"}
 
@@ -243,7 +270,7 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
     if view.reasoning_cut:
         why = "reasoning cut off: the answer ended inside its reasoning block"
         return {name: (None, why) for name in _PATTERNS}
-    masked = mask_text(view.text, [normalise(q)[0] for q in quotes])
+    masked = mask_text(view.text, [as_viewed(q) for q in quotes])
     out: dict[str, tuple[float | None, str | None]] = {}
     last_end = 0  # where the last labelled count ends
     for name in _PATTERNS:
@@ -252,6 +279,7 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
         for rx in (_PATTERNS[name], _HEADINGS[name]):
             places = _occurrences(rx, masked)
             values = [_read_points(name, _value_after(masked, start)) for start, _ in places]
+            places, values = _without_explanations(masked, places, values)
             if values:
                 break
         if not values:
@@ -285,7 +313,53 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
                "others")
         return {name: (None, why) for name in _PATTERNS}
     # (The hedge is looked for in the answer as written: masking blanks "might be" clauses.)
-    return _left_open(out, masked, view.text[last_end:] if last_end else "")
+    written = view.text[last_end:] if last_end else ""
+    return _left_open(_revised_after(out, written), masked, written)
+
+
+def _revised_after(out: dict[str, tuple[float | None, str | None]], tail: str
+                   ) -> dict[str, tuple[float | None, str | None]]:
+    """The counts, each revised in prose after the lines ("The H. Score should be 2").
+
+    A count the answer corrects after its lines is the corrected value, with a note (so the
+    reading is off-contract and needs its second channel); two different corrections, or one
+    under a condition ("if the handle counts"), leave the count open.
+    """
+    for name in _PATTERNS:
+        if out[name][0] is None:
+            continue
+        found = list(_REVISED[name].finditer(tail))
+        said = {float(m.group("n")) for m in found}
+        said.discard(out[name][0])
+        if said and any(CONDITIONAL.search(sentence_of(tail, m.start())) for m in found):
+            out[name] = (None, f"after its lines the answer corrects the {name} points under a "
+                               "condition it does not settle")
+        elif len(said) == 1:
+            value = said.pop()
+            out[name] = (value, f"the {name} points are corrected after the lines to {value:g}")
+        elif said:
+            out[name] = (None, f"after its lines the answer corrects the {name} points to "
+                               f"{len(said)} different values")
+    return out
+
+
+_BULLET = re.compile(r"[ \t>]*(?:[-*\u2022]|\d+[.)])[ \t]")
+
+
+def _without_explanations(text: str, places: list[tuple[int, int]],
+                          values: list[tuple[float | None, str | None]]
+                          ) -> tuple[list[tuple[int, int]], list[tuple[float | None, str | None]]]:
+    """The label's occurrences less the explanation's bullets that name it with no count.
+
+    "- Hallucination: the caption says ... (1)" itemises the explanation after the counts were
+    given; it is no second, unreadable count. Kept when no occurrence holds a count.
+    """
+    if not any(v is not None for v, _ in values):
+        return places, values
+    kept = [(p, v) for p, v in zip(places, values, strict=True)
+            if v[0] is not None or not _BULLET.match(text, text.rfind("\n", 0, p[0]) + 1)
+            or not re.match(r"[ \t*_]*[^\W\d_]{2}", text[p[0]:])]
+    return [p for p, _ in kept], [v for _, v in kept]
 
 
 def _left_open(out: dict[str, tuple[float | None, str | None]], masked: str, after: str
@@ -317,6 +391,14 @@ _REOPENED = {name: re.compile(
     rf"well\s+|rather\s+|instead\s+)?be\b|\b(?:either|possibly|perhaps|arguably|between)\b)"
     rf"[^\n.;]{{0,30}}?\d", re.I) for name, initial in (("correctness", "c"),
                                                     ("hallucination", "h"))}
+# A count corrected after the lines: "The H. Score should be 2", "C. Score is actually 4".
+_REVISED = {name: re.compile(
+    rf"{_label_name(name, initial)}[^\n.;\d]{{0,20}}?\b(?:(?:should|must|ought\s+to|needs?\s+to)"
+    rf"\s+(?:really\s+|instead\s+|actually\s+)?be|(?:is|becomes|goes)\s+(?:actually|really|now)"
+    rf"|(?:is|was|are)\s+(?:corrected|revised|raised|lowered|changed|updated|increased|"
+    rf"decreased)\s+to|becomes|goes\s+(?:up|down)\s+to|rises\s+to|drops\s+to)\b"
+    rf"[\s*_`$:]*(?P<n>\d+(?:\.\d+)?)(?![\d/%]|\.\d)", re.I)
+    for name, initial in (("correctness", "c"), ("hallucination", "h"))}
 # A labelled count of penalised content beside C and H: "Irrelevant-content penalty: 1".
 _PENALTY_LINE = re.compile(
     r"^[ \t>*_#|-]*[^\n:=]{0,40}?\b(?:penalt(?:y|ies)|deduct(?:ion|ions|ed)?|irrelevan(?:t|ce)|"
@@ -440,7 +522,12 @@ def parse_ch(text: str) -> tuple[float | None, float | None]:
 
 
 # The prompt's format: "Correctness Score (C. Score): N", "Hallucination Score (H. Score): N".
-_CONTRACT_LABELS = tuple(re.compile(rf"\b{x}\.\s*Score\s*\)?\s*:[\s*_`$]*[-\u2212]?\d", re.I)
+_LABELS_WRITTEN = tuple(re.compile(rf"\b{x}\.\s*Score\s*\)?\s*:[\s*_`$]*[-\u2212]?\d", re.I)
+                        for x in ("C", "H"))
+# Each value plain: a number, then at most the breakdown in brackets ("2 (bus, red)"); a line
+# that works the count out, revises or questions it ("1 point each ... = 2", "3 → 4") is not.
+_CONTRACT_LABELS = tuple(re.compile(rf"\b{x}\.\s*Score\s*\)?\s*:[ \t*_`$]*[-\u2212]?\d+(?:\.\d+)?"
+                                    r"[ \t*_`$]*(?:\([^()\n]*\))?[ \t*_`$.]*$", re.I | re.M)
                          for x in ("C", "H"))
 
 
@@ -460,7 +547,8 @@ def _on_contract(text: str, slot: ScoreSlot) -> bool:
     if slot.contract == "json":
         names = _field_names(slot.name)
         return sum(key(f.name) in names for f in json_fields(answer_view(text).text)) == 1
-    return all(len(label.findall(text)) == 1 for label in _CONTRACT_LABELS)
+    return all(len(label.findall(text)) == 1 for label in _LABELS_WRITTEN) and all(
+        len(label.findall(text)) == 1 for label in _CONTRACT_LABELS)
 
 
 def read_points_slot(text: str, slot: ScoreSlot, *, truncated: bool = False) -> SlotResult:
@@ -474,6 +562,9 @@ def read_points_slot(text: str, slot: ScoreSlot, *, truncated: bool = False) -> 
     if value is None:
         return SlotResult(slot.name, slot.values, None, None, "text", "parse_failure", why)
     how = "the C./H. points labels (or fields naming them)"
+    if why is not None:  # read, with a note: a count corrected after the lines
+        return SlotResult(slot.name, slot.values, None, None, "text", "ok", None, value,
+                          confirmation="unconfirmed", read_by=f"{how} (off-contract: {why})")
     if _on_contract(text, slot):
         return SlotResult(slot.name, slot.values, None, None, "text", "ok", None, value,
                           confirmation="on-contract", read_by=how)

@@ -23,7 +23,7 @@ import re
 
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate
-from capjudge.reading.contract import sentence_start
+from capjudge.reading.contract import CONDITIONAL, REVISION, sentence_start
 from capjudge.reading.numbers import Number, numbers_in
 from capjudge.reading.vocabulary import is_generic
 
@@ -77,6 +77,18 @@ _DRAFT_LABEL = re.compile(r"\b(?:preliminary|tentative|provisional|interim|draft
                           r"assessments?|grades?)\b[^\n\d]{0,12}$", re.I)
 
 
+# "Rating: 75 (draft)": the label after the value.
+_DRAFT_AFTER = re.compile(r"[\s$*_`]*[(\[][\s*_]*(?:preliminary|tentative|provisional|interim|"
+                          r"draft|initial|first[- ]pass|not\s+final)\b[^()\[\]\n]{0,20}[)\]]",
+                          re.I)
+# A rating the judge recalls giving before: "I gave this caption 80 earlier, but that was for
+# the other photo".
+_RECALLED_VERB = re.compile(r"\b(?:I|we)\s+(?:had\s+)?(?:gave|given|rated|scored|assigned|"
+                            r"graded)\b", re.I)
+_EARLIER = re.compile(r"\b(?:earlier|previously|before|last\s+time|in\s+(?:my|the|a)\s+"
+                      r"(?:previous|earlier|last|prior)\s+\w+)\b", re.I)
+
+
 def not_a_verdict(chosen: Candidate, text: str) -> str | None:
     """Why the number is no verdict at all: a question, a rank, a stand-in or a draft value."""
     n = chosen.number
@@ -87,8 +99,15 @@ def not_a_verdict(chosen: Candidate, text: str) -> str | None:
     if (draft := _DRAFT_LABEL.search(text, line_start, n.start)) is not None:
         return (f"the judge labels {n.written.strip()!r} as not yet its verdict "
                 f"({draft.group(0).strip(' :*_`$')!r}) and gives no final one")
+    if (draft := _DRAFT_AFTER.match(text, n.end)) is not None:
+        return (f"the judge labels {n.written.strip()!r} as not yet its verdict "
+                f"({draft.group(0).strip(' :*_`$')!r}) and gives no final one")
     start = sentence_start(text, n.start)
     end = min([i for c in ".!\n" if (i := text.find(c, n.end)) >= 0] or [len(text)])
+    sentence = text[start:end]
+    if _RECALLED_VERB.search(sentence) and _EARLIER.search(sentence):
+        return (f"{n.written.strip()!r} is a rating the judge recalls giving earlier "
+                f"({' '.join(sentence.split())[:80]!r}), not its verdict here")
     question = text.find("?", n.end)
     if 0 <= question < end:
         return (f"the value {n.written.strip()!r} is asked as a question "
@@ -177,6 +196,45 @@ def _rewrite_before(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None
             "verdict: whether the verdict scores it or the candidate needs a second channel")
 
 
+# "I'd say 70. Or 75.": the next sentence opens by offering another value.
+_OFFERED_NEXT = re.compile(r"[\s$*_`]*[.;:!\u2014\u2013-]*[\s*_`]*(?:or|maybe|perhaps|possibly|"
+                           r"alternatively)\b[\s,]*(?:maybe\s+|perhaps\s+|even\s+|else\s+)?"
+                           r"(?:an?\s+)?[$*_`\s]*$", re.I)
+# Two values of the scale offered together ("3 or 4", "70-75", "70 to 75"), not a count of
+# things ("2-3 people") nor a fraction or a percentage.
+_HEDGE = re.compile(r"(?<![\w.,/$])[$*_`]*(?P<a>\d{1,3})[$*_`]*\s*(?:or|to|-|\u2013|~)\s*"
+                    r"(?:an?\s+)?[$*_`]*(?P<b>\d{1,3})(?![\d/%]|[.,]\d)[$*_`]*"
+                    r"(?=\s*(?:[.,;:!?)\u2014\u2013-]|$|points?\b|stars?\b))", re.I)
+
+
+def hedged_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """Why the answer's one verdict is reopened into a choice after it is stated, or None.
+
+    "I'd say 70. Or 75." (the next sentence offers another value), "4 ... Actually, 3 or 4"
+    (a later hedge of two values of the scale, one of them the verdict, or after a revision
+    cue): the judge has not settled, and a follow-up that picks one does not make the first
+    reading right. Not a hedge in a conditional sentence ("if the boat counts, 3 or 4").
+    """
+    n = chosen.number
+    for o in numbers_in(text, n.end, min(len(text), n.end + 60)):
+        if o.value != n.value and slot.low <= o.value <= slot.high and _OFFERED_NEXT.fullmatch(
+                text, n.end, o.start):
+            return (f"the verdict {n.written.strip()!r} is followed by another value "
+                    f"{o.written.strip()!r} offered in its place: the answer leaves the choice "
+                    "open")
+    for m in _HEDGE.finditer(text, n.end):
+        a, b = int(m.group("a")), int(m.group("b"))
+        if a == b or not (slot.low <= min(a, b) and max(a, b) <= slot.high):
+            continue
+        sentence = text[sentence_start(text, m.start()): _sentence_end(text, m.end())]
+        if CONDITIONAL.search(sentence):
+            continue
+        if n.value in (a, b) or REVISION.search(sentence):
+            return (f"after the verdict {n.written.strip()!r} the answer hedges "
+                    f"({m.group(0).strip()!r}): the choice is left open")
+    return None
+
+
 def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     """Why the verdict's sentence leaves another value open ("$85$ if …, $30$ otherwise").
 
@@ -192,6 +250,8 @@ def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
     # (For one criterion of several, the others' values follow it in any layout: only the
     # answer's one verdict has no sibling.)
     rivals = _rivals(chosen, text, slot, _sentence_end(text, n.end), words=True)
+    if is_generic(slot) and (hedged := hedged_after(chosen, text, slot)) is not None:
+        return hedged
     if is_generic(slot):
         if slot.anchor and (later := _anchored_after(chosen, text, slot)) is not None:
             return later

@@ -21,7 +21,7 @@ from capjudge.protocol import (
     worst_status,
 )
 from capjudge.reading.answer import Reader, ResponseBase
-from capjudge.reading.confirm import confirmed, contract_fields, needs_confirmation
+from capjudge.reading.confirm import confirmed, contract_fields, needs_confirmation, rival_values
 from capjudge.reading.locate import find_printed
 from capjudge.reading.points import read_points_slot
 from capjudge.reading.tokens import abstention
@@ -55,7 +55,7 @@ def _read_slot(reader: Reader, slot: ScoreSlot, text: str, teacher: Teacher) -> 
     """One slot: where its verdict was written (else the forced anchor), and its confirmation."""
     if slot.kind == "points":
         # A count of points is read from the text (capjudge.reading.points).
-        return _confirm_at_anchor(read_points_slot(text, slot), slot, teacher, reader)
+        return _confirm_at_anchor(read_points_slot(text, slot), slot, teacher, reader, text)
     found = find_printed(text, slot)  # located once: the position and the contract
     if found is None and (abstained := abstention(text, slot)) is not None:
         return abstained  # a reasoned abstention is never teacher-forced away
@@ -72,12 +72,12 @@ def _read_slot(reader: Reader, slot: ScoreSlot, text: str, teacher: Teacher) -> 
     elif found is not None:
         fields = contract_fields(found)
         result.confirmation, result.read_by = fields["confirmation"], fields["read_by"]
-        result = _confirm_at_anchor(result, slot, teacher, reader)
+        result = _confirm_at_anchor(result, slot, teacher, reader, text)
     return result
 
 
-def _confirm_at_anchor(result: SlotResult, slot: ScoreSlot, teacher: Teacher, reader: Reader
-                       ) -> SlotResult:
+def _confirm_at_anchor(result: SlotResult, slot: ScoreSlot, teacher: Teacher, reader: Reader,
+                       text: str) -> SlotResult:
     """``result``, confirmed or contradicted at its forced anchor when off-contract.
 
     The distribution at the slot's forced anchor after the whole answer must put the printed
@@ -87,7 +87,8 @@ def _confirm_at_anchor(result: SlotResult, slot: ScoreSlot, teacher: Teacher, re
         return result
     second = _distribution_result(slot, teacher.at_anchor(slot, confirming=True),
                                   reader.min_mass, None, True)
-    return confirmed(result, second, "forced-anchor")
+    return confirmed(result, second, "forced-anchor",
+                     rival_values(text, slot, result.printed))
 
 
 def _distribution_result(slot: ScoreSlot, raw: Mapping[int, float], min_mass: float,

@@ -25,6 +25,8 @@ Before anything looks for a verdict, the answer is put in one canonical form
   channel is reasoning (an answer with no final channel never wrote its verdict).
 - **HTML character references** (``&#36;``, ``&quot;``, ``&lt;``) read as their character and
   ``<br>`` as a line break: an answer that went through an HTML escaper on its way.
+- **HTML markup** (``<p>``, ``<b>``, ``<li>``, ``<dt>``/``<dd>`` ...) read as spaces, the end of a
+  definition term as its label's colon: an answer rendered by a chat UI or a gateway.
 - **Struck-through text** (``~~$85$~~``, ``<del>``, ``<s>``) is text the judge deleted: blanked.
 - **LaTeX math delimiters** ``\( 82 \)`` and ``\[ 82 \]`` read as ``$ 82 $``; an
   **arithmetic verdict** inside the delimiters (``$100 - 12 - 6 = 82$``) reads as its result.
@@ -78,6 +80,14 @@ _LATEX_DISPLAY = re.compile(r"\\\[(?P<body>[ \t]*\n[^\n]{0,80}\n[ \t]*)\\\]")
 _LATEX_SPACE = re.compile(r"\\(?:[,;:! ]|q?quad\b)")
 # Text set in math ("\text{The final score is } 83"): the words, without the command.
 _LATEX_TEXT = re.compile(r"\\(?:text|textrm|mathrm)\s*\{(?P<body>[^{}\n]{0,80})\}")
+# Markup around the one value inside the delimiters: "${{72}}$" (a template's braces kept),
+# "$^{85}$", "$\mathbf{85}$", "$**85**$": the value, as wide as written.
+_MATH_DECOR = re.compile(r"(?<=\$)(?P<pre>[ \t]*(?:\{\{|[\^_]\{|\\(?:mathbf|textbf|bf|boxed|"
+                         r"underline|mathrm|text|mathit|bm)\s*\{|\{|\*\*)[ \t]*)"
+                         r"(?P<n>\d+(?:\.\d+)?)(?P<post>[ \t]*(?:\}\}|\}|\*\*)[ \t]*)(?=\$)")
+# A LaTeX table's column mark before a label's colon ("\text{Accuracy} &: 70 \\") and its
+# line break: spaces.
+_ALIGN = re.compile(r"&(?=[ \t]*[:=])|\\\\[ \t]*$", re.M)
 # "$100 - 12 - 6 = 82$": an arithmetic verdict; its result is the value.
 _ARITHMETIC = re.compile(r"\$(?P<expr>[\d\s.+\-*/×x()]*\d[\d\s.+\-*/×x()]*=\s*)(?=\d+(?:\.\d+)?"
                          r"\s*\$)")
@@ -199,6 +209,22 @@ def end_of_turn(text: str) -> str:
 _STRUCK = re.compile(r"~~(?!~)[^\n]*?~~|<\s*(s|del|strike)\s*>.*?<\s*/\s*\1\s*>", re.I | re.S)
 
 
+# HTML markup around the text (a chat UI's or gateway's rendering): tags read as spaces, a
+# definition term's end as its label's colon ("<dt>C. Score</dt><dd>3</dd>").
+_HTML_TAG = re.compile(r"<\s*/?\s*(?:b|strong|em|i|u|span|p|div|li|ul|ol|dl|dd|code|pre|h[1-6]|"
+                       r"small|mark|sup|sub|font|center|blockquote|section|article)\b[^<>\n]{0,80}>"
+                       r"|<\s*dt\b[^<>\n]{0,80}>", re.I)
+_DT_END = re.compile(r"<\s*/\s*dt\s*>", re.I)
+
+
+def html_markup(text: str) -> str:
+    """HTML tags as spaces, a ``</dt>`` as a colon (same length)."""
+    if "<" not in text:
+        return text
+    text = _DT_END.sub(lambda m: ":" + " " * (len(m.group(0)) - 1), text)
+    return _HTML_TAG.sub(lambda m: " " * len(m.group(0)), text)
+
+
 def strike_out(text: str) -> str:
     """Struck-through text blanked (same length): the judge deleted it."""
     return _STRUCK.sub(lambda m: " " * len(m.group(0)), text)
@@ -223,6 +249,11 @@ def plain_math(text: str) -> str:
                            text)
     text = _LATEX_DISPLAY.sub(lambda m: " $" + m.group("body") + "$ ", text)
     text = _LATEX_MATH.sub(lambda m: " $" + m.group("body") + "$ ", text)
+    if "$" in text:
+        text = _MATH_DECOR.sub(lambda m: " " * len(m.group("pre")) + m.group("n")
+                               + " " * len(m.group("post")), text)
+    if "&" in text or "\\\\" in text:
+        text = _ALIGN.sub(lambda m: " " * len(m.group(0)), text)
     return _ARITHMETIC.sub(_math_result, text)
 
 
@@ -273,11 +304,20 @@ def harmony(text: str) -> tuple[str, bool, bool]:
     return _HARMONY_TOKEN.sub(lambda m: " " * len(m.group(0)), text), True, False
 
 
+def as_viewed(text: str) -> str:
+    r"""A text the answer may quote (the candidate, a reference) in the view's form.
+
+    Normalised and with the same markup read as the answer's view reads it, so a quotation of
+    "$oxed{100}$" in the answer is found where the view wrote it.
+    """
+    return plain_math(html_markup(strike_out(html_entities(normalise(text)[0]))))
+
+
 def answer_view(text: str) -> AnswerView:
     """The canonical view of an answer (see the module doc)."""
     normal, index = normalise(text or "")
     normal, in_channels, only_analysis = harmony(normal)
-    normal = plain_math(strike_out(end_of_turn(html_entities(normal))))
+    normal = plain_math(html_markup(strike_out(end_of_turn(html_entities(normal)))))
     stripped, cut, had = strip_reasoning(normal)
     had, cut = had or in_channels, cut or only_analysis
     stripped = _answer_only(stripped)

@@ -23,48 +23,89 @@ from capjudge.protocol import ScoreSlot
 TRANSLATIONS: dict[str, tuple[str, ...]] = {
     "accuracy": ("accurate", "准确性", "準確性", "准确度", "準確度", "正確性", "正确性", "精度",
                  "정확성", "정확도", "precisión", "exactitud", "genauigkeit", "exactitude",
-                 "précision", "accuratezza", "precisione", "precisão", "exatidão", "точность"),
+                 "précision", "accuratezza", "precisione", "precisão", "exatidão", "точность",
+        # Other European, Middle Eastern and Asian languages.
+        "nauwkeurigheid", "dokładność", "přesnost", "presnosť", "točnost", "tačnost", "preciznost",
+        "natančnost", "pontosság", "acuratețe", "exactitate", "kesinlik", "noggrannhet",
+        "nøjagtighed", "nøyaktighet", "tarkkuus", "ακρίβεια", "точність", "akurasi", "ketepatan",
+        "ความแม่นยำ", "सटीकता", "الدقة", "דיוק", "دقت"),
     "completeness": ("complete", "coverage", "完整性", "完整度", "完全性", "網羅性", "网罗性",
                      "완전성", "완결성", "completitud", "integridad", "exhaustividad",
                      "vollständigkeit", "complétude", "exhaustivité", "completezza", "completude",
-                     "полнота"),
+                     "полнота",
+        # Other European, Middle Eastern and Asian languages.
+        "volledigheid", "kompletność", "zupełność", "úplnost", "úplnosť", "potpunost", "popolnost",
+        "teljesség", "completitudine", "bütünlük", "eksiksizlik", "fullständighet",
+        "fuldstændighed", "fullstendighet", "kattavuus", "täydellisyys", "πληρότητα", "повнота",
+        "kelengkapan", "ความครบถ้วน", "पूर्णता", "الاكتمال", "الشمولية", "שלמות", "جامعیت"),
     "conciseness": ("concise", "简洁性", "簡潔性", "简洁度", "簡潔度", "간결성", "concisión",
                     "prägnanz", "kürze", "concision", "concisione", "concisão", "краткость",
-                    "лаконичность"),
+                    "лаконичность",
+        # Other European, Middle Eastern and Asian languages.
+        "beknoptheid", "zwięzłość", "stručnost", "stručnosť", "sažetost", "jezgrovitost",
+        "jedrnatost", "tömörség", "concizie", "özlülük", "kısalık", "koncishet", "kortfattethed",
+        "konsishet", "tiiviys", "ytimekkyys", "συντομία", "стислість", "лаконічність",
+        "keringkasan", "ความกระชับ", "संक्षिप्तता", "الإيجاز", "תמציתיות", "ایجاز"),
     "relevance": ("relevant", "相关性", "相關性", "関連性", "関係性", "관련성", "relevancia",
                   "pertinencia", "relevanz", "pertinence", "pertinenza", "rilevanza",
-                  "relevância", "релевантность"),
+                  "relevância", "релевантность",
+        # Other European, Middle Eastern and Asian languages.
+        "relevantie", "trafność", "istotność", "relevantnost", "relevantnosť", "ustreznost",
+        "relevancia", "relevanță", "alakalılık", "ilgililik", "relevans", "relevanssi", "osuvuus",
+        "συνάφεια", "релевантність", "доречність", "relevansi", "ความเกี่ยวข้อง", "प्रासंगिकता",
+        "الصلة", "الملاءمة", "רלוונטיות"),
     "correctness": ("correct", "正确性", "正確性", "正确度", "正確度", "정확성", "corrección",
                     "correccion", "exactitud", "korrektheit", "richtigkeit", "exactitude",
-                    "correction", "correttezza", "correção", "правильность"),
+                    "correction", "correttezza", "correção", "правильность",
+        # Other European, Middle Eastern and Asian languages.
+        "correctheid", "juistheid", "poprawność", "správnost", "správnosť", "ispravnost",
+        "pravilnost", "helyesség", "corectitudine", "doğruluk", "korrekthet", "korrekthed",
+        "oikeellisuus", "ορθότητα", "правильність", "kebenaran", "ความถูกต้อง", "शुद्धता", "الصحة",
+        "נכונות", "صحت"),
     "clarity": ("clear", "清晰度", "清晰性", "明确性", "明確性", "明瞭性", "명확성",
                 "claridad", "klarheit", "clarté", "chiarezza", "clareza", "ясность"),
     "fluency": ("fluent", "流畅性", "流暢性", "流畅度", "流暢さ", "유창성",
                 "fluidez",
                 "flüssigkeit", "fluidité", "fluidità", "беглость"),
     "hallucination": ("hallucinations", "幻觉", "幻覺", "ハルシネーション", "환각", "alucinación",
-                      "alucinaciones", "halluzination", "halluzinationen", "allucinazione"),
+                      "alucinaciones", "halluzination", "halluzinationen", "allucinazione",
+        # Other European, Middle Eastern and Asian languages.
+        "hallucinatie", "halucynacja", "halucinace", "halucinacija", "hallucináció",
+        "halüsinasyon", "hallucinationer", "hallusinasjon", "hallusinaatio", "ψευδαίσθηση",
+        "галюцинація", "halusinasi", "ภาพหลอน", "مهلوسة", "הזיה"),
     "final score": ("final", "最终得分", "最終得分", "最终分数", "最終分數", "最终评分", "最終評分",
                     "最終スコア", "最終点数", "最終評価", "최종점수", "최종 점수",
                     "puntuación final",
                     "puntuacion final", "calificación final", "note finale", "score final",
                     "endgültige punktzahl", "endpunktzahl", "gesamtpunktzahl", "endnote",
                     "punteggio finale", "pontuação final", "nota final", "итоговая оценка",
-                    "итоговый балл"),
+                    "итоговый балл",
+        # Other European, Middle Eastern and Asian languages.
+        "eindscore", "eindcijfer", "wynik końcowy", "ocena końcowa", "konečné skóre",
+        "celkové skóre", "výsledné skóre", "konačna ocjena", "konačni rezultat", "končna ocena",
+        "végső pontszám", "scor final", "nihai puan", "son puan", "slutpoäng", "slutbetyg",
+        "endelig score", "slutscore", "endelig poengsum", "lopullinen pistemäärä", "loppupisteet",
+        "τελική βαθμολογία", "підсумкова оцінка", "điểm cuối cùng", "skor akhir", "nilai akhir",
+        "คะแนนสุดท้าย", "अंतिम स्कोर", "الدرجة النهائية", "ציון סופי", "امتیاز نهایی"),
 }
 
 # The criteria the vocabulary knows by name (a verdict under another's name rates that one).
 CRITERIA = tuple(w for w in TRANSLATIONS if w != "final score")
 
 # The names of a verdict as such (for a slot that is its request's only one).
-GENERIC = ("score", "final score", "rating", "final rating", "overall", "overall score",
+GENERIC = ("score", "final", "final score", "rating", "final rating", "overall", "overall score",
            "overall rating", "grade", "final grade", "verdict", "final verdict", "final answer",
            "answer",
            "result", "evaluation", "evaluation score", "total", "total score",
            "评分", "得分", "分数", "分數", "总分", "總分", "评价", "評価", "评估", "点数", "スコア",
            "점수", "평가", "puntuación", "puntaje", "calificación", "nota", "note",
            "punktzahl", "bewertung", "punteggio", "voto", "valutazione", "pontuação",
-           "avaliação", "оценка", "балл")
+           "avaliação", "оценка", "балл",
+           # Other European, Middle Eastern and Asian languages.
+           "skóre", "hodnocení", "hodnotenie", "ocena", "wynik", "ocjena", "pontszám", "értékelés",
+           "puan", "değerlendirme", "poäng", "betyg", "pisteet", "arvosana", "βαθμολογία",
+           "оцінка", "điểm", "skor", "nilai", "คะแนน", "स्कोर", "अंक", "الدرجة", "التقييم",
+           "ציון", "امتیاز", "cijfer", "beoordeling", "scor", "notă")
 
 # Words that mark a value as the final one among several.
 FINAL_WORDS = re.compile(r"\b(?:final|finally|overall|conclusion|in\s+sum|verdict)\b|最终|最終|"
