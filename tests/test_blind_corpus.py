@@ -250,6 +250,18 @@ CORPUS_T = _present("blind_answers_t.json")
 KNOWN_WRONG_T: set[str] = set()
 
 
+# Corpus U (issue 40: a writer blind to the reader and to corpora A-T, asked for a held-out set:
+# a third ordinary answers, two thirds new kinds; committed before it was measured). First
+# measured with rules 20: 120/135 read right and 2 wrong values returned as valid (a verdict
+# resting on a frame order the judge doubts, with another value for the other order; VisCE²'s
+# rating restated as the prompt's "single digit"). With those classes and four safe misses'
+# (Seed-OSS's namespaced "<seed:think>", "Sorry, I transposed the digits", Vietnamese criterion
+# names, "1 to 5: 4"; rules 21): 126/135, none. On the llama.cpp server one more, which the
+# base model "confirmed": a HarmonicEval answer rating the VQA question (rules 21 too).
+CORPUS_U = _present("blind_answers_u.json")
+KNOWN_WRONG_U: set[str] = set()
+
+
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
              ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 144),
@@ -258,7 +270,8 @@ CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F,
              ("M", CORPUS_M, KNOWN_WRONG_M, 135), ("N", CORPUS_N, KNOWN_WRONG_N, 123),
              ("O", CORPUS_O, KNOWN_WRONG_O, 116), ("P", CORPUS_P, KNOWN_WRONG_P, 132),
              ("Q", CORPUS_Q, KNOWN_WRONG_Q, 137), ("R", CORPUS_R, KNOWN_WRONG_R, 137),
-             ("S", CORPUS_S, KNOWN_WRONG_S, 132), ("T", CORPUS_T, KNOWN_WRONG_T, 126)]
+             ("S", CORPUS_S, KNOWN_WRONG_S, 132), ("T", CORPUS_T, KNOWN_WRONG_T, 126),
+             ("U", CORPUS_U, KNOWN_WRONG_U, 126)]
 
 
 @pytest.mark.heavy(seconds=15)

@@ -215,3 +215,56 @@ def test_a_level_named_to_describe_the_scale_does_not_rival_the_rating() -> None
     assert _value(text, slot) == 4
     # a level named as the verdict still rivals it
     assert _value("4. Overall this is Extremely High Correctness.", slot) is None
+
+
+# -- rules 21 (corpus U) --------------------------------------------------------------------------
+
+
+def test_a_verdict_resting_on_a_reading_the_judge_doubts_abstains() -> None:
+    text = ("The final score is $45$.\n\nP.S. I may have read the tile right-to-left: if Frame "
+            "1 is actually the rightmost panel, the caption matches and it would deserve $85$.")
+    assert "doubts what it rests on" in _why(text)
+    # a counterfactual about the caption is no doubt of the judge's own reading
+    assert _value("The final score is $45$. Had the caption named the dog, it would deserve "
+                  "$85$.") == 45
+    # nor a doubt with no other value
+    assert _value("The final score is $45$. I may have missed a detail, but the action is "
+                  "reversed.") == 45
+
+
+def test_a_rating_restated_as_the_prompts_single_digit_abstains() -> None:
+    text = "The caption is well phrased. I rate it 85.\n\nSince the final rating must be a " \
+           "single digit: 9"
+    assert "single digit" in _why(text, VIS)
+    # the instruction echoed, or the digit only offered, is no second rating
+    assert _value("Your rating must be a single digit between 0 and 100.\n80", VIS) == 80
+    assert _value("On the 0–100 scale: 70. (As a single digit, that would be 7.)", VIS) == 70
+
+
+def test_namespaced_reasoning_blocks_are_reasoning() -> None:
+    text = ("<seed:think>Draft: accuracy 80. 75 then.</seed:think>\nThe caption is right.\n\n"
+            "Accuracy: $75$")
+    assert _value(text, ACC) == 75
+    assert answer_view("<seed:think>still thinking about 80").reasoning_cut
+
+
+def test_an_apology_for_a_typo_revises_the_verdict() -> None:
+    assert _value("The final score is $85$. Sorry, I transposed the digits: the final score "
+                  "is $58$.") == 58
+
+
+def test_vietnamese_criterion_names() -> None:
+    lines = "Độ chính xác: $90$\nĐộ đầy đủ: $55$\nĐộ súc tích: $85$\nĐộ liên quan: $80$"
+    assert [_value(lines, s) for s in accr_slots()] == [90, 55, 85, 80]
+
+
+def test_the_scale_echoed_as_the_values_label_is_the_scale() -> None:
+    assert _value("1 to 5: 4\n\nThe jogger and the park are right.", HE) == 4
+    assert _value("1-5: 4", HE) == 4
+    assert "range or a hedge" in _why("3 to 4: the caption is fine", HE)
+
+
+def test_a_rating_of_the_vqa_question_is_not_the_answers() -> None:
+    assert "scores something else" in _why("The question is clear and answerable from the "
+                                           "image: 5. The kitchen has four chairs.", HE)
+    assert _value("The answer is correct: 5. The question asks about chairs.", HE) == 5

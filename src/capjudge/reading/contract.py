@@ -83,6 +83,8 @@ _REFERENCE_SUBJECT = re.compile(r"\s*(?:the\s+)?reference(?:\s+caption)?(?:\s+\d
                                 r"gives|describes|captures)\b", re.I)
 # A sentence whose subject is the references ("Reference caption 2 is more detailed", "Both
 # references capture ...").
+_QUESTION_SUBJECT = re.compile(r"\s*[*_#>-]*\s*(?:the\s+)?(?:question|prompt|query|instruction)"
+                               r"(?:\s+itself)?\s+(?:is|was|seems|looks|reads)\b", re.I)
 _ABOUT_REFERENCES = re.compile(r"\s*[*_#>-]*\s*(?:the\s+|both\s+|all\s+|each\s+of\s+the\s+)?"
                                r"(?:two\s+|three\s+)?references?(?:\s+captions?)?(?:\s*\d+)?"
                                r"\b(?!\s+to\b)", re.I)
@@ -235,10 +237,11 @@ def other_target(text: str, chosen: Candidate) -> str | None:
     sentence = text[start: chosen.number.start]
     before = text[sentence_start(text, max(start - 1, 0)): start]
     m = _OTHER_TARGET.search(sentence)
-    if m is None and not re.search(r"\b(?:caption|candidate)\b", sentence, re.I):
-        # "Reference 1 is the most complete description: the final score is $85$ for it": the
-        # verdict's own sentence is about a reference.
-        m = _REFERENCE_SUBJECT.match(sentence)
+    if m is None and not re.search(r"\b(?:caption|candidate|answer|response)\b", sentence, re.I):
+        # "Reference 1 is the most complete description: the final score is $85$ for it", "The
+        # question is clear and answerable from the image: 5": the verdict's own sentence is
+        # about a reference, or about the question a VQA answer answers.
+        m = _REFERENCE_SUBJECT.match(sentence) or _QUESTION_SUBJECT.match(sentence)
     if m is None and not re.search(r"\b(?:candidate|generated|original|model'?s?)\b", sentence,
                                    re.I):
         # "This improved caption captures it all. The final score is $92$.", "The reference
@@ -490,6 +493,8 @@ REVISION = re.compile(
     r"\b(?:actually|on\s+(?:second\s+thought|reflection|closer\s+(?:look|inspection))|upon\s+"
     r"(?:further|closer|second)\s+\w+|correct(?:ion|ing)(?:\s+(?:my|the))?|"
     r"revis(?:e|ed|ing)|wait\b|scratch\s+that|I\s+was\s+wrong|on\s+second\s+look|"
+    # "Sorry, I transposed the digits: ...", "typo: I meant ..."
+    r"sorry|typo|I\s+(?:meant|mistyped|transposed|swapped\s+the\s+digits)|"
     r"looking\s+(?:at\s+(?:it|the\s+\w+)\s+)?again|"
     r"re-?(?:consider|read|evaluat|assess|examin|think|check)\w*|"
     r"let\s+me\s+(?:adjust|revise|correct|lower|raise)|"

@@ -70,6 +70,8 @@ def scale_phrases(low: int, high: int) -> list[re.Pattern[str]]:
         re.compile(rf"\b(?:from|between)\s+{num_lo}{between}{num_hi}(?!\d)", re.I),
         re.compile(rf"[(\[]\s*{num_lo}{between}{num_hi}\s*[)\]]"),
         re.compile(rf"(?<![\d.]){num_lo}{between}{num_hi}\s*(?:-?point\s+)?(?:scale|分)", re.I),
+        # "1 to 5: 4": the scale echoed as the value's label.
+        re.compile(rf"(?<![\d.]){num_lo}{between}{num_hi}(?=[ \t*_`]*[:=][ \t*_`$]*\d)", re.I),
         re.compile(rf"\b(?:on\s+)?an?\s+{num_hi}-point\s+scale\b", re.I),
         # (Not the "$" after: "$90/100$" keeps the anchor that closes the verdict.)
         # (A full stop may end the sentence: "X out of 100." is the scale, not 100.)

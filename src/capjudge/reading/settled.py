@@ -335,7 +335,9 @@ def preferred_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None
     """A later value the answer prefers to its verdict ("… a neutral 50 may be safer").
 
     ``text`` is the answer as written (canonical, not masked): "perhaps 65 would be fairer"
-    is a hypothetical to the masking, and what it proposes is the point here.
+    is a hypothetical to the masking, and what it proposes is the point here. Also a value
+    the verdict rests on doubted (:func:`_self_doubt_after`) and the rating restated as a
+    single digit (:func:`_single_digit`).
     """
     n = chosen.number
     for m in _PREFERS.finditer(text, n.end):
@@ -344,6 +346,62 @@ def preferred_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None
             return (f"after the verdict {n.written.strip()!r} the answer offers another value "
                     f"as the better one ({' '.join(m.group(0).split())!r}): the answer leaves "
                     "the choice open")
+    return _self_doubt_after(chosen, text, slot) or _single_digit(chosen, text, slot)
+
+
+# The judge doubting what its verdict rests on: "I may have read the tile right-to-left",
+# "if I misread the frames", "I might have mistaken the dog for a fox".
+_SELF_DOUBT = re.compile(
+    r"\bI\s+(?:may|might|could)\s+(?:well\s+)?have\s+(?:read|misread|misjudged|mistaken|"
+    r"misidentified|misinterpreted|misunderstood|confused|swapped|reversed|miscounted|"
+    r"overlooked|missed|got)\b|\bif\s+I\s+(?:misread|misjudged|mistook|misidentified|"
+    r"misinterpreted|misunderstood|miscounted|got\s+(?:\w+\s+){0,3}wrong)\b", re.I)
+# A value of the scale offered as a verdict: "$85$", "it would deserve 85", "score of 85".
+_VERDICT_VALUE = re.compile(r"\$[\s*_`]*(?P<a>\d+)[\s*_`]*\$|\b(?:deserve[sd]?|merit[s]?|"
+                            r"warrant[s]?|score[sd]?|rate[sd]?|rating\s+of|score\s+of|be)\s+"
+                            r"(?:an?\s+|about\s+|around\s+)?[*_`]*(?P<b>\d+)\b", re.I)
+
+
+def _self_doubt_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """The verdict rests on a reading the judge doubts, and another value goes with the doubt.
+
+    "The final score is $45$. P.S. I may have read the tile right-to-left: … it would deserve
+    $85$": which reading of the picture is right is not settled, so neither value is the
+    verdict (a counterfactual about the caption, "had it named the dog, 90", is no doubt).
+    """
+    n = chosen.number
+    for doubt in _SELF_DOUBT.finditer(text, n.end):
+        paragraph_end = text.find("\n\n", doubt.end())
+        end = paragraph_end if paragraph_end >= 0 else len(text)
+        for m in _VERDICT_VALUE.finditer(text, doubt.end(), end):
+            value = float(m.group("a") or m.group("b"))
+            if value != n.value and slot.low <= value <= slot.high:
+                return (f"after the verdict {n.written.strip()!r} the judge doubts what it "
+                        f"rests on ({' '.join(doubt.group(0).split())!r}) and gives "
+                        f"{m.group(0).strip()!r} for the other reading: the verdict is not "
+                        "settled")
+    return None
+
+
+# The rating restated as the prompt's "single digit" (VisCE²): "I rate it 85. Since the final
+# rating must be a single digit: 9".
+_SINGLE_DIGIT = re.compile(r"\b(?:single|one)[ -]digit\b(?P<between>[^\n\d]{0,40}?)(?<![\d.])"
+                           r"(?P<n>\d+)\b", re.I)
+# The instruction echoed ("a single digit between 0 and 100"), or the digit only offered
+# ("as a single digit, that would be 7"): no second rating.
+_NOT_RESTATED = re.compile(r"\b(?:between|from|would|could|might|if|e\.g\.|like)\b", re.I)
+
+
+def _single_digit(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """Why the rating and its restatement as a single digit leave the verdict open, or None."""
+    n = chosen.number
+    for m in _SINGLE_DIGIT.finditer(text):
+        value = float(m.group("n"))
+        if m.start("n") != n.start and value != n.value and slot.low <= value <= slot.high \
+                and not _NOT_RESTATED.search(m.group("between")):
+            return (f"the answer rates {n.written.strip()!r} and also gives the rating as a "
+                    f"single digit ({' '.join(m.group(0).split())!r}): two values, nothing "
+                    "says which is the rating")
     return None
 
 

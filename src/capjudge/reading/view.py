@@ -56,13 +56,15 @@ _PLAIN = {"\u2044": "/", "\u2215": "/", "\u2212": "-", "\u2010": "-", "\u2011": 
           "\u00d7": "x", "\u3000": " "}
 
 _BLOCKS = [
-    (re.compile(r"<\s*(think|thinking|reasoning|thought|reflection)\s*>", re.I),
-     lambda name: re.compile(rf"<\s*/\s*{name}\s*>", re.I)),
+    # (also namespaced: Seed-OSS's "<seed:think>")
+    (re.compile(r"<\s*((?:[\w-]+:)?(?:think|thinking|reasoning|thought|reflection))\s*>", re.I),
+     lambda name: re.compile(rf"<\s*/\s*{re.escape(name)}\s*>", re.I)),
     (re.compile(r"<\|begin_of_thought\|>", re.I),
      lambda _: re.compile(r"<\|end_of_thought\|>", re.I)),
     (re.compile(r"\u25c1think\u25b7"), lambda _: re.compile(r"\u25c1/think\u25b7")),
 ]
-_LONE_CLOSE = re.compile(r"<\s*/\s*(?:think|thinking|reasoning|thought)\s*>|<\|end_of_thought\|>"
+_LONE_CLOSE = re.compile(r"<\s*/\s*(?:[\w-]+:)?(?:think|thinking|reasoning|thought)\s*>|"
+                         r"<\|end_of_thought\|>"
                          r"|\u25c1/think\u25b7", re.I)
 _ANSWER = re.compile(r"<\s*answer\s*>(.*?)(?:<\s*/\s*answer\s*>|$)", re.I | re.S)
 _TAG = re.compile(r"<\s*/?\s*answer\s*>|<\|begin_of_solution\|>|<\|end_of_solution\|>", re.I)
@@ -308,7 +310,7 @@ def as_viewed(text: str) -> str:
     r"""A text the answer may quote (the candidate, a reference) in the view's form.
 
     Normalised and with the same markup read as the answer's view reads it, so a quotation of
-    "$oxed{100}$" in the answer is found where the view wrote it.
+    "$\boxed{100}$" in the answer is found where the view wrote it.
     """
     return plain_math(html_markup(strike_out(html_entities(normalise(text)[0]))))
 

@@ -25,6 +25,7 @@ TRANSLATIONS: dict[str, tuple[str, ...]] = {
                  "정확성", "정확도", "precisión", "exactitud", "genauigkeit", "exactitude",
                  "précision", "accuratezza", "precisione", "precisão", "exatidão", "точность",
         # Other European, Middle Eastern and Asian languages.
+        "độ chính xác",
         "nauwkeurigheid", "dokładność", "přesnost", "presnosť", "točnost", "tačnost", "preciznost",
         "natančnost", "pontosság", "acuratețe", "exactitate", "kesinlik", "noggrannhet",
         "nøjagtighed", "nøyaktighet", "tarkkuus", "ακρίβεια", "точність", "akurasi", "ketepatan",
@@ -34,6 +35,7 @@ TRANSLATIONS: dict[str, tuple[str, ...]] = {
                      "vollständigkeit", "complétude", "exhaustivité", "completezza", "completude",
                      "полнота",
         # Other European, Middle Eastern and Asian languages.
+        "độ đầy đủ", "tính đầy đủ", "độ hoàn chỉnh",
         "volledigheid", "kompletność", "zupełność", "úplnost", "úplnosť", "potpunost", "popolnost",
         "teljesség", "completitudine", "bütünlük", "eksiksizlik", "fullständighet",
         "fuldstændighed", "fullstendighet", "kattavuus", "täydellisyys", "πληρότητα", "повнота",
@@ -42,6 +44,7 @@ TRANSLATIONS: dict[str, tuple[str, ...]] = {
                     "prägnanz", "kürze", "concision", "concisione", "concisão", "краткость",
                     "лаконичность",
         # Other European, Middle Eastern and Asian languages.
+        "độ súc tích", "tính súc tích", "tính ngắn gọn",
         "beknoptheid", "zwięzłość", "stručnost", "stručnosť", "sažetost", "jezgrovitost",
         "jedrnatost", "tömörség", "concizie", "özlülük", "kısalık", "koncishet", "kortfattethed",
         "konsishet", "tiiviys", "ytimekkyys", "συντομία", "стислість", "лаконічність",
@@ -50,6 +53,7 @@ TRANSLATIONS: dict[str, tuple[str, ...]] = {
                   "pertinencia", "relevanz", "pertinence", "pertinenza", "rilevanza",
                   "relevância", "релевантность",
         # Other European, Middle Eastern and Asian languages.
+        "độ liên quan", "mức độ liên quan", "tính liên quan",
         "relevantie", "trafność", "istotność", "relevantnost", "relevantnosť", "ustreznost",
         "relevancia", "relevanță", "alakalılık", "ilgililik", "relevans", "relevanssi", "osuvuus",
         "συνάφεια", "релевантність", "доречність", "relevansi", "ความเกี่ยวข้อง", "प्रासंगिकता",
