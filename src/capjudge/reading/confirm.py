@@ -44,11 +44,11 @@ from typing import TypedDict
 
 from capjudge.protocol import ScoreSlot, SlotResult
 from capjudge.reading.locate import Located
-from capjudge.reading.masking import mask_text
+from capjudge.reading.masking import mask_view
 from capjudge.reading.numbers import numbers_in
 from capjudge.reading.scale import clean_text
 from capjudge.reading.structure import json_fields
-from capjudge.reading.view import answer_view, as_viewed
+from capjudge.reading.view import answer_view
 from capjudge.reading.vocabulary import matches
 
 CONFIRMATIONS = ("on-contract", "forced-anchor", "follow-up", "unconfirmed", "contradicted")
@@ -96,9 +96,7 @@ def rival_values(text: str, slot: ScoreSlot, printed: int | float | None) -> tup
     """
     if slot.kind != "score" or printed is None:
         return ()
-    view = answer_view(text)
-    quotes = [as_viewed(q) for q in slot.quotes if q and q.strip()]
-    cleaned = clean_text(mask_text(view.text, quotes), slot)
+    cleaned = clean_text(mask_view(answer_view(text).text, slot.quotes), slot)
     return tuple(sorted({int(n.value) for n in numbers_in(cleaned)
                          if n.integral and slot.low <= n.value <= slot.high
                          and n.value != printed}))

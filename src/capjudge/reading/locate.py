@@ -83,7 +83,7 @@ from capjudge.reading.finders import (
     structured_candidates,
 )
 from capjudge.reading.levels import level_candidates
-from capjudge.reading.masking import find_decline, mask_text
+from capjudge.reading.masking import find_decline, mask_view
 from capjudge.reading.numbers import (
     Number,
     number_at,
@@ -104,7 +104,7 @@ from capjudge.reading.settled import (
     own_answer,
     preferred_after,
 )
-from capjudge.reading.view import AnswerView, answer_view, as_viewed
+from capjudge.reading.view import AnswerView, answer_view
 from capjudge.reading.vocabulary import (
     CRITERIA,
     GENERIC,
@@ -199,11 +199,6 @@ def _cut(text: str, n: Number, slot: ScoreSlot, truncated: bool) -> str | None:
     return None
 
 
-def _prepared(view: AnswerView, slot: ScoreSlot) -> str:
-    quotes = [as_viewed(q) for q in slot.quotes if q and q.strip()]
-    return mask_text(view.text, quotes)
-
-
 def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | Unreadable:
     """Where ``slot``'s verdict is written in ``text`` (the module doc gives the order).
 
@@ -222,7 +217,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if view.blank:
         return Unreadable("parse_failure", "no answer after the reasoning block"
                           if view.had_reasoning else "the answer is empty", unwritten=True)
-    masked = _prepared(view, slot)
+    masked = mask_view(view.text, slot.quotes)
     declined = find_decline(masked, view.text)
     if declined is not None:
         # Wherever it appears: a judge that says it cannot see the picture has not judged it,

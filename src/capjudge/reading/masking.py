@@ -25,6 +25,8 @@ from collections import Counter
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
+from capjudge.reading.view import as_viewed
+
 _WORD = re.compile(r"\w+")
 _DIGITS = re.compile(r"\d")
 MAX_GAP = 2
@@ -338,6 +340,15 @@ def mask_examples(text: str) -> str:
         if _DIGITS.search(m.group(0)):
             text = _blank(text, m.start(), m.end())
     return text
+
+
+def mask_view(text: str, quotes: Sequence[str]) -> str:
+    r""":func:`mask_text` of an answer's view, each quotation taken in the view's form.
+
+    The view rewrites markup (:func:`~capjudge.reading.view.as_viewed`): a quoted
+    "$\boxed{100}$" must be looked for as the view wrote it, or it is no longer masked.
+    """
+    return mask_text(text, [as_viewed(q) for q in quotes if q and q.strip()])
 
 
 def mask_text(text: str, quotes: Sequence[str] = ()) -> str:

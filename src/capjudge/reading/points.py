@@ -26,10 +26,10 @@ from functools import lru_cache
 
 from capjudge.protocol import ScoreSlot, SlotResult
 from capjudge.reading.contract import CONDITIONAL, REVISION, WITHDRAWN, sentence_of
-from capjudge.reading.masking import find_decline, mask_text
+from capjudge.reading.masking import find_decline, mask_text, mask_view
 from capjudge.reading.numbers import number_at
 from capjudge.reading.structure import json_fields, table_fields, xml_fields
-from capjudge.reading.view import answer_view, as_viewed
+from capjudge.reading.view import answer_view
 from capjudge.reading.vocabulary import TRANSLATIONS, key
 
 _NUMBER = r"(?:\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?|\d*\.\d+|\d+\s*[½¼¾]|[½¼¾]|\d+)"
@@ -270,7 +270,7 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
     if view.reasoning_cut:
         why = "reasoning cut off: the answer ended inside its reasoning block"
         return {name: (None, why) for name in _PATTERNS}
-    masked = mask_text(view.text, [as_viewed(q) for q in quotes])
+    masked = mask_view(view.text, quotes)
     out: dict[str, tuple[float | None, str | None]] = {}
     last_end = 0  # where the last labelled count ends
     for name in _PATTERNS:
@@ -389,8 +389,7 @@ def _left_open(out: dict[str, tuple[float | None, str | None]], masked: str, aft
 _REOPENED = {name: re.compile(
     rf"{_label_name(name, initial)}[^\n.;]{{0,30}}?(?:\b(?:might|may|could|would)\s+(?:also\s+|"
     rf"well\s+|rather\s+|instead\s+)?be\b|\b(?:either|possibly|perhaps|arguably|between)\b)"
-    rf"[^\n.;]{{0,30}}?\d", re.I) for name, initial in (("correctness", "c"),
-                                                    ("hallucination", "h"))}
+    rf"[^\n.;]{{0,30}}?\d", re.I) for name, (_, initial) in _KEYS.items()}
 # A count corrected after the lines: "The H. Score should be 2", "C. Score is actually 4".
 _REVISED = {name: re.compile(
     rf"{_label_name(name, initial)}[^\n.;\d]{{0,20}}?\b(?:(?:should|must|ought\s+to|needs?\s+to)"
@@ -398,7 +397,7 @@ _REVISED = {name: re.compile(
     rf"|(?:is|was|are)\s+(?:corrected|revised|raised|lowered|changed|updated|increased|"
     rf"decreased)\s+to|becomes|goes\s+(?:up|down)\s+to|rises\s+to|drops\s+to)\b"
     rf"[\s*_`$:]*(?P<n>\d+(?:\.\d+)?)(?![\d/%]|\.\d)", re.I)
-    for name, initial in (("correctness", "c"), ("hallucination", "h"))}
+    for name, (_, initial) in _KEYS.items()}
 # A labelled count of penalised content beside C and H: "Irrelevant-content penalty: 1".
 _PENALTY_LINE = re.compile(
     r"^[ \t>*_#|-]*[^\n:=]{0,40}?\b(?:penalt(?:y|ies)|deduct(?:ion|ions|ed)?|irrelevan(?:t|ce)|"
@@ -522,13 +521,15 @@ def parse_ch(text: str) -> tuple[float | None, float | None]:
 
 
 # The prompt's format: "Correctness Score (C. Score): N", "Hallucination Score (H. Score): N".
-_LABELS_WRITTEN = tuple(re.compile(rf"\b{x}\.\s*Score\s*\)?\s*:[\s*_`$]*[-\u2212]?\d", re.I)
-                        for x in ("C", "H"))
-# Each value plain: a number, then at most the breakdown in brackets ("2 (bus, red)"); a line
-# that works the count out, revises or questions it ("1 point each ... = 2", "3 → 4") is not.
-_CONTRACT_LABELS = tuple(re.compile(rf"\b{x}\.\s*Score\s*\)?\s*:[ \t*_`$]*[-\u2212]?\d+(?:\.\d+)?"
-                                    r"[ \t*_`$]*(?:\([^()\n]*\))?[ \t*_`$.]*$", re.I | re.M)
-                         for x in ("C", "H"))
+_CONTRACT_LABEL = r"\b{}\.\s*Score\s*\)?\s*:"
+# Each label written once with a value, and that value plain: a number, then at most the
+# breakdown in brackets ("2 (bus, red)"); a line that works the count out, revises or
+# questions it ("1 point each ... = 2", "3 → 4") is not.
+_CONTRACT_LINES = tuple(
+    (re.compile(_CONTRACT_LABEL.format(x) + r"[\s*_`$]*[-\u2212]?\d", re.I),
+     re.compile(_CONTRACT_LABEL.format(x) + r"[ \t*_`$]*[-\u2212]?\d+(?:\.\d+)?[ \t*_`$]*"
+                r"(?:\([^()\n]*\))?[ \t*_`$.]*$", re.I | re.M))
+    for x in ("C", "H"))
 
 
 @lru_cache(maxsize=256)
@@ -547,8 +548,8 @@ def _on_contract(text: str, slot: ScoreSlot) -> bool:
     if slot.contract == "json":
         names = _field_names(slot.name)
         return sum(key(f.name) in names for f in json_fields(answer_view(text).text)) == 1
-    return all(len(label.findall(text)) == 1 for label in _LABELS_WRITTEN) and all(
-        len(label.findall(text)) == 1 for label in _CONTRACT_LABELS)
+    return all(len(written.findall(text)) == 1 and len(plain.findall(text)) == 1
+               for written, plain in _CONTRACT_LINES)
 
 
 def read_points_slot(text: str, slot: ScoreSlot, *, truncated: bool = False) -> SlotResult:

@@ -250,9 +250,9 @@ def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
     # (For one criterion of several, the others' values follow it in any layout: only the
     # answer's one verdict has no sibling.)
     rivals = _rivals(chosen, text, slot, _sentence_end(text, n.end), words=True)
-    if is_generic(slot) and (hedged := hedged_after(chosen, text, slot)) is not None:
-        return hedged
     if is_generic(slot):
+        if (hedged := hedged_after(chosen, text, slot)) is not None:
+            return hedged
         if slot.anchor and (later := _anchored_after(chosen, text, slot)) is not None:
             return later
         if (field := _field_after(chosen, text, slot)) is not None:
