@@ -180,8 +180,12 @@ def test_kill_9_under_faults_then_rerun_asks_nothing_answered(ingested: Path,
         answered_before_kill = server.total_answered
         assert answered_before_kill >= 15
         assert len(RequestCache(cache_dir)) == answered_before_kill  # every answer was kept
+        # New requests are answered; the killed run's held ones stay held until the server
+        # closes. Released now, their answers went to connections the kill had closed, and a
+        # write into a socket whose reset has not yet arrived succeeds: the stand-in counted
+        # them answered, and the rerun's own (right) asks of those prompts as asked again
+        # (CI: 3 such, on a loaded machine).
         server.stall_after = None
-        server.release.set()
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         assert sum(server.reasked.values()) == 0  # nothing answered was asked again

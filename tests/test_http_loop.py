@@ -118,6 +118,22 @@ def test_drop_fails_the_queued_requests_and_lets_the_one_in_flight_finish() -> N
     assert sum(isinstance(o, TransportError) and o.kind == "held" for o in outcomes) == 2
 
 
+def test_the_sending_process_is_ready_with_its_http_stack_loaded() -> None:
+    """'ready' comes after aiohttp (and the TLS context) are loaded, not on the first request.
+
+    A request is charged to the rate budget when it leaves the parent: work the sending
+    process did only on the first post made the first window's requests reach the server
+    seconds late on busy cores, close to the next window's. Read from the process's mapped
+    files: aiohttp's compiled HTTP parser is there before any post.
+    """
+    process = sending_process()
+    maps = Path(f"/proc/{process.proc.pid}/maps")
+    if not maps.exists():
+        pytest.skip("no /proc on this system")
+    assert process.alive
+    assert "aiohttp/_http_parser" in maps.read_text()
+
+
 def test_a_killed_sending_process_fails_what_waits_and_is_started_again() -> None:
     with MockOpenAIServer(latency_s=1.0) as server:
         sender = HTTPSender(server.url, HEADERS, 10.0, limit=2)
