@@ -261,17 +261,30 @@ KNOWN_WRONG_T: set[str] = set()
 CORPUS_U = _present("blind_answers_u.json")
 KNOWN_WRONG_U: set[str] = set()
 
+# Corpus V (150, a writer blind to the reader and to A-U, asked for a user's own run: five kinds
+# of judge, their everyday shapes and about a third their rarer failures), committed before it
+# was measured with rules 21: 136/150 read right and 6 wrong values returned as valid (a cached
+# answer quoting a near-duplicate caption, a reference taken for the candidate, "Appropriateness
+# (safety): 100", "Rating for the visual context: 90", "Confidence: 92%", a reasoning field that
+# compresses 75 to the printed single digit 7). Rules 22 read five of those classes and the
+# safe misses' (a serving API's whole response or a framework's printed result object, LaTeX
+# tables, a gateway's content-filter notice, Galician and Bulgarian labels): 145/150. The one
+# left: the compression happens in the API's reasoning field, which the reader never sees (the
+# answer "7" is on-contract, so nothing asks again).
+CORPUS_V = _present("blind_answers_v.json")
+KNOWN_WRONG_V = {"V-vi-reasoning-field-maps-to-7"}
+
 
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
              ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 144),
-             ("I", CORPUS_I, KNOWN_WRONG_I, 136), ("J", CORPUS_J, KNOWN_WRONG_J, 135),
+             ("I", CORPUS_I, KNOWN_WRONG_I, 137), ("J", CORPUS_J, KNOWN_WRONG_J, 135),
              ("K", CORPUS_K, KNOWN_WRONG_K, 154), ("L", CORPUS_L, KNOWN_WRONG_L, 117),
              ("M", CORPUS_M, KNOWN_WRONG_M, 135), ("N", CORPUS_N, KNOWN_WRONG_N, 123),
              ("O", CORPUS_O, KNOWN_WRONG_O, 116), ("P", CORPUS_P, KNOWN_WRONG_P, 132),
-             ("Q", CORPUS_Q, KNOWN_WRONG_Q, 137), ("R", CORPUS_R, KNOWN_WRONG_R, 137),
-             ("S", CORPUS_S, KNOWN_WRONG_S, 132), ("T", CORPUS_T, KNOWN_WRONG_T, 126),
-             ("U", CORPUS_U, KNOWN_WRONG_U, 126)]
+             ("Q", CORPUS_Q, KNOWN_WRONG_Q, 138), ("R", CORPUS_R, KNOWN_WRONG_R, 138),
+             ("S", CORPUS_S, KNOWN_WRONG_S, 133), ("T", CORPUS_T, KNOWN_WRONG_T, 126),
+             ("U", CORPUS_U, KNOWN_WRONG_U, 128), ("V", CORPUS_V, KNOWN_WRONG_V, 145)]
 
 
 @pytest.mark.heavy(seconds=15)

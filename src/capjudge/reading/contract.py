@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from difflib import SequenceMatcher
 
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, Unreadable, printed_value, stands_alone
@@ -274,14 +275,35 @@ def other_target(text: str, chosen: Candidate) -> str | None:
 # "The caption 'A man surfing a large wave at sunset' accurately describes ...": the caption
 # the judge says it judges, quoted.
 _QUOTED_CAPTION = re.compile(r"\b(?:candidate\s+|generated\s+|given\s+)?caption\s*[:,]?\s*"
-                             r"[\"'\u201c\u2018](?P<q>[^\"'\u201d\u2019\n]{8,200})[\"'\u201d\u2019]",
-                             re.I)
+                             r"(?:\"(?P<q1>[^\"\n]{8,200})\"|'(?!s\b)(?P<q2>[^'\n]{8,200})'|"
+                             r"\u201c(?P<q3>[^\u201d\n]{8,200})\u201d|"
+                             r"\u2018(?P<q4>[^\u2019\n]{8,200})\u2019)", re.I)
+# (Each quotation mark closed by its own kind: in "the caption's first sentence ... (\"respond
+# with ...\")" the possessive's apostrophe opens nothing.)
+
+
 _STOP = frozenset({"the", "and", "with", "from", "that", "this", "for", "are", "its", "has",
                    "into", "onto", "near", "over", "some", "two", "three", "one"})
 
 
+def _quoted(m: re.Match[str]) -> str:
+    return next(q for q in m.group("q1", "q2", "q3", "q4") if q is not None)
+
+
 def _content(text: str) -> set[str]:
     return {w.rstrip("s") for w in re.findall(r"[^\W\d_]{3,}", text.lower())} - _STOP
+
+
+# The word before "caption" when the quote is one the judge says it judges (none: a sentence's
+# start). "A better caption would be '...'", "the reference caption '...'": not the one judged.
+_JUDGED_CAPTION = re.compile(r"(?:^|[.!?:\n(]\s*|\b(?:the|this|that|your|its|given|candidate|"
+                             r"generated|model'?s?|predicted|provided|submitted)\s+)$", re.I)
+
+
+def _judged(text: str, m: re.Match[str]) -> bool:
+    """Whether the quotation ``m`` is introduced as the caption being judged."""
+    return m.group(0).lower().startswith(("candidate", "generated", "given")) or (
+        _JUDGED_CAPTION.search(text, max(0, m.start() - 40), m.start()) is not None)
 
 
 def foreign_caption(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
@@ -295,12 +317,67 @@ def foreign_caption(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
     known = set().union(*(_content(q) for q in slot.quotes if q)) if slot.quotes else set()
     if len(known) < 3:
         return None  # too little of the request's own text to tell another caption from it
+    candidate = _content(slot.quotes[0])
     for m in _QUOTED_CAPTION.finditer(text, 0, chosen.number.start):
-        words = _content(m.group("q"))
+        quote = _quoted(m)
+        words = _content(quote)
         if len(words) >= 3 and len(words & known) / len(words) < 0.34:
-            return (f"the answer judges a caption it quotes ({m.group('q')[:60]!r}) that is "
+            return (f"the answer judges a caption it quotes ({quote[:60]!r}) that is "
                     "neither the candidate nor a reference")
+        missing = candidate - words
+        # A spelling variant or a typo fixed ("gray" for "grey", "colour") is the same word.
+        extra = sorted(w for w in words - candidate if not any(
+            SequenceMatcher(None, w, c).ratio() >= 0.75 for c in missing))
+        if (_judged(text, m) and len(candidate) >= 3 and len(words) >= 4
+                and len(extra) / len(words) >= 0.2):
+            # "The caption 'A black dog curled up on a grey sofa' ..." for "A black cat curled
+            # up on a grey sofa", or a reference quoted as the caption: a quotation copies, so
+            # words the candidate does not have say it is another caption (a cached answer to
+            # a near-duplicate, a reference taken for the candidate).
+            return (f"the answer quotes the caption it judges as {quote[:60]!r}, which "
+                    f"is not the candidate ({', '.join(repr(w) for w in extra[:3])} not in it)")
     return None
+
+
+# "Rating for the visual context: 90", "Score of the reference: 70": the label names what its
+# value rates.
+_RATED_OBJECT = re.compile(r"\b(?:rating|score|grade|mark|verdict|evaluation)\s+(?:for|of|on)\s+"
+                           r"(?P<x>[^\W\d_][^\n\d:=]{1,60}?)[\s*_`]*[:=][\s*_`$]*$", re.I)
+_THE_CANDIDATE = re.compile(r"\b(?:caption|candidate|description|answer|response|output|text|"
+                            r"it|this|generated|summary|sentence)\b", re.I)
+# "Appropriateness (safety): 100", "Score (image quality): 60": a qualifier naming a measure
+# that is not the caption's.
+_FOREIGN_QUALIFIER = re.compile(r"\((?:content\s+)?(?:safety|harm(?:lessness|fulness)?|toxicity|"
+                                r"nsfw|moderation|(?:image|photo|picture)\s+quality|"
+                                r"aesthetics?)\)[\s*_`]*[:=][\s*_`$]*$", re.I)
+# "Confidence: 92%": the judge's certainty in its answer, not a rating.
+_CERTAINTY = re.compile(r"\b(?:confidence|certainty|probability|likelihood)\b[^\n\d:=]{0,24}"
+                        r"[:=][\s*_`$]*$", re.I)
+
+
+def labelled_target(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
+    """Why the verdict's own label says its value rates something else, or None.
+
+    The label right before the number (on its line or the one above) names an object that is
+    not the candidate nor a criterion ("Rating for the visual context:"), a measure that is
+    not the caption's ("(safety)"), or the judge's certainty ("Confidence:").
+    """
+    start = text.rfind("\n", 0, max(text.rfind("\n", 0, chosen.number.start), 0)) + 1
+    label = text[start: chosen.number.start]
+    written = chosen.number.written.strip()
+    if (m := _CERTAINTY.search(label)) is not None:
+        return (f"the value {written!r} is labelled as the judge's certainty "
+                f"({m.group(0).strip()!r}), not a rating")
+    if (m := _FOREIGN_QUALIFIER.search(label)) is not None:
+        return f"the value {written!r} rates something else ({m.group(0).strip()!r})"
+    m = _RATED_OBJECT.search(label)
+    if m is None:
+        return None
+    rated = m.group("x")
+    if _THE_CANDIDATE.search(rated) or matches(rated, slot) or any(
+            re.search(rf"\b{c}", rated, re.I) for c in CRITERIA) or matches(rated, _ANY_VERDICT):
+        return None
+    return f"the value {written!r} rates {rated.strip()!r}, not the candidate"
 
 
 _ANY_VERDICT = ScoreSlot("verdict", 0, 1)  # answers to every generic name ("Overall", "Score")

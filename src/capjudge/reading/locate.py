@@ -57,6 +57,7 @@ from capjudge.reading.contract import (
     final_after_draft,
     foreign_caption,
     has_number,
+    labelled_target,
     later_rating,
     off_contract,
     opens,
@@ -314,7 +315,7 @@ def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot, written: str
     rating, or withdraws it with no other.
     """
     if (other := _restated(chosen, cleaned, slot) or other_target(cleaned, chosen)
-            or other_criterion(cleaned, chosen, slot)
+            or labelled_target(cleaned, chosen, slot) or other_criterion(cleaned, chosen, slot)
             or faint_praise(cleaned, chosen, slot)) is not None:
         return Unreadable("parse_failure", other, printed_value(chosen))
     after = cleaned[chosen.number.end:]

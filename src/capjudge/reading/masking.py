@@ -273,7 +273,14 @@ _DECLINE = re.compile(
     r"could\s+not|couldn(?:'|\u2019)t|failed\s+to|can(?:no|'|\u2019)?t)\s+(?:load|decode|"
     r"render|retrieve|download|read|open)\s+(?:(?:the|this|that|your|any)\s+)?(?:(?:uploaded|"
     r"attached|provided|given|input)\s+)?(?:images?|pictures?|photos?|frames?|videos?|files?|"
-    r"media|views?)\b", re.I)
+    r"media|views?)\b"
+    # A gateway's content-filter notice in place of the answer ("[Response filtered by content
+    # management policy: category=violence, severity=2]"): its numbers are the filter's.
+    r"|\b(?:response|answer|output|completion|reply)\s+(?:was\s+|has\s+been\s+|is\s+)?"
+    r"(?:filtered|withheld|blocked|redacted|suppressed)\b"
+    r"|\bcontent\s+(?:management|filtering|moderation|safety)\s+polic(?:y|ies)\b"
+    r"|\bcontent_filter\b|\bblocked\s+by\s+(?:the\s+)?(?:content|safety|moderation)\s+"
+    r"(?:filter|system|policy)\b", re.I)
 
 
 def find_decline(text: str, original: str | None = None) -> str | None:

@@ -14,8 +14,9 @@ its tokens' log-probabilities can be read there.
 - :func:`boxed_fields`: ``\boxed{85}`` (and ``\fbox``), the LaTeX way of marking a final
   answer.
 
-Tables are markdown (``| Accuracy | 80 |``), HTML (``<tr><td>Accuracy</td><td>80</td>``) or
-comma-separated lines (``criterion,score`` then ``overall,71``).
+Tables are markdown (``| Accuracy | 80 |``), HTML (``<tr><td>Accuracy</td><td>80</td>``),
+comma-separated lines (``criterion,score`` then ``overall,71``) or LaTeX ``tabular``
+(``Accuracy & 80 \\``, booktabs rules included).
 """
 
 from __future__ import annotations
@@ -175,6 +176,25 @@ def json_fields(text: str, depth: int = 0) -> list[Field]:
     return out
 
 
+def json_document(text: str, start: int, end: int) -> list[Field] | None:
+    """The fields of the one JSON object or array that fills ``text[start:end]``, or None.
+
+    Whitespace may stand around it; anything else (prose, a second document) and it is None.
+    Offsets are in ``text``.
+    """
+    first = end - len(text[start:end].lstrip())
+    if first >= end or text[first] not in "{[":
+        return None
+    parser = _Parser(text[:end], first)
+    try:
+        parser.value((), 0)
+    except _JsonError:
+        return None
+    if text[parser.pos:end].strip():
+        return None
+    return parser.fields
+
+
 def _encoded_fields(text: str, f: Field, depth: int) -> list[Field]:
     r"""The fields of JSON written inside a JSON string (a tool call's ``"arguments"``).
 
@@ -229,7 +249,7 @@ def table_fields(text: str) -> list[Field]:
     the things rated and that has one row of values names each value by its header.
     """
     out: list[Field] = []
-    for rows in _tables(text) + _html_tables(text) + _csv_tables(text):
+    for rows in _tables(text) + _html_tables(text) + _csv_tables(text) + _latex_tables(text):
         header = [c[0] for c in rows[0]]
         body = rows[1:] if len(rows) > 1 else rows
         for row in body:
@@ -330,6 +350,57 @@ def _html_tables(text: str) -> list[list[list[tuple[str, int, int]]]]:
                               c.start(2) + lead + len(inner.strip())))
             if cells:
                 rows.append(cells)
+        if rows:
+            tables.append(rows)
+    return tables
+
+
+_LATEX_TABLE = re.compile(r"\\begin\{(?P<env>tabular\*?|tabularx|longtable|array)\}"
+                          r"(?:\{[^{}\n]*\})*(?P<body>.*?)\\end\{(?P=env)\}", re.S)
+# Rules between rows (booktabs' too) and a cell's own markup around its value.
+_LATEX_RULE = re.compile(r"\\(?:hline|toprule|midrule|bottomrule|cline\{[^{}]*\}|"
+                         r"cmidrule(?:\([^()]*\))?\{[^{}]*\}|addlinespace)")
+_LATEX_WRAP = re.compile(r"(?:\\(?:textbf|textit|emph|mathbf|text|underline)\s*\{(?P<a>.*)\}"
+                         r"|\$(?P<b>[^$]*)\$)$", re.S)
+
+
+def _latex_cell(text: str, start: int, end: int) -> tuple[str, int, int]:
+    """A LaTeX cell's value and its offsets, without the markup around the whole of it."""
+    while True:
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        m = _LATEX_WRAP.match(text, start, end)
+        if m is None or m.end() != end:
+            return text[start:end], start, end
+        group = "a" if m.group("a") is not None else "b"
+        start, end = m.start(group), m.end(group)
+
+
+def _latex_tables(text: str) -> list[list[list[tuple[str, int, int]]]]:
+    r"""LaTeX ``tabular`` environments: rows end with ``\\`` (or a line), cells split by ``&``."""
+    tables = []
+    for t in _LATEX_TABLE.finditer(text):
+        body_start = t.start("body")
+        body = _LATEX_RULE.sub(lambda m: " " * len(m.group(0)), t.group("body"))
+        blanked = text[:body_start] + body + text[t.end("body"):]  # offsets kept
+        rows = []
+        pos = 0
+        # A row ends with "\\\\" or its line (the answer's view blanks a "\\\\" at a line's end).
+        for m in re.finditer(r"\\\\(?:\[[^\]\n]*\])?|\n|$", body):
+            row, pos = (pos, m.start()), m.end()
+            if not body[row[0]:row[1]].strip():
+                continue
+            cells, cell = [], row[0]
+            for amp in re.finditer(r"(?<!\\)&", body[row[0]:row[1]]):
+                cells.append(_latex_cell(blanked, body_start + cell, body_start + row[0]
+                                         + amp.start()))
+                cell = row[0] + amp.end()
+            cells.append(_latex_cell(blanked, body_start + cell, body_start + row[1]))
+            rows.append(cells)
+            if m.end() == len(body):
+                break
         if rows:
             tables.append(rows)
     return tables

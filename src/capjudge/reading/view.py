@@ -16,6 +16,9 @@ Before anything looks for a verdict, the answer is put in one canonical form
   prompt) makes everything before it reasoning. An opening tag that is never closed means the
   answer ended inside its reasoning: :attr:`AnswerView.reasoning_cut`. Where the answer wraps
   its verdict in ``<answer>…</answer>``, only that part is read.
+- **A serving API's whole response** logged as the message (a llama.cpp ``/completion`` body,
+  OpenAI chunks as ``data:`` lines, Ollama's NDJSON, ...) reads as the text it carries
+  (:mod:`capjudge.reading.envelope`).
 - **Chat-template tokens end the answer** (issue 40): ``<|im_end|>``, ``<|im_start|>``,
   ``<end_of_turn>``, ``<|eot_id|>``, ``<|endoftext|>``, ``</s>``, ``[INST]`` ... A model that
   leaks one has stopped its turn: what follows (often an invented user turn and another
@@ -43,6 +46,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from capjudge.reading.arithmetic import miscounted
+from capjudge.reading.envelope import unwrap
 from capjudge.util.unicode_text import INVISIBLE as _INVISIBLE
 
 # Format characters a judge (or a copy-paste) leaves inside words and numbers; never content.
@@ -318,6 +322,10 @@ def as_viewed(text: str) -> str:
 def answer_view(text: str) -> AnswerView:
     """The canonical view of an answer (see the module doc)."""
     normal, index = normalise(text or "")
+    if (carried := unwrap(text or "")) is not None:
+        inner, offsets = carried
+        normal, inner_index = normalise(inner)
+        index = tuple(offsets[i] for i in inner_index)
     normal, in_channels, only_analysis = harmony(normal)
     normal = plain_math(html_markup(strike_out(end_of_turn(html_entities(normal)))))
     stripped, cut, had = strip_reasoning(normal)
