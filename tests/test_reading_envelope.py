@@ -155,3 +155,21 @@ def test_a_printed_result_object_reads_as_its_text(text: str, want: float) -> No
 ])
 def test_what_is_not_wholly_a_printed_object_is_left_as_it_is(text: str) -> None:
     assert unwrap(text) is None
+
+
+@pytest.mark.parametrize("text", [
+    # A tool call beside an empty or preamble text: read as it stands (its arguments).
+    json.dumps({"model": "llava", "created_at": "t", "message": {
+        "role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": "score", "arguments": {"score": 85}}}]}, "done": True}),
+    json.dumps({"id": "msg", "type": "message", "role": "assistant", "content": [
+        {"type": "text", "text": "I'll record the score."},
+        {"type": "tool_use", "name": "score", "input": {"score": 85}}], "stop_reason": "tool_use"}),
+    # A verdict field of its own beside the text.
+    "Verdict(answer='yes', score=85)",
+    "CaptionScore(score=85, text='The caption is accurate.')",
+    '{"role": "assistant", "content": "The caption is accurate.", "score": 85}',
+])
+def test_a_response_with_a_verdict_of_its_own_is_read_as_it_stands(text: str) -> None:
+    assert unwrap(text) is None
+    assert _value(text, VIS) == 85

@@ -125,3 +125,62 @@ def test_a_content_filter_notice_is_no_answer(text: str) -> None:
 def test_a_caption_about_a_filter_is_read() -> None:
     text = "4 - the caption names the coffee filter and the kettle."
     assert _value(text, HE) == 4
+
+
+# -- near misses found in review: each read as before rules 22 ---------------------------------
+
+
+@pytest.mark.parametrize(("text", "slot", "want"), [
+    ("Score on the 0-100 scale: 85", VIS, 85),
+    ("Rating on the 1-5 scale: 4", HE, 4),
+    ("Score for the referring expression: 4", HE, 4),
+    ("Score for the image: 85", VIS, 85),
+    ("Score for overall quality: 85", VIS, 85),
+    ("Final Score (high confidence): 85", VIS, 85),
+    ("Confidence: high\nScore: 85", VIS, 85),
+    ("4\nThe caption is correct: the coffee maker's output is filtered coffee in the pot.", HE, 4),
+    ("The description mentions the reply blocked by the referee.\n\nRating: 80", VIS, 80),
+])
+def test_labels_and_prose_that_name_nothing_else_read(text: str, slot,  # noqa: ANN001
+                                                      want: float) -> None:
+    assert _value(text, slot) == want
+
+
+SUGGESTED = "A black cat curled up on a grey sofa next to a red cushion"
+
+
+@pytest.mark.parametrize("text", [
+    f'A better version of the caption: "{SUGGESTED}".',
+    f'Ideally, the caption "{SUGGESTED}" would be given.',
+    f'I would suggest the caption "{SUGGESTED}" instead.',
+    f'Suggested improvement:\nCaption: "{SUGGESTED}"',
+    'Compared with the caption "A pair of surfers heading into the waves at sunset" from the '
+    "references, the candidate is more relevant.",
+])
+def test_a_caption_offered_or_said_to_be_a_reference_is_not_the_one_judged(text: str) -> None:
+    assert _value(text + "\n\nThe final score is $80$.", GV) == 80
+
+
+@pytest.mark.parametrize(("candidate", "quoted"), [
+    ("A man walks his dog on a beach.", "A man walking his dog on a beach"),
+    ("Two man riding horses along a beach.", "Two men riding horses along a beach"),
+    ("A boy rides a board in the skatepark.", "A boy riding a board in the skate park"),
+    ("4 kids playing soccer in a park.", "Four kids playing soccer in a park"),
+    ("A woman holding a knife in a kitchen.", "A woman holding knives in a kitchen"),
+])
+def test_the_candidate_quoted_with_its_words_inflected_is_the_candidate(candidate: str,
+                                                                        quoted: str) -> None:
+    slot = replace(visce2_slot(), quotes=(candidate,))
+    assert _value(f'The caption \u201c{quoted}" is accurate.\n\nRating: 90', slot) == 90
+
+
+def test_mixed_quotation_marks_close_the_caption() -> None:
+    text = ('The caption "A black cat curled up on a grey sofa\u201d is accurate, unlike the '
+            'reference "A dog lying on a rug".\n\nRating: 90')
+    assert _value(text, VIS) == 90
+
+
+def test_a_headerless_latex_table_reads_its_first_row() -> None:
+    text = ("\\begin{tabular}{lr}\nAccuracy & 90 \\\\\nCompleteness & 70 \\\\\n"
+            "Conciseness & 80 \\\\\nRelevance & 100 \\\\\n\\end{tabular}")
+    assert [_value(text, s) for s in accr_slots()] == [90, 70, 80, 100]

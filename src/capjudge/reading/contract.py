@@ -275,11 +275,10 @@ def other_target(text: str, chosen: Candidate) -> str | None:
 # "The caption 'A man surfing a large wave at sunset' accurately describes ...": the caption
 # the judge says it judges, quoted.
 _QUOTED_CAPTION = re.compile(r"\b(?:candidate\s+|generated\s+|given\s+)?caption\s*[:,]?\s*"
-                             r"(?:\"(?P<q1>[^\"\n]{8,200})\"|'(?!s\b)(?P<q2>[^'\n]{8,200})'|"
-                             r"\u201c(?P<q3>[^\u201d\n]{8,200})\u201d|"
-                             r"\u2018(?P<q4>[^\u2019\n]{8,200})\u2019)", re.I)
-# (Each quotation mark closed by its own kind: in "the caption's first sentence ... (\"respond
-# with ...\")" the possessive's apostrophe opens nothing.)
+                             r"(?:[\"\u201c](?P<q1>[^\"\u201d\n]{8,200})[\"\u201d]|"
+                             r"['\u2018](?!s\b)(?P<q2>[^'\u2019\n]{8,200})['\u2019])", re.I)
+# (A double quotation mark closes a double one, straight or curly, a single one a single: in
+# "the caption's first sentence ... (\"respond with ...\")" the possessive opens nothing.)
 
 
 _STOP = frozenset({"the", "and", "with", "from", "that", "this", "for", "are", "its", "has",
@@ -287,7 +286,41 @@ _STOP = frozenset({"the", "and", "with", "from", "that", "this", "for", "are", "
 
 
 def _quoted(m: re.Match[str]) -> str:
-    return next(q for q in m.group("q1", "q2", "q3", "q4") if q is not None)
+    return next(q for q in m.group("q1", "q2") if q is not None)
+
+
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+
+
+def _words(text: str) -> list[str]:
+    """The words of a caption as compared: lower case, number words as digits."""
+    return [_NUMBER_WORDS.get(w, w) for w in re.findall(r"[^\W_]+", text.lower())]
+
+
+def _stem(word: str) -> str:
+    stem = re.sub(r"(?:ing|ed|es|e|s)$", "", word) if len(word) > 4 else word.rstrip("s")
+    return stem[:-1] if len(stem) > 3 and stem[-1] == stem[-2] else stem  # "sitt" -> "sit"
+
+
+def _same_word(a: str, b: str) -> bool:
+    """Whether two words are one word as a quotation may write it.
+
+    Inflected ("walks", "walking"), spelt another way ("gray", "grey"; "men", "man") or a
+    compound split ("skate park" for "skatepark", each part found in it).
+    """
+    if a == b or _stem(a) == _stem(b) or (len(a) >= 3 and len(b) >= 3 and (a in b or b in a)):
+        return True
+    if min(len(a), len(b)) <= 4:
+        return len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) <= 1
+    return SequenceMatcher(None, _stem(a), _stem(b)).ratio() >= 0.75
+
+
+def _not_in(quote: str, candidate: str) -> list[str]:
+    """The quotation's content words that no word of the candidate is (see :func:`_same_word`)."""
+    have = _words(candidate)
+    return sorted({w for w in _words(quote) if (len(w) >= 3 or w.isdigit()) and w not in _STOP
+                   and not any(_same_word(w, c) for c in have)})
 
 
 def _content(text: str) -> set[str]:
@@ -300,8 +333,19 @@ _JUDGED_CAPTION = re.compile(r"(?:^|[.!?:\n(]\s*|\b(?:the|this|that|your|its|giv
                              r"generated|model'?s?|predicted|provided|submitted)\s+)$", re.I)
 
 
+# A caption offered, not judged: "A better version of the caption: '...'", "Ideally, the caption
+# '...' would ...", "I would suggest the caption '...' instead".
+_OFFERED = re.compile(r"\b(?:better|ideal(?:ly)?|consider|suggest\w*|e\.g\.|for\s+example|"
+                      r"would|could|should|might|rewrit\w*|improv\w*|correct(?:ed|ion)|revis\w*|"
+                      r"version|instead|if|were|alternative|propos\w*|recommend\w*)\b", re.I)
+
+
 def _judged(text: str, m: re.Match[str]) -> bool:
-    """Whether the quotation ``m`` is introduced as the caption being judged."""
+    """Whether the quotation ``m`` is introduced as the caption being judged (not offered)."""
+    line = text.rfind("\n", 0, max(text.rfind("\n", 0, m.start()), 0)) + 1
+    around = text[max(line, m.start() - 80): m.start()] + " " + sentence_of(text, m.end())
+    if _OFFERED.search(around) or re.search(r"\breferences?\b", around, re.I):
+        return False  # offered, or said to be a reference
     return m.group(0).lower().startswith(("candidate", "generated", "given")) or (
         _JUDGED_CAPTION.search(text, max(0, m.start() - 40), m.start()) is not None)
 
@@ -324,10 +368,7 @@ def foreign_caption(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
         if len(words) >= 3 and len(words & known) / len(words) < 0.34:
             return (f"the answer judges a caption it quotes ({quote[:60]!r}) that is "
                     "neither the candidate nor a reference")
-        missing = candidate - words
-        # A spelling variant or a typo fixed ("gray" for "grey", "colour") is the same word.
-        extra = sorted(w for w in words - candidate if not any(
-            SequenceMatcher(None, w, c).ratio() >= 0.75 for c in missing))
+        extra = _not_in(quote, slot.quotes[0])
         if (_judged(text, m) and len(candidate) >= 3 and len(words) >= 4
                 and len(extra) / len(words) >= 0.2):
             # "The caption 'A black dog curled up on a grey sofa' ..." for "A black cat curled
@@ -340,27 +381,32 @@ def foreign_caption(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
 
 
 # "Rating for the visual context: 90", "Score of the reference: 70": the label names what its
-# value rates.
+# value rates, and that is one of the things a caption judge is given or could rate instead of
+# the candidate (any other object, "the image", "the referring expression", is the item's).
 _RATED_OBJECT = re.compile(r"\b(?:rating|score|grade|mark|verdict|evaluation)\s+(?:for|of|on)\s+"
-                           r"(?P<x>[^\W\d_][^\n\d:=]{1,60}?)[\s*_`]*[:=][\s*_`$]*$", re.I)
-_THE_CANDIDATE = re.compile(r"\b(?:caption|candidate|description|answer|response|output|text|"
-                            r"it|this|generated|summary|sentence)\b", re.I)
+                           r"(?P<x>(?:the\s+|this\s+|my\s+)?(?:(?:visual\s+)?context|references?|"
+                           r"reference\s+captions?|ground[- ]truth(?:\s+captions?)?|question|"
+                           r"prompt|query|instructions?|(?:image|photo|picture|video)\s+quality|"
+                           r"safety|toxicity|(?:own|improved|rewritten|revised|suggested|"
+                           r"alternative|corrected)\s+(?:caption|version|description)))"
+                           r"[\s*_`]*[:=][\s*_`$]*$", re.I)
 # "Appropriateness (safety): 100", "Score (image quality): 60": a qualifier naming a measure
 # that is not the caption's.
 _FOREIGN_QUALIFIER = re.compile(r"\((?:content\s+)?(?:safety|harm(?:lessness|fulness)?|toxicity|"
                                 r"nsfw|moderation|(?:image|photo|picture)\s+quality|"
                                 r"aesthetics?)\)[\s*_`]*[:=][\s*_`$]*$", re.I)
-# "Confidence: 92%": the judge's certainty in its answer, not a rating.
-_CERTAINTY = re.compile(r"\b(?:confidence|certainty|probability|likelihood)\b[^\n\d:=]{0,24}"
-                        r"[:=][\s*_`$]*$", re.I)
+# "Confidence: 92%": the label is the judge's certainty in its answer, not a rating ("Final
+# score (high confidence): 85" is a score).
+_CERTAINTY = re.compile(r"(?:^|\n)[ \t>*_#-]*(?:my\s+|the\s+)?(?:confidence|certainty|probability|"
+                        r"likelihood)\b[^\n\d:=()]{0,24}[:=][\s*_`$]*$", re.I)
 
 
 def labelled_target(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
     """Why the verdict's own label says its value rates something else, or None.
 
-    The label right before the number (on its line or the one above) names an object that is
-    not the candidate nor a criterion ("Rating for the visual context:"), a measure that is
-    not the caption's ("(safety)"), or the judge's certainty ("Confidence:").
+    The label right before the number (on its line or the one above) names something else the
+    judge was given or could rate ("Rating for the visual context:"), a measure that is not
+    the caption's ("(safety)"), or the judge's certainty ("Confidence:").
     """
     start = text.rfind("\n", 0, max(text.rfind("\n", 0, chosen.number.start), 0)) + 1
     label = text[start: chosen.number.start]
@@ -373,11 +419,7 @@ def labelled_target(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
     m = _RATED_OBJECT.search(label)
     if m is None:
         return None
-    rated = m.group("x")
-    if _THE_CANDIDATE.search(rated) or matches(rated, slot) or any(
-            re.search(rf"\b{c}", rated, re.I) for c in CRITERIA) or matches(rated, _ANY_VERDICT):
-        return None
-    return f"the value {written!r} rates {rated.strip()!r}, not the candidate"
+    return f"the value {written!r} rates {m.group('x').strip()!r}, not the candidate"
 
 
 _ANY_VERDICT = ScoreSlot("verdict", 0, 1)  # answers to every generic name ("Overall", "Score")

@@ -99,9 +99,28 @@ def _keys_at(fields: Sequence[Field], owner: str) -> set[str]:
             if len(f.path) > depth and "/".join(f.path).startswith(prefix)}
 
 
+# A document that also holds a verdict of its own (a tool call's arguments, a score field beside
+# the text) is read as it stands: the text alone would lose it.
+_VERDICT_KEY = re.compile(r"^(?:final_?)?(?:score|rating|grade|verdict|correctness|accuracy|"
+                          r"completeness|conciseness|relevance|hallucination)s?$", re.I)
+_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_use", "input", "arguments"})
+
+
+def _holds_more(text: str, fields: Sequence[Field]) -> bool:
+    """Whether the document holds a tool call or a verdict field besides its text."""
+    for f in fields:
+        if set(f.path) & _TOOL_KEYS or f.value in ("tool_use", "function_call"):
+            return True
+        if f.path and _VERDICT_KEY.match(f.path[-1]) and not _is_string(text, f):
+            return True
+    return False
+
+
 def _carried(text: str, fields: Sequence[Field]) -> list[tuple[str, Field]]:
     """(which text it belongs to, the field) for each piece of text the response carries."""
-    out = []
+    out: list[tuple[str, Field]] = []
+    if _holds_more(text, fields):
+        return out
     top = _keys_at(fields, "")
     for f in fields:
         path = "/".join(f.path)
@@ -175,6 +194,9 @@ def _decode(text: str, f: Field) -> list[tuple[str, int]]:
 _REPR_CALL = re.compile(r"[A-Z][\w.]{0,60}\(")
 _REPR_FIELD = re.compile(r"\b(?:content|text|output|final_output|response|answer|result)\s*=\s*"
                          r"(?=[\"'])")
+_REPR_VERDICT = re.compile(r"\b(?:final_?)?(?:score|rating|grade|verdict|correctness|accuracy|"
+                           r"completeness|conciseness|relevance|hallucination)s?\s*=\s*-?\d",
+                           re.I)
 _PY_ESCAPES = {**_ESCAPES, "a": "\a", "v": "\v", "0": "\0"}
 
 
@@ -212,6 +234,8 @@ def _repr_texts(text: str) -> list[list[tuple[str, int]]] | None:
     body = text.strip()
     if not (_REPR_CALL.match(body) and body.endswith(")")):
         return None
+    if _REPR_VERDICT.search(text):
+        return None  # "Verdict(answer='yes', score=85)": its own verdict field, read as it stands
     texts = []
     for m in _REPR_FIELD.finditer(text):
         literal = _python_string(text, m.end())
@@ -238,6 +262,8 @@ def unwrap(text: str) -> tuple[str, tuple[int, ...]] | None:
         return None
     docs = _documents(text)
     if docs is None:
+        return None
+    if any(_holds_more(text, fields) for fields in docs):
         return None
     for fields in docs:
         pieces = _carried(text, fields)

@@ -276,8 +276,12 @@ _DECLINE = re.compile(
     r"media|views?)\b"
     # A gateway's content-filter notice in place of the answer ("[Response filtered by content
     # management policy: category=violence, severity=2]"): its numbers are the filter's.
-    r"|\b(?:response|answer|output|completion|reply)\s+(?:was\s+|has\s+been\s+|is\s+)?"
-    r"(?:filtered|withheld|blocked|redacted|suppressed)\b"
+    r"|\b(?:response|answer|output|completion|reply)\s+(?:was|has\s+been)\s+(?:filtered|"
+    r"withheld|blocked|redacted|suppressed)\s+(?:by|due\s+to|because|for)\b"
+    r"|(?:^|[\[(\n])[ \t]*(?:the\s+)?(?:response|answer|output|completion)\s+(?:filtered|"
+    r"withheld|blocked|redacted)\s+(?:by|due\s+to)\b"
+    r"|\b(?:model(?:'|\u2019)?s|the)\s+(?:answer|response|output)\s+(?:was|has\s+been)\s+"
+    r"(?:withheld|blocked)\b"
     r"|\bcontent\s+(?:management|filtering|moderation|safety)\s+polic(?:y|ies)\b"
     r"|\bcontent_filter\b|\bblocked\s+by\s+(?:the\s+)?(?:content|safety|moderation)\s+"
     r"(?:filter|system|policy)\b", re.I)

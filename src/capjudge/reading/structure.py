@@ -401,6 +401,9 @@ def _latex_tables(text: str) -> list[list[list[tuple[str, int, int]]]]:
             rows.append(cells)
             if m.end() == len(body):
                 break
+        if rows and any(re.fullmatch(r"[-+]?\d+(?:\.\d+)?\\?%?", c[0]) for c in rows[0][1:]):
+            # No header row ("Accuracy & 90" first): its first row is a row of values.
+            rows.insert(0, [("", c[1], c[1]) for c in rows[0]])
         if rows:
             tables.append(rows)
     return tables
