@@ -268,11 +268,11 @@ KNOWN_WRONG_U: set[str] = set()
 # (safety): 100", "Rating for the visual context: 90", "Confidence: 92%", a reasoning field that
 # compresses 75 to the printed single digit 7). Rules 22 read five of those classes and the
 # safe misses' (a serving API's whole response or a framework's printed result object, LaTeX
-# tables, a gateway's content-filter notice, Galician and Bulgarian labels): 145/150. The one
-# left: the compression happens in the API's reasoning field, which the reader never sees (the
-# answer "7" is on-contract, so nothing asks again).
+# tables, a gateway's content-filter notice, Galician and Bulgarian labels): 145/150, and the
+# sixth (the answer "7" is on contract, so no second channel is asked; only the thought says 7
+# stands for 75) with the thought kept beside the answer (capjudge.reading.thought): 146/150.
 CORPUS_V = _present("blind_answers_v.json")
-KNOWN_WRONG_V = {"V-vi-reasoning-field-maps-to-7"}
+KNOWN_WRONG_V: set[str] = set()
 
 
 # (corpus, wrong values known and listed, read right at least).
@@ -284,7 +284,7 @@ CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F,
              ("O", CORPUS_O, KNOWN_WRONG_O, 116), ("P", CORPUS_P, KNOWN_WRONG_P, 132),
              ("Q", CORPUS_Q, KNOWN_WRONG_Q, 138), ("R", CORPUS_R, KNOWN_WRONG_R, 138),
              ("S", CORPUS_S, KNOWN_WRONG_S, 133), ("T", CORPUS_T, KNOWN_WRONG_T, 126),
-             ("U", CORPUS_U, KNOWN_WRONG_U, 128), ("V", CORPUS_V, KNOWN_WRONG_V, 145)]
+             ("U", CORPUS_U, KNOWN_WRONG_U, 128), ("V", CORPUS_V, KNOWN_WRONG_V, 146)]
 
 
 @pytest.mark.heavy(seconds=15)

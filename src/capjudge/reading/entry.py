@@ -33,6 +33,7 @@ from capjudge.reading.answer import (
 from capjudge.reading.confirm import needs_confirmation
 from capjudge.reading.pending import CONFIRM, PendingDigits, follow_up_requests
 from capjudge.reading.teacher import Teacher, read_teacher_forced
+from capjudge.reading.thought import checked, kept, thought_of
 from capjudge.reading.tokens import (
     READING_RULES_VERSION,
     TokenLogprob,
@@ -80,6 +81,7 @@ class Reading:
     response: JudgeResponse
     pending: PendingDigits | None = None
     changed: bool = True
+    thought: str = ""
 
     def follow_ups(self, continue_digits: bool) -> list[JudgeRequest]:
         """What the reading still needs asked, in one batch (empty: it is finished).
@@ -108,6 +110,7 @@ class Reading:
         self.response = done
         if not more:
             self.pending = None
+            self.response = checked(self.request, done, self.thought)
         return off
 
 
@@ -141,10 +144,19 @@ def read(reader: Reader, request: JudgeRequest, answer: Answer | JudgeResponse,
         response = response_of(answer.text, slots, answer.finish_reason, request, answer.base)
         response.raw = {"finish_reason": answer.finish_reason, "reasoning_only": True}
         return Reading(request, response)
+    thought = thought_of(answer.text, answer.thinking)
     if teacher is not None:
-        return Reading(request, read_teacher_forced(reader, request, answer.text, answer.base,
-                                                    teacher))
-    return _read_sent(reader, request, answer, truncated)
+        reading = Reading(request, read_teacher_forced(reader, request, answer.text,
+                                                       answer.base, teacher))
+    else:
+        reading = _read_sent(reader, request, answer, truncated)
+    if thought:
+        # Kept with the answer: a stored answer read again is checked the same way.
+        reading.response.raw = {**(reading.response.raw or {}), "thought": kept(thought)}
+        reading.thought = thought
+        if reading.pending is None:
+            reading.response = checked(request, reading.response, thought)
+    return reading
 
 
 def _read_sent(reader: Reader, request: JudgeRequest, answer: Answer, truncated: bool
@@ -181,10 +193,11 @@ def _read_stored(reader: Reader, request: JudgeRequest, stored: JudgeResponse) -
     """A cached answer read again when it was read under other rules or ``confirm`` mode."""
     stale = (stored.read_with.get("reading_rules") != READING_RULES_VERSION
              or stored.read_with.get("confirm", reader.confirm) != reader.confirm)
+    thought = str((stored.raw or {}).get("thought") or "")
     if stale and stored.raw and stored.raw.get("tokens") and request.slots:
-        return Reading(request, reread_raw(reader, request, stored))
+        return Reading(request, checked(request, reread_raw(reader, request, stored), thought))
     if stale and request.slots and rereadable_text(request, stored):
-        return Reading(request, reread_text(reader, request, stored))
+        return Reading(request, checked(request, reread_text(reader, request, stored), thought))
     return Reading(request, stored, changed=False)
 
 
