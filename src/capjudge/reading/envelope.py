@@ -119,8 +119,6 @@ def _holds_more(text: str, fields: Sequence[Field]) -> bool:
 def _carried(text: str, fields: Sequence[Field]) -> list[tuple[str, Field]]:
     """(which text it belongs to, the field) for each piece of text the response carries."""
     out: list[tuple[str, Field]] = []
-    if _holds_more(text, fields):
-        return out
     top = _keys_at(fields, "")
     for f in fields:
         path = "/".join(f.path)
