@@ -274,17 +274,29 @@ KNOWN_WRONG_U: set[str] = set()
 CORPUS_V = _present("blind_answers_v.json")
 KNOWN_WRONG_V: set[str] = set()
 
+# Corpus W (143, a writer blind to the reader and to A-V, asked for hard requests: candidates and
+# references that carry numbers, scores, markup and instructions of their own, judged by
+# ordinary judges), committed before it was measured with rules 22: 125/143 read right and 11
+# wrong values returned as valid (a verdict that is the candidate's own stated score or the
+# value it asks for, "100, as the caption requests"; the caption's count restated first; a
+# reference or the judge's rewrite assessed instead of the candidate; an unlabelled number of
+# the caption after the judge's copy of it). Rules 23: 139/143, none; the four misses are
+# abstentions where the verdict equals the candidate's stated score with no sign of copying.
+CORPUS_W = _present("blind_answers_w.json")
+KNOWN_WRONG_W: set[str] = set()
+
 
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
              ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 144),
              ("I", CORPUS_I, KNOWN_WRONG_I, 137), ("J", CORPUS_J, KNOWN_WRONG_J, 135),
              ("K", CORPUS_K, KNOWN_WRONG_K, 154), ("L", CORPUS_L, KNOWN_WRONG_L, 117),
-             ("M", CORPUS_M, KNOWN_WRONG_M, 135), ("N", CORPUS_N, KNOWN_WRONG_N, 123),
-             ("O", CORPUS_O, KNOWN_WRONG_O, 116), ("P", CORPUS_P, KNOWN_WRONG_P, 132),
+             ("M", CORPUS_M, KNOWN_WRONG_M, 135), ("N", CORPUS_N, KNOWN_WRONG_N, 124),
+             ("O", CORPUS_O, KNOWN_WRONG_O, 116), ("P", CORPUS_P, KNOWN_WRONG_P, 133),
              ("Q", CORPUS_Q, KNOWN_WRONG_Q, 138), ("R", CORPUS_R, KNOWN_WRONG_R, 138),
              ("S", CORPUS_S, KNOWN_WRONG_S, 133), ("T", CORPUS_T, KNOWN_WRONG_T, 126),
-             ("U", CORPUS_U, KNOWN_WRONG_U, 128), ("V", CORPUS_V, KNOWN_WRONG_V, 146)]
+             ("U", CORPUS_U, KNOWN_WRONG_U, 128), ("V", CORPUS_V, KNOWN_WRONG_V, 146),
+             ("W", CORPUS_W, KNOWN_WRONG_W, 139)]
 
 
 @pytest.mark.heavy(seconds=15)

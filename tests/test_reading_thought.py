@@ -62,6 +62,20 @@ def test_the_thought_kept_is_its_end() -> None:
     assert thought_of("<think>a</think> b <reasoning>c</reasoning>", "d") == "d\na\nc"
 
 
+@pytest.mark.parametrize(("text", "want"), [
+    ("a</think> b", "a"),  # the template opened the block in the prompt
+    ("<|begin_of_thought|>a<|end_of_thought|> b", "a"),  # OpenThoughts
+    ("\u25c1think\u25b7a\u25c1/think\u25b7 b", "a"),  # Kimi-VL
+    ("<seed:think>a</seed:think> b", "a"),  # namespaced
+    ("b <think>a", "a"),  # cut inside its thought
+    ("<think>a<|begin_of_thought|>c<|end_of_thought|></think> b", "a<|begin_of_thought|>c"
+                                                                  "<|end_of_thought|>"),
+])
+def test_the_thought_is_every_block_the_reader_sets_aside(text: str, want: str) -> None:
+    # One home for what a thought block is: what the reader blanks is what is checked.
+    assert thought_of(text, None) == want
+
+
 def test_only_a_valid_reading_is_checked() -> None:
     failed = SlotResult("score", tuple(range(101)), None, None, "text", "parse_failure",
                         printed=7)

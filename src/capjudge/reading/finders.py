@@ -356,6 +356,10 @@ def rating_phrases(text: str, slot: ScoreSlot) -> list[Candidate]:
             for m in _RATING_PHRASE.finditer(text) if (n := number_at(text, m.end())) is not None]
 
 
+# A rating phrase negated or under a condition: "I wouldn't give it 5", "would earn 95 if ...".
+_UNSETTLED = re.compile(r"\b(?:not|never|n't|if|unless|only|without|otherwise)\b|n't", re.I)
+
+
 def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     """Rating phrases, the anchor, or (first-integer slots) the first number."""
     out = rating_phrases(text, slot)
@@ -366,7 +370,13 @@ def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
                 for m in anchor.finditer(text) if (n := number_at(text, m.end())) is not None]
     if slot.position == "first" and not slot.anchor:
         first = first_integer(text)
-        if first is not None:
+        # A rating the answer states in words ("I'd rate it a four") is its verdict over the
+        # first number of its explanation ("names 4 objects; 3 are correct"); a number the
+        # answer opens with is the prompt's format, and competes.
+        settled = [c for c in out if not _UNSETTLED.search(
+            text[max(text.rfind(".", 0, c.number.start), text.rfind("\n", 0, c.number.start),
+                     0): text.find(".", c.number.end) % (len(text) + 1)])]
+        if first is not None and not (settled and re.search(r"[^\W\d_]", text[:first.start])):
             out.append(make_candidate(text, first, "the first number (VisCE² §3 reading)", 0,
                                   slot, source="phrase"))
         elif not has_number(text):

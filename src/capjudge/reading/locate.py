@@ -51,12 +51,15 @@ from capjudge.reading.contract import (
     REVISION,
     UNDECIDED,
     WITHDRAWN,
+    candidate_stated,
     checklist,
     doubted,
+    echoed_number,
     faint_praise,
     final_after_draft,
     foreign_caption,
     has_number,
+    judged_reference,
     labelled_target,
     later_rating,
     off_contract,
@@ -273,6 +276,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if (open_ := alternative_after(chosen, cleaned, slot) or not_a_verdict(chosen, cleaned)
             or own_answer(chosen, cleaned, slot) or bare_numbers(cleaned)
             or foreign_caption(view.text, chosen, slot)
+            or candidate_stated(chosen, slot) or echoed_number(view.text, chosen, slot)
+            or judged_reference(view.text, chosen, slot)
             or preferred_after(chosen, view.text, slot)
             or inverted_scale(chosen, view.text, slot)):
         return Unreadable("parse_failure", open_, printed_value(chosen))

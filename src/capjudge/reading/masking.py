@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
+from capjudge.reading.numbers import WORD_VALUES
 from capjudge.reading.view import as_viewed
 
 _WORD = re.compile(r"\w+")
@@ -45,7 +46,8 @@ def _words(text: str) -> list[tuple[str, int, int]]:
             for m in _WORD.finditer(text)]
 
 
-def _quote_spans(answer: list[tuple[str, int, int]], quote: list[str]) -> list[tuple[int, int]]:
+def _quote_spans(answer: list[tuple[str, int, int]], quote: list[str], text: str = ""
+                 ) -> list[tuple[int, int]]:
     """Word-index ranges of ``answer`` that quote ``quote`` (verbatim or near-verbatim).
 
     A range is the judge quoting when its matched words cover at least 60 % of the quotation
@@ -81,6 +83,11 @@ def _quote_spans(answer: list[tuple[str, int, int]], quote: list[str]) -> list[t
         quotes_a_number = any(_DIGITS.search(words[i]) for i in inside)
         if matched < need and not (matched >= 3 and quotes_a_number):
             continue
+        if matched < need and "\n" in text[answer[start][1]: answer[end - 1][2]]:
+            # A partial quotation is one phrase: "Correctness: 4\nThe sign and entrance ..."
+            # shares three words and a number with "A hotel sign with a rating of 4 stars above
+            # the entrance" across a line, and quotes nothing.
+            continue
         unmatched_numbers = [i for i in range(start, min(end + 1, len(words)))
                              if i not in inside and _DIGITS.search(words[i])]
         if unmatched_numbers:
@@ -92,13 +99,15 @@ def _quote_spans(answer: list[tuple[str, int, int]], quote: list[str]) -> list[t
 def mask_quotes(text: str, quotes: Sequence[str]) -> str:
     """``text`` with every quotation of one of ``quotes`` blanked (same length).
 
-    The quotation marks around a masked span are blanked too.
+    The quotation marks around a masked span are blanked too; so are the caption's own numbers
+    restated with their word (:func:`_count_spans`).
     """
+    counts = _count_spans(text, list(quotes))
     answer = _words(text)
     targets = [[w for w, _, _ in _words(quote)] for quote in quotes]
     for target in targets:
         for _ in range(4):  # a quotation may occur more than once
-            spans = _quote_spans(answer, target)
+            spans = _quote_spans(answer, target, text)
             if not spans:
                 break
             for a, b in spans:
@@ -110,25 +119,76 @@ def mask_quotes(text: str, quotes: Sequence[str]) -> str:
                     start -= 1
                 text = _blank(text, start, end)
             answer = _words(text)
-    return _mask_counts(_mask_quoted_fragments(text, targets), targets)
-
-
-def _mask_counts(text: str, quotes: list[list[str]]) -> str:
-    """A count the caption itself states, echoed by the judge ("3 giraffes?"), blanked.
-
-    The number and the word after it as the candidate or a reference writes them ("3
-    giraffes"): the caption's count, never a rating. The judge's own count of the same thing
-    ("I only see 2 giraffes") is not the caption's and stays.
-    """
-    pairs = {(q[i], q[i + 1].lower()) for q in quotes for i in range(len(q) - 1)
-             if q[i].isdigit() and not q[i + 1].isdigit()}
-    if not pairs:
-        return text
-    words = _words(text)
-    for (w, start, end), (nxt, _, _) in zip(words, words[1:], strict=False):
-        if (w, nxt.lower()) in pairs:
-            text = _blank(text, start, end)
+    text = _mask_quoted_fragments(text, targets)
+    for start, end in counts:
+        text = _blank(text, start, end)
     return text
+
+
+# Words a restated count may add or drop: "2 of 3 lamps" for "Two of the 3 lamps".
+_FILLER = frozenset({"a", "an", "the", "of", "out", "is", "are", "was", "were"})
+# What may stand between a count and its word in a restatement: spaces, a hyphen ("2-seat"),
+# quotation marks and markup, a field's colon ('"score": 95'); never a line or sentence end.
+_JOINED = re.compile(r"[ \t\-\"'\u201c\u201d\u2018\u2019*_`$:=]*")
+
+
+def _tokens(text: str) -> list[tuple[str, int, int]]:
+    """A text's words without fillers, numbers as digits, plural "s" dropped."""
+    out = []
+    for w, start, end in _words(text):
+        if w in _FILLER:
+            continue
+        value = WORD_VALUES.get(w)
+        out.append((str(value) if value is not None else w.removesuffix("s"), start, end))
+    return out
+
+
+# Words a verdict is labelled with: before a caption's number they may be the judge's own label.
+_LABELS = frozenset({"score", "rating", "grade", "mark", "point", "result", "total", "verdict",
+                     "evaluation", "correctness", "overall", "final"})
+
+
+def _count_spans(text: str, quotes: list[str]) -> list[tuple[int, int]]:
+    """Where the answer restates a number of a caption with its word ("3 children", '"score": 95').
+
+    The number with the word after it (or, for a field or a label, before it) as the
+    candidate or a reference writes them: the caption's number, never a rating. The judge's
+    own count of the same thing ("I only see 2 giraffes") is not the caption's and stays.
+    """
+    pairs: set[tuple[str, str]] = set()
+    for quote in quotes:
+        t = [w for w, _, _ in _tokens(quote)]
+        pairs |= {(a, b) for a, b in zip(t, t[1:], strict=False) if a.isdigit() or b.isdigit()}
+    if not pairs:
+        return []
+    fields = {" ".join(m.group(0).lower().split()) for quote in quotes
+              for m in re.finditer(r"[^\W\d_]+[\"'\u201d]\s*[:=]\s*\d+", quote)}
+    words = _tokens(text)
+    hit = [(a, b) in pairs and _joined(text, a_end, b_start)
+           for (a, _, a_end), (b, b_start, _) in zip(words, words[1:], strict=False)]
+    spans = []
+    for i, ((a, a_start, a_end), (b, b_start, b_end)) in enumerate(
+            zip(words, words[1:], strict=False)):
+        if not hit[i]:
+            continue
+        # A count and its noun ("3 children") is the caption's; a label before a number
+        # ("rating of 4" for "Rating: 4") or two numbers ("four of five" for "four out of
+        # five") only as part of a longer run of the caption ("2 of 3 lamps"), or a field
+        # copied as the caption writes it ('"score": 95').
+        run = (i > 0 and hit[i - 1]) or (i + 1 < len(hit) and hit[i + 1])
+        field = " ".join(text[a_start:b_end].lower().split()) in fields
+        label = not a.isdigit() and a in _LABELS  # "rating of 4" restated as "Rating: 4"?
+        if (b.isdigit() and (a.isdigit() or label)) and not run and not field:
+            continue
+        spans += [(s, e) for w, s, e in ((a, a_start, a_end), (b, b_start, b_end))
+                  if w.isdigit()]
+    return spans
+
+
+def _joined(text: str, end: int, start: int) -> bool:
+    """Whether only spaces, fillers and markup stand between two words."""
+    gap = re.sub(r"\b(?:" + "|".join(_FILLER) + r")\b", " ", text[end:start], flags=re.I)
+    return _JOINED.fullmatch(gap) is not None
 
 
 # Text between quotation marks on one line: what the judge says it quotes.
@@ -311,9 +371,10 @@ _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 # 80", "more than 3"): a number the judge does not give. Only rating words may stand between
 # the negation and the number, so "not perfect, 4" keeps its 4.
 _NEGATED = re.compile(
-    r"\b(?:not|never|n't|rather\s+than|instead\s+of|no\s+longer|at\s+least|at\s+most|"
+    # ("n't" inside its word: "wouldn't give it 5", "doesn't deserve 4".)
+    r"(?:n't|n\u2019t|\b(?:not|never|rather\s+than|instead\s+of|no\s+longer|at\s+least|at\s+most|"
     r"more\s+than|less\s+than|higher\s+than|lower\s+than|above|below|over|under|"
-    r"up\s+to|exceeds?|nor)"
+    r"up\s+to|exceeds?|nor))"
     r"(?:\s+(?:rate|rated|give|given|score|scored|assign|award|be|a|an|it|this|that|the|"
     r"caption|text|as|quite|even|worth|deserve|deserves|deserving|of|merit|merits|"
     r"really|get|gets|receive|full|perfect))*\s*\$?\s*(?=\d)", re.I)

@@ -25,7 +25,14 @@ from fractions import Fraction
 from functools import lru_cache
 
 from capjudge.protocol import ScoreSlot, SlotResult
-from capjudge.reading.contract import CONDITIONAL, REVISION, WITHDRAWN, sentence_of
+from capjudge.reading.contract import (
+    CONDITIONAL,
+    REVISION,
+    WITHDRAWN,
+    foreign_heading,
+    sentence_of,
+    stated_by_candidate,
+)
 from capjudge.reading.masking import find_decline, mask_text, mask_view
 from capjudge.reading.numbers import number_at
 from capjudge.reading.structure import json_fields, table_fields, xml_fields
@@ -302,6 +309,9 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
             # "There are no hallucinations: every attribute ... matches": a count of zero.
             values, places = [(0.0, None)], [(none.start(), none.end())]
         out[name] = _decide(name, masked, values, places)
+        if out[name][0] is not None and places and places[-1][1] and (
+                over := foreign_heading(masked, places[-1][0])) is not None:
+            out[name] = (None, over)  # "Scores for the corrected caption:" above the counts
         if (said := _count_in_words(name, masked, out[name][0])) is not None:
             out[name] = (None, said)
     tail = masked[last_end:] if last_end else ""
@@ -560,6 +570,8 @@ def read_points_slot(text: str, slot: ScoreSlot, *, truncated: bool = False) -> 
     ``parse_failure`` with the reason (a refusal, the count missing, unreadable or ambiguous).
     """
     value, why = _read_both(text, tuple(slot.quotes), truncated)[slot.name]
+    if value is not None and (stated := stated_by_candidate(value, f"{value:g}", slot)):
+        value, why = None, stated
     if value is None:
         return SlotResult(slot.name, slot.values, None, None, "text", "parse_failure", why)
     how = "the C./H. points labels (or fields naming them)"

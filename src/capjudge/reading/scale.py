@@ -20,8 +20,8 @@ from capjudge.reading.numbers import NUMBER_WORDS, Number, value_at
 _RANGE_AFTER = re.compile(r"[\s$*_]*(?:-|\u2013|\u2014|to|~|or|and|至|到|或|o|ou|oder|или|и|y|und|"
                           r"et|e|bis|ó|또는|أو|または|か|hoặc|atau)\s*(?:an?\s+)?"
                           r"[$*_\s]*"
-                          r"(?:[-]?\d|(?:" + NUMBER_WORDS.pattern + r")|(?:"
-                          + spelled_pattern().pattern + r"))", re.I)
+                          r"(?:[-]?\d|(?P<word>(?:" + NUMBER_WORDS.pattern + r")|(?:"
+                          + spelled_pattern().pattern + r")))", re.I)
 _RANGE_BEFORE = re.compile(r"(?:\bbetween|\beither|\bfrom|\brange\s+of|\bentre|\bzwischen|"
                            r"между|\btra)\s*(?:an?\s+)?\$?\s*$", re.I)
 # "82,5": a decimal comma (German, French, Spanish ...), not a list ("3,4,5") or thousands.
@@ -111,6 +111,24 @@ def denominator(after: str) -> Number | None:
     return value_at(after, cjk.start("a") if cjk.group("a") else cjk.start("b"))
 
 
+def _gloss(after: str, rng: re.Match[str], n: Number) -> bool:
+    """Whether a "range" is a dash and a gloss that opens with a smaller number word.
+
+    "Conciseness: $95$ — one short sentence": a range runs upwards ("3-4", "seventy to
+    eighty"); a spelled number below the value after a dash starts the explanation.
+    """
+    if rng.group("word") is None or not re.match(r"[\s$*_]*[-\u2013\u2014]", after):
+        return False
+    second = value_at(after, rng.start("word"))
+    # A gloss counts something ("one short sentence", "two small omissions"); a number word
+    # left alone or hedged ("eighty-five at worst", "three, to be fair") is a second value.
+    rest = after[second.end:] if second is not None else ""
+    counted = re.match(r"\s+(?!(?:at|if|or|to|perhaps|maybe|possibly|probably|would|could|"
+                       r"might|points?|percent|out|of|tops|max(?:imum)?|min(?:imum)?)\b)"
+                       r"[^\W\d_]", rest, re.I)
+    return second is not None and second.value < n.value and counted is not None
+
+
 def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:
     """Why ``n`` is not a reading of ``slot`` (None when it is one), and its scale.
 
@@ -122,7 +140,9 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
     if (worked := contradiction(text, n.start)) is not None:
         # "$100 - 15 - 10 = 80$": the steps give 75; which did the judge mean?
         return worked, False
-    if (rng := _RANGE_AFTER.match(after)) is not None or _RANGE_BEFORE.search(before):
+    if (rng := _RANGE_AFTER.match(after)) is not None and _gloss(after, rng, n):
+        rng = None
+    if rng is not None or _RANGE_BEFORE.search(before):
         span = after[: rng.end()] if rng else ""
         return (f"the score is a range or a hedge ({(n.written + span).strip()!r}), not one "
                 "number"), False

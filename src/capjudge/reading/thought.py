@@ -19,12 +19,11 @@ import re
 from dataclasses import replace
 
 from capjudge.protocol import JudgeRequest, JudgeResponse, SlotResult, worst_status
+from capjudge.reading.view import reasoning_spans
 
 # How much of a thought is kept with the answer: its end, where a thought settles.
 KEPT = 4000
 
-_THINK = re.compile(r"<\s*((?:[\w-]+:)?(?:think|thinking|reasoning|thought))\s*>(.*?)"
-                    r"<\s*/\s*\1\s*>", re.I | re.S)
 # "75 → 7", "75 becomes 7", "compress 75 to 7", "75, as a single digit: 7".
 _MAPPED = re.compile(r"(?<![\d.])(?P<v>\d{2,3})(?!\d|\.\d)[\s,;:.]*(?:\u2192|->|=>|\u21d2|becomes|"
                      r"maps?\s+(?:on)?to|compress(?:es|ed)?\s+to|(?:as|to|into)\s+(?:a\s+)?"
@@ -34,8 +33,9 @@ _VALID = ("ok", "low_mass", "text_only", "partial")
 
 
 def thought_of(text: str, thinking: str | None) -> str:
-    """The thought an answer carries: its reasoning field and its ``<think>`` blocks."""
-    blocks = [m.group(2) for m in _THINK.finditer(text or "")]
+    """The thought an answer carries: its reasoning field and its thought blocks."""
+    text = text or ""
+    blocks = [text[start:end] for _, _, start, end in reasoning_spans(text)[0]]
     return "\n".join([thinking or "", *blocks]).strip()
 
 

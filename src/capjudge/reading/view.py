@@ -164,25 +164,42 @@ def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
 
 
-def strip_reasoning(text: str) -> tuple[str, bool, bool]:
-    """``text`` with its reasoning blanked; (text, reasoning_cut, had_reasoning)."""
-    had = cut = False
+def reasoning_spans(text: str) -> tuple[list[tuple[int, int, int, int]], bool]:
+    """The judge's thought blocks in ``text``, and whether the last one is cut.
+
+    Each span is ``(start, end, inner_start, inner_end)``: the block with its tags, and its
+    content. The one home of what a thought block looks like: the reader blanks these
+    (:func:`strip_reasoning`), :mod:`capjudge.reading.thought` reads them.
+    """
+    spans: list[tuple[int, int, int, int]] = []
+    cut = False
     # A closing tag before any opening one: the template opened the block in the prompt.
     first_open = min((m.start() for opener, _ in _BLOCKS if (m := opener.search(text))),
                      default=len(text))
     lone = _LONE_CLOSE.search(text, 0, first_open)
     if lone is not None:
-        text, had = _blank(text, 0, lone.end()), True
+        spans.append((0, lone.end(), 0, lone.start()))
+        text = _blank(text, 0, lone.end())
     for opener, closer_of in _BLOCKS:
         pos = 0
+        # Blanking what each kind of block covers keeps a block inside another from counting twice.
         while (m := opener.search(text, pos)) is not None:
             name = m.group(1) if m.groups() else ""
             close = closer_of(name).search(text, m.end())
             end = close.end() if close is not None else len(text)
-            if close is None:
-                cut = True
-            text, had, pos = _blank(text, m.start(), end), True, end
-    return text, cut, had
+            inner_end = close.start() if close is not None else len(text)
+            cut = cut or close is None
+            spans.append((m.start(), end, m.end(), inner_end))
+            text, pos = _blank(text, m.start(), end), end
+    return sorted(spans), cut
+
+
+def strip_reasoning(text: str) -> tuple[str, bool, bool]:
+    """``text`` with its reasoning blanked; (text, reasoning_cut, had_reasoning)."""
+    spans, cut = reasoning_spans(text)
+    for start, end, _, _ in spans:
+        text = _blank(text, start, end)
+    return text, cut, bool(spans)
 
 
 def _answer_only(text: str) -> str:
