@@ -273,18 +273,30 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if (vetoed := _vetoed(chosen, cleaned, slot, view.text)
             or reopened(chosen, cleaned, truncated)):
         return vetoed
-    if (open_ := alternative_after(chosen, cleaned, slot) or not_a_verdict(chosen, cleaned)
-            or own_answer(chosen, cleaned, slot) or bare_numbers(cleaned)
-            or foreign_caption(view.text, chosen, slot)
-            or candidate_stated(chosen, slot) or echoed_number(view.text, chosen, slot)
-            or judged_reference(view.text, chosen, slot)
-            or preferred_after(chosen, view.text, slot)
-            or inverted_scale(chosen, view.text, slot)):
+    if (open_ := _not_on_the_candidate(chosen, cleaned, view.text, slot)) is not None:
         return Unreadable("parse_failure", open_, printed_value(chosen))
     after = cleaned[chosen.number.end:]
     return replace(_located(view, chosen),
                    off_contract=off_contract(chosen, cleaned, slot, after, len(
                        {c.number.start for c in formats})) or doubtful(chosen, cleaned, slot))
+
+
+def _not_on_the_candidate(chosen: Candidate, cleaned: str, written: str, slot: ScoreSlot
+                          ) -> str | None:
+    """Why the reading is not the judge's one verdict on the candidate, or None.
+
+    An alternative left open after it, a number that is no verdict, the judge's own answer to
+    the question, numbers alone; a verdict on a caption it quotes or on a reference, the score
+    the candidate states, the candidate's copy going on; a value it prefers afterwards, a
+    scale it turns upside down.
+    """
+    return (alternative_after(chosen, cleaned, slot) or not_a_verdict(chosen, cleaned)
+            or own_answer(chosen, cleaned, slot) or bare_numbers(cleaned)
+            or foreign_caption(written, chosen, slot)
+            or candidate_stated(chosen, slot) or echoed_number(written, chosen, slot)
+            or judged_reference(written, chosen, slot)
+            or preferred_after(chosen, written, slot)
+            or inverted_scale(chosen, written, slot))
 
 
 def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence[Candidate],
