@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, stands_alone
-from capjudge.reading.contract import has_number
+from capjudge.reading.contract import has_number, sentence_of
 from capjudge.reading.numbers import (
     DIGITS,
     NUMBER_WORDS,
@@ -357,7 +357,7 @@ def rating_phrases(text: str, slot: ScoreSlot) -> list[Candidate]:
 
 
 # A rating phrase negated or under a condition: "I wouldn't give it 5", "would earn 95 if ...".
-_UNSETTLED = re.compile(r"\b(?:not|never|n't|if|unless|only|without|otherwise)\b|n't", re.I)
+_UNSETTLED = re.compile(r"\b(?:not|never|if|unless|only|without|otherwise)\b|n't", re.I)
 
 
 def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
@@ -373,9 +373,7 @@ def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         # A rating the answer states in words ("I'd rate it a four") is its verdict over the
         # first number of its explanation ("names 4 objects; 3 are correct"); a number the
         # answer opens with is the prompt's format, and competes.
-        settled = [c for c in out if not _UNSETTLED.search(
-            text[max(text.rfind(".", 0, c.number.start), text.rfind("\n", 0, c.number.start),
-                     0): text.find(".", c.number.end) % (len(text) + 1)])]
+        settled = [c for c in out if not _UNSETTLED.search(sentence_of(text, c.number.start))]
         if first is not None and not (settled and re.search(r"[^\W\d_]", text[:first.start])):
             out.append(make_candidate(text, first, "the first number (VisCE² §3 reading)", 0,
                                   slot, source="phrase"))

@@ -51,7 +51,6 @@ from capjudge.reading.contract import (
     REVISION,
     UNDECIDED,
     WITHDRAWN,
-    candidate_stated,
     checklist,
     doubted,
     echoed_number,
@@ -70,6 +69,7 @@ from capjudge.reading.contract import (
     revised_opening,
     sentence_of,
     sentence_start,
+    stated_by_candidate,
     stated_twice,
 )
 from capjudge.reading.finders import (
@@ -293,7 +293,8 @@ def _not_on_the_candidate(chosen: Candidate, cleaned: str, written: str, slot: S
     return (alternative_after(chosen, cleaned, slot) or not_a_verdict(chosen, cleaned)
             or own_answer(chosen, cleaned, slot) or bare_numbers(cleaned)
             or foreign_caption(written, chosen, slot)
-            or candidate_stated(chosen, slot) or echoed_number(written, chosen, slot)
+            or stated_by_candidate(chosen.number.value, chosen.number.written.strip(), slot)
+            or echoed_number(written, chosen, slot)
             or judged_reference(written, chosen, slot)
             or preferred_after(chosen, written, slot)
             or inverted_scale(chosen, written, slot))

@@ -46,7 +46,7 @@ def _words(text: str) -> list[tuple[str, int, int]]:
             for m in _WORD.finditer(text)]
 
 
-def _quote_spans(answer: list[tuple[str, int, int]], quote: list[str], text: str = ""
+def _quote_spans(answer: list[tuple[str, int, int]], quote: list[str], text: str
                  ) -> list[tuple[int, int]]:
     """Word-index ranges of ``answer`` that quote ``quote`` (verbatim or near-verbatim).
 
@@ -130,6 +130,7 @@ _FILLER = frozenset({"a", "an", "the", "of", "out", "is", "are", "was", "were"})
 # What may stand between a count and its word in a restatement: spaces, a hyphen ("2-seat"),
 # quotation marks and markup, a field's colon ('"score": 95'); never a line or sentence end.
 _JOINED = re.compile(r"[ \t\-\"'\u201c\u201d\u2018\u2019*_`$:=]*")
+_FILLER_WORD = re.compile(r"\b(?:" + "|".join(sorted(_FILLER)) + r")\b", re.I)
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
@@ -187,8 +188,7 @@ def _count_spans(text: str, quotes: list[str]) -> list[tuple[int, int]]:
 
 def _joined(text: str, end: int, start: int) -> bool:
     """Whether only spaces, fillers and markup stand between two words."""
-    gap = re.sub(r"\b(?:" + "|".join(_FILLER) + r")\b", " ", text[end:start], flags=re.I)
-    return _JOINED.fullmatch(gap) is not None
+    return _JOINED.fullmatch(_FILLER_WORD.sub(" ", text[end:start])) is not None
 
 
 # Text between quotation marks on one line: what the judge says it quotes.

@@ -120,13 +120,13 @@ def _gloss(after: str, rng: re.Match[str], n: Number) -> bool:
     if rng.group("word") is None or not re.match(r"[\s$*_]*[-\u2013\u2014]", after):
         return False
     second = value_at(after, rng.start("word"))
+    if second is None or second.value >= n.value:
+        return False
     # A gloss counts something ("one short sentence", "two small omissions"); a number word
     # left alone or hedged ("eighty-five at worst", "three, to be fair") is a second value.
-    rest = after[second.end:] if second is not None else ""
-    counted = re.match(r"\s+(?!(?:at|if|or|to|perhaps|maybe|possibly|probably|would|could|"
-                       r"might|points?|percent|out|of|tops|max(?:imum)?|min(?:imum)?)\b)"
-                       r"[^\W\d_]", rest, re.I)
-    return second is not None and second.value < n.value and counted is not None
+    return re.match(r"\s+(?!(?:at|if|or|to|perhaps|maybe|possibly|probably|would|could|"
+                    r"might|points?|percent|out|of|tops|max(?:imum)?|min(?:imum)?)\b)"
+                    r"[^\W\d_]", after[second.end:], re.I) is not None
 
 
 def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:
