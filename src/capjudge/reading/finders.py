@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, stands_alone
-from capjudge.reading.contract import has_number, sentence_of
+from capjudge.reading.contract import CHANGED_TO, has_number, sentence_of
 from capjudge.reading.numbers import (
     DIGITS,
     NUMBER_WORDS,
@@ -57,7 +57,13 @@ _RATING_PHRASE = re.compile(
     r"deserves?|merits?|earns?)"
     r"(?:\s+(?:it|this|the\s+caption|this\s+caption|the\s+text|this\s+text|a|an|at|as|with|of"
     r"|is|was|would\s+be|:|solid|strong|good|decent|fair|firm|high|low|modest|generous|weak"
-    r"|clear|respectable|middling|reasonable))*\s+\$?(?=\d|" + NUMBER_WORDS.pattern + r")",
+    r"|clear|respectable|middling|reasonable))*\s+\$?(?=\d|" + NUMBER_WORDS.pattern + r")"
+    # "I'd put it closer to 65" ("That would put it closer to 60" weighs another weighting)
+    r"|(?<!would\s)(?<!could\s)(?<!might\s)\bput\s+it\s+(?:closer\s+to|nearer\s+to|at|around|about)\s+(?:an?\s+)?\$?(?=\d)"
+    # "Overall, I'd say 3.": a number that ends its clause ("I'd say 3 of the 4 objects" counts)
+    r"|(?<!\?\s)(?<!\?)\bI(?:'d|\u2019d|\s+would)\s+say\s+(?:it(?:'s|\s+is)\s+|it\s+deserves\s+)?"
+    r"(?:an?\s+|about\s+|around\s+|roughly\s+)?\$?(?=(?:\d+|" + NUMBER_WORDS.pattern + r")\$?"
+    r"(?:\s*(?:/|out\s+of)\s*\d+)?\s*(?:[.!)\n]|$))",
     re.I)
 _SCORE_LABEL = re.compile(r"\b(?:score|rating|rate|rated)\b[^\n\d]{0,24}?(?=[-]?\d)", re.I)
 
@@ -80,8 +86,15 @@ def _field_rank(f: Field, slot: ScoreSlot) -> int:
 
 
 def _looks_text(column: str) -> bool:
+    """A column of words, or of numbers that are no score, never the criterion's value.
+
+    Words: reasons, comments. Numbers: a weight, a weighted share, the scale's maximum
+    ("Max"; a "Score (max 100)" column is the score).
+    """
     return any(w in column for w in ("reason", "explanation", "comment", "note", "justif",
-                                     "assessment", "evidence", "why", "理由", "说明"))
+                                     "assessment", "evidence", "why", "理由", "说明", "weight",
+                                     "contribution", "权重")) or re.match(
+        r"\W*(?:max(?:imum)?|possible|out\s+of)\b", column) is not None
 
 
 _NAME_KEYS = frozenset({"name", "criterion", "criteria", "aspect", "dimension", "metric",
@@ -350,10 +363,29 @@ def _is_final(text: str, pos: int) -> bool:
 # -- 5. phrases --------------------------------------------------------------------------------
 
 
+# A rating changed in words: "I'm lowering the rating to 65", "bumping it up to 4" (not a
+# count changed: "change it to 3 cats").
+_CHANGED_TO = re.compile(CHANGED_TO + r"(?=\d+(?:\.\d+)?[$*_`]*(?:\s*(?:/|out\s+of\b|points?\b|"
+                         r"pts\b)|\s*[.,;:!)\n]|\s*$|\s+(?:and|because|since|as|for|given|"
+                         r"overall)\b))", re.I)
+# The value named as the verdict after it: "68 is the fairer score", "4 is my final rating"
+# (not a point of the scale: "5 is the highest rating").
+_NAMED_AFTER = re.compile(r"(?<![\w.$/])(?=\d+[$*_`]*\s+is\s+(?:the|my)\s+(?!(?:highest|lowest|"
+                          r"maximum|minimum|max|min|top|bottom|perfect|best|worst|possible)\b)"
+                          r"(?:\w+\s+)?(?:score|rating|verdict|grade)\b)")
+
+
 def rating_phrases(text: str, slot: ScoreSlot) -> list[Candidate]:
-    """Rating phrases: "I'd give it a four", "rate it 85", "deserves a 2"."""
+    """Rating phrases: "I'd give it a four", "rate it 85", "deserves a 2".
+
+    Also a rating changed in words ("lowering the rating to 65") and a value named as the
+    verdict after it ("68 is the fairer score").
+    """
+    found = [*_RATING_PHRASE.finditer(text), *_CHANGED_TO.finditer(text),
+             *_NAMED_AFTER.finditer(text)]
     return [make_candidate(text, n, "a rating phrase", 0, slot, source="phrase")
-            for m in _RATING_PHRASE.finditer(text) if (n := number_at(text, m.end())) is not None]
+            for m in sorted(found, key=lambda m: m.end())
+            if (n := number_at(text, m.end())) is not None]
 
 
 # A rating phrase negated or under a condition: "I wouldn't give it 5", "would earn 95 if ...".

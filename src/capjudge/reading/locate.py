@@ -57,6 +57,7 @@ from capjudge.reading.contract import (
     faint_praise,
     final_after_draft,
     foreign_caption,
+    foreign_heading,
     has_number,
     judged_reference,
     labelled_target,
@@ -66,6 +67,7 @@ from capjudge.reading.contract import (
     other_criterion,
     other_target,
     reopened,
+    revised_later,
     revised_opening,
     sentence_of,
     sentence_start,
@@ -185,7 +187,11 @@ def _decide_uncut(cands: Sequence[Candidate], text: str, slot: ScoreSlot, trunca
     no verdict of its own. A cut number that is the only candidate is still unreadable.
     """
     whole = [c for c in cands if _cut(text, c.number, slot, truncated) is None]
-    return decide(whole if whole and len(whole) < len(cands) else cands, text, slot)
+    cands = whole if whole and len(whole) < len(cands) else cands
+    # A block under a heading for another caption ("A fuller caption ... would score:") is
+    # not the candidate's; when every block is, the veto says so.
+    own = [c for c in cands if foreign_heading(text, c.number.start) is None]
+    return decide(own if own and len(own) < len(cands) else cands, text, slot)
 
 
 def _cut(text: str, n: Number, slot: ScoreSlot, truncated: bool) -> str | None:
@@ -251,6 +257,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         return chosen
     if (cut := _cut(masked, chosen.number, slot, truncated)) is not None:
         return Unreadable("parse_failure", cut, printed_value(chosen))
+    if (later := revised_later(chosen, rating_phrases(cleaned, slot), cleaned, slot)) is not None:
+        chosen = later  # "$60$ ... On reflection, 68 is the fairer score"
     if (competing := _competing(chosen, cleaned, masked, own_scale, slot)) is not None:
         return competing
     if slot.position == "first" and (chosen.source in ("opening", "label")
@@ -311,7 +319,7 @@ def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence
             stated_twice(chosen, own_scale, masked)
             if chosen.rank == 2 and slot.name in GENERIC else None)) is not None:
         return Unreadable("parse_failure", conflict, printed_value(chosen))
-    if (later := later_rating(chosen, rating_phrases(cleaned, slot), cleaned)) is not None:
+    if (later := later_rating(chosen, rating_phrases(cleaned, slot), cleaned, slot)) is not None:
         return Unreadable("parse_failure", f"2 different values for {slot.name} and nothing "
                           f"says which is the verdict: {_quote([chosen, later])}",
                           printed_value(chosen))
@@ -376,7 +384,8 @@ def _located(view: AnswerView, chosen: Candidate) -> Located:
                    n.kind)
 
 
-_RATED_LINE = re.compile(r"^[ \t>*_`#-]*(?P<label>[^\W\d_][^\n:=]{0,40}?)[ \t*_`]*[:=]"
+# ("| Completeness | 2 |": a table's row rates its first cell.)
+_RATED_LINE = re.compile(r"^[ \t>*_`#|-]*(?P<label>[^\W\d_][^\n:=|]{0,40}?)[ \t*_`]*[:=|]"
                          r"[ \t*_`$]*(?=[-]?\d)", re.M)
 
 
@@ -389,9 +398,33 @@ def _rated_lines(text: str) -> list[tuple[str, Number]]:
     out = []
     for m in _RATED_LINE.finditer(text):
         n = number_at(text, m.end())
-        if n is not None:
-            out.append((re.sub(r"\s+", " ", m.group("label")).strip().lower(), n))
+        label = re.sub(r"\s+", " ", m.group("label")).strip().lower()
+        if n is not None and (not m.group(0).lstrip(" \t>*_`#-").startswith("|")
+                              or _scored_table(text, m.start(), label)):
+            out.append((label, n))
     return out
+
+
+_SCORE_HEADER = re.compile(r"\b(?:score|rating|points?|grade|mark)s?\b", re.I)
+
+
+def _scored_table(text: str, row: int, label: str) -> bool:
+    """Whether the table row at ``row``, named ``label``, rates something.
+
+    "| Criterion | Rating |" heads rows that rate; "| Object | Count |" rates nothing; a
+    table without a header rates only the criteria it names ("| Fluency | 4 |", not "| Objects
+    | 4 |").
+    """
+    start = row
+    while start > 0:
+        above = text.rfind("\n", 0, start - 1) + 1
+        if not text[above: start].lstrip().startswith("|"):
+            break
+        start = above
+    header = text[start: text.find("\n", start) if "\n" in text[start:] else len(text)]
+    if re.search(r"\|\s*[-$*_`]*\d", header) is not None:  # no header: its first row a value
+        return any(matches(label, ScoreSlot(c, 0, 1, label=c)) == 2 for c in CRITERIA)
+    return _SCORE_HEADER.search(header) is not None
 
 
 def _alone_on_line(text: str, n: Number) -> bool:

@@ -271,7 +271,42 @@ _HYPOTHETICAL = re.compile(
     r"increase|drop|move|become|score|merit|deserve|land|reach)\b"
     r"|\b(?:would|could|might)\s*(?:'ve|\u2019ve)\b"
     r"|^\s*(?:[-*>]\s*)?\**\s*(?:if|had|were|unless|assuming|suppose|supposing)\b"
-    r"|\bif\s+(?:the|it|this|that|a|an|they|there)\b[^.]*\b(?:would|could|might)\b", re.I)
+    r"|\bif\s+(?:the|it|this|that|a|an|they|there)\b[^.]*\b(?:would|could|might)\b"
+    # what another caption would get: "A perfect caption would rate 5", "the reference would
+    # score 90" (a rating verb: "a better caption would name the breed" is advice)
+    r"|\b(?:an?\s+(?:perfect|ideal|better|complete|flawless|fuller|stronger|more\s+\w+)\s+"
+    r"(?:caption|description|answer|version|response|one)|the\s+references?(?:\s+captions?)?)"
+    r"\s+(?:would|could|might)\s+(?:\w+ly\s+|also\s+|still\s+)?(?:rate|score|get|earn|merit|"
+    r"deserve|receive)\b", re.I)
+# A scale point, not a verdict: "a score of 100 needs the park too", "To reach 90 it would
+# need the leash": only its clause ("..., so the final score is $75$" keeps its verdict).
+_SCALE_POINT = re.compile(
+    r"\b(?:an?\s+|the\s+)?(?:scores?|ratings?|grades?|marks?)\s+(?:of\s+)?[$*]*\d+[$*]*\s+"
+    r"(?:would\s+)?(?:needs?|requires?|demands?|calls?\s+for|is\s+reserved|means?)\b"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))\s*(?:[-*>]\s*)?to\s+(?:get|reach|earn|score|achieve|merit|"
+    r"deserve)\s+(?:an?\s+)?[$*]*\d", re.I | re.M)
+_CLAUSE_END = re.compile(r",\s*(?:so|but|hence|thus|therefore)\b|;|\u2014|[.!?](?=\s|$)|\n")
+# A condition opening the sentence with no "if": "With the leash mentioned, I would rate it
+# 95", "Once the colour is fixed it could score 90", "Without the invented dog, I'd give 90".
+# The modal after it makes even a first-person rating hypothetical. Not the judge's findings
+# ("With the issues mentioned above, I'd rate it 55", "With the dog correctly named, ...").
+_CONDITION_OPENING = re.compile(
+    r"^\s*(?:[-*>]\s*)?(?:(?:P\.\s?S|N\.\s?B|PS|NB|Note)\b\.?[:,]?\s*)?(?:(?:with|once|after)\s+"
+    r"(?:the|its|a|an|that|this|those|these|all)\s+(?!(?:\w+\s+)?(?:issues?|errors?|mistakes?|"
+    r"problems?|points?|flaws?|faults?|omissions?|findings?|observations?)\b)[^,.;:\n]{0,40}?"
+    r"(?<!correctly\s)(?<!accurately\s)(?<!properly\s)(?<!already\s)(?<!clearly\s)"
+    r"\b(?:mentioned|fixed|corrected|added|removed|included|named|resolved|changed|addressed|"
+    r"dropped)\b(?!\s+(?:above|earlier|before))|without\s+(?:the|its|that|this|those|these)\s+"
+    r"(?![^,.;:\n]{0,40}?\b(?:mentioned|named|included|described|noted)\b)[^,.;:\n]{1,40}?)"
+    r"[^.;\n]*?\b(?:would|could|might|\w+'d|\w+\u2019d)\b", re.I)
+
+
+def mask_scale_points(text: str) -> str:
+    """Clauses that name a point of the scale blanked: "a score of 100 needs the park too"."""
+    for m in list(_SCALE_POINT.finditer(text)):
+        end = _CLAUSE_END.search(text, m.end())
+        text = _blank(text, m.start(), end.start() if end else len(text))
+    return text
 
 
 def mask_hypotheticals(text: str) -> str:
@@ -281,7 +316,12 @@ def mask_hypotheticals(text: str) -> str:
     "I would rate it 85" and "I'd give it a 4" are verdicts and stay.
     """
     for m in list(_SENTENCE.finditer(text)):
-        sentence = _FIRST_PERSON.sub(lambda v: " " * len(v.group(0)), m.group(0))
+        sentence = m.group(0)
+        if _CONDITION_OPENING.search(sentence) is None:
+            sentence = _FIRST_PERSON.sub(lambda v: " " * len(v.group(0)), sentence)
+        elif _DIGITS.search(sentence):
+            text = _blank(text, m.start(), m.end())
+            continue
         if sentence.strip() and _HYPOTHETICAL.search(sentence) and _DIGITS.search(sentence) \
                 and not (_CORRECTION.search(sentence) and not _CONDITION.search(sentence)):
             start, end = m.start(), m.end()
@@ -423,6 +463,44 @@ def mask_view(text: str, quotes: Sequence[str]) -> str:
     return mask_text(text, [as_viewed(q) for q in quotes if q and q.strip()])
 
 
+# Another item of the session named as what a number rates: "I rated the previous caption 55",
+# "the last one got 70" (a multi-turn chat, a batch), not this request's candidate.
+_OTHER_ITEM = re.compile(r"\b(?:(?:previous|prior|preceding|earlier|last)\s+(?:caption|"
+                         r"description|item|sample|answer|response|candidate|one)s?|other\s+"
+                         r"(?:caption|description|candidate)s?)\b", re.I)
+_RATED_WORD = re.compile(r"\b(?:rated|scored|gave|given|got|received|rating|score|scores)\b",
+                         re.I)
+_THIS_ITEM = re.compile(r"\b(?:this|the\s+current|the\s+present)\s+(?:caption|description|"
+                        r"one|candidate|item)\b", re.I)
+
+
+def mask_other_items(text: str) -> str:
+    """Sentences that rate another item of the session blanked.
+
+    "(For reference, I rated the previous caption for this image 55.)": its number is that
+    caption's. A sentence that also names this caption ("this one deserves more than the
+    previous caption's 55") compares the two, and is left to the other rules.
+    """
+    for m in list(_SENTENCE.finditer(text)):
+        sentence = m.group(0)
+        if (other := _OTHER_ITEM.search(sentence)) is None or _THIS_ITEM.search(sentence):
+            continue
+        # Only its clause: "The final score is $55$, down from the $70$ I gave the previous
+        # caption" keeps its verdict.
+        start = max(sentence.rfind(c, 0, other.start()) for c in ",;(\u2014") + 1
+        ends = [i for c in ",;)\u2014" if (i := sentence.find(c, other.end())) >= 0]
+        clause = sentence[start: min(ends) if ends else len(sentence)]
+        # The number comes after the other item ("I rated the previous caption 55", "the
+        # last one got 70") or is given to it ("the $70$ I gave the previous caption"); "$55$
+        # as with the previous caption" is this caption's.
+        at = other.start() - start
+        given = [d for d in _DIGITS.finditer(clause, 0, at)
+                 if _RATED_WORD.search(clause, d.end(), at)]
+        if _RATED_WORD.search(clause) and (_DIGITS.search(clause, other.end() - start) or given):
+            text = _blank(text, m.start() + start, m.start() + start + len(clause))
+    return text
+
+
 def mask_text(text: str, quotes: Sequence[str] = ()) -> str:
     """Everything a careful reader skips blanked.
 
@@ -431,4 +509,4 @@ def mask_text(text: str, quotes: Sequence[str] = ()) -> str:
     """
     text = mask_quotes(text, [q for q in quotes if q and q.strip()])
     text = mask_examples(mask_rubric(text))
-    return mask_negated(mask_hypotheticals(text))
+    return mask_negated(mask_hypotheticals(mask_scale_points(mask_other_items(text))))

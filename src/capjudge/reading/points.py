@@ -112,8 +112,12 @@ _RATE = re.compile(rf"^{_SIGNED}\s*(?:points?|pts?\.?)?\s*(?:each|per|apiece|for
                    re.I)
 
 # A parenthetical aside that offers another count ("(possibly 2 if ...)", "(or 3)").
+# The other count may come first: "(2 if "metal" is counted)", "(3 when the lid counts)".
 _ALTERNATIVE_ASIDE = re.compile(r"\([^()]*\b(?:or|possibly|maybe|perhaps|otherwise|arguably|"
-                                r"if)\b[^()\d]{0,40}\d[^()]*\)", re.I)
+                                r"if)\b[^()\d]{0,40}\d[^()]*\)"
+                                r"|\(\s*(?:or\s+)?\d+(?:\.\d+)?\s+(?:(?:if|unless|assuming|"
+                                r"depending|counting)\b|when\b[^()]*\b(?:counts?|counted|included|"
+                                r"considered)\b)[^()]*\)", re.I)
 
 
 # The other kind of attribute named at the start of a breakdown in parentheses.
@@ -308,10 +312,8 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
                 none := _NO_HALLUCINATION.search(masked)) is not None:
             # "There are no hallucinations: every attribute ... matches": a count of zero.
             values, places = [(0.0, None)], [(none.start(), none.end())]
-        out[name] = _decide(name, masked, values, places)
-        if out[name][0] is not None and places and places[-1][1] and (
-                over := foreign_heading(masked, places[-1][0])) is not None:
-            out[name] = (None, over)  # "Scores for the corrected caption:" above the counts
+        places, values, over = _own_blocks(masked, places, values)
+        out[name] = (None, over) if over else _decide(name, masked, values, places)
         if (said := _count_in_words(name, masked, out[name][0])) is not None:
             out[name] = (None, said)
     tail = masked[last_end:] if last_end else ""
@@ -327,18 +329,79 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
     return _left_open(_revised_after(out, written), masked, written)
 
 
+_Counts = list[tuple[float | None, str | None]]
+
+
+def _own_blocks(masked: str, places: list[tuple[int, int]], values: _Counts
+                ) -> tuple[list[tuple[int, int]], _Counts, str | None]:
+    """The labelled counts less those under a heading for another caption.
+
+    "Scores for the corrected caption:", "An ideal caption would score:" above a block: its
+    counts are not the candidate's. When every block is another caption's, why (the third
+    item) and no counts.
+    """
+    foreign = [foreign_heading(masked, start) if end else None for start, end in places]
+    if not any(foreign):
+        return places, values, None
+    kept = [i for i, why in enumerate(foreign) if why is None]
+    if not kept:
+        return [], [], next(why for why in reversed(foreign) if why)
+    return [places[i] for i in kept], [values[i] for i in kept], None
+
+
+# What opens a revision after the lines: "Edit:", "Update:", "Final review:", "Updated counts:"
+# (not "Revised caption:", which brings another caption).
+_REVISION_MARK = re.compile(r"(?:^|\n)[ \t>*_#-]*(?:edit(?:ed)?|update[d]?|correction|revised?|"
+                            r"final\s+(?:review|check))\b(?!\s+(?:caption|description|version|"
+                            r"text))|\b(?:updated|revised|corrected|adjusted|new)\s+(?:counts?|"
+                            r"scores?|points)\b", re.I)
+# A count restated after such a mark: "C. Score 4, H. Score 1", "I adjust C to 1", "H stays
+# at 1" (the bare initial only with its verb: "Model C 200" is a name); the count ends its
+# clause ("C. Score 4 needs the seat too" says what 4 would take).
+_END = r"(?=[\s*_`]*(?:[.,;:)\n]|\(|$|\s+and\b))"
+_RESTATED = {name: re.compile(
+    rf"(?:{_label_name(name, initial)}(?:\s*\(\s*\w\.?\s*score\s*\))?[\s*_`$:=]*(?:(?:is|at|to|"
+    rf"now|becomes)\s+)*|(?:(?:adjust|set|lower|raise|change|put|move|bring|make|reduce|"
+    rf"increase)\w*\s+(?:the\s+)?(?-i:{initial.upper()})\s+(?:score\s+|count\s+)?(?:down\s+|"
+    rf"up\s+)?to\s+|(?-i:\b{initial.upper()})\s+(?:stays|remains)\s+(?:at\s+)?))"
+    rf"(?P<n>\d+(?:\.\d+)?)(?![\d/%]|\.\d){_END}", re.I)
+    for name, (_, initial) in _KEYS.items()}
+# The review keeps its counts: "so I keep the scores as they are", "the counts above stand".
+_KEPT = re.compile(r"\b(?:keep|kept|leave|retain)\s+(?:the|my|both|these|all)\s+(?:scores?|counts?|"
+                   r"points)|\b(?:scores?|counts?|points)\s+(?:above\s+)?(?:stand|remain\s+(?:as|"
+                   r"unchanged)|are\s+unchanged)\b", re.I)
+_WEIGHED = re.compile(r"\b(?:consider\w*|thought\s+(?:about|of)|whether|tempted|would|could|might|"
+                      r"may|needs?|requires?|max(?:imum)?|perfect|ideal|rewrite|references?|"
+                      r"for\s+my)\b", re.I)
+
+
+def _sentence_at(text: str, pos: int) -> int:
+    """Where the sentence holding ``pos`` starts.
+
+    "C. Score 5 and H. Score 0": an initial's period ends no sentence.
+    """
+    ends = [m.end() for m in re.finditer(r"(?<!\b[A-Z])[.!?](?=\s)|\n", text[:pos])]
+    return ends[-1] if ends else 0
+
+
 def _revised_after(out: dict[str, tuple[float | None, str | None]], tail: str
                    ) -> dict[str, tuple[float | None, str | None]]:
     """The counts, each revised in prose after the lines ("The H. Score should be 2").
 
-    A count the answer corrects after its lines is the corrected value, with a note (so the
-    reading is off-contract and needs its second channel); two different corrections, or one
-    under a condition ("if the handle counts"), leave the count open.
+    A count the answer corrects after its lines ("The H. Score should be 2"; after "Edit:" or
+    "Final review:", "C. Score 4", "I adjust C to 1") is the corrected value, with a note (so
+    the reading is off-contract and needs its second channel); two different corrections, or
+    one under a condition ("if the handle counts"), leave the count open.
     """
+    mark = _REVISION_MARK.search(tail)
     for name in _PATTERNS:
         if out[name][0] is None:
             continue
         found = list(_REVISED[name].finditer(tail))
+        if mark is not None and not _KEPT.search(tail, mark.end()):
+            # (Not one only weighed: "I considered lowering C to 3", "C would be 3".)
+            found += [m for m in _RESTATED[name].finditer(tail, mark.end())
+                      if not _WEIGHED.search(tail, _sentence_at(tail, m.start()), m.start())]
         said = {float(m.group("n")) for m in found}
         said.discard(out[name][0])
         if said and any(CONDITIONAL.search(sentence_of(tail, m.start())) for m in found):

@@ -442,12 +442,24 @@ _SHORT_SCALE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(5|10)(
                           r"(?![ \t]+(?:of\s+)?(?:the\s+|its\s+)?[^\W\d_]+s\b)", re.I)
 
 
+# What a breakdown rates: a criterion or an aspect of the caption, never "Conclusion:", "In
+# short:", "Caption quality:" (a verdict under another name).
+_ASPECT = re.compile(r"^[ \t>*_#|-]*(?:objects?|attributes?|relations?(?:hips?)?|actions?|counts?|"
+                     r"counting|colou?rs?|setting|scene|background|details?|spatial|positions?|"
+                     r"text|ocr|style|grammar|fluency|clarity|conciseness|completeness|accuracy|"
+                     r"correctness|relevance|hallucinations?|coverage|specificity|"
+                     r"informativeness)\b[\w ]{0,12}[)\]*_` ]*[:=\uff1a|][\s*_`$]*$", re.I)
+
+
 def _other_scale_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     """A later verdict on a scale of 5 or 10 that, made a value of the slot, is another one."""
     if slot.high != 100:
         return None
     for m in _SHORT_SCALE.finditer(text, chosen.number.end):
         value, top = float(m.group(1)), int(m.group(2))
+        start = max(text.rfind(c, 0, m.start()) + 1 for c in "\n,;.")
+        if _ASPECT.match(text[start: m.start()]):
+            continue  # a breakdown ("- Objects: 8/10 — ...", "Fluency: 9/10,"): a sub-score
         if value <= top and abs(value / top * slot.high - chosen.number.value) > 0.5:
             return (f"after the verdict {chosen.number.written.strip()!r} the answer states "
                     f"{m.group(0).strip()!r} ({value / top * slot.high:g} of {slot.high}): two "

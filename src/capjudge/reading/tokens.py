@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 23
+READING_RULES_VERSION = 24
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -91,7 +91,10 @@ placeholder is no rating, and VisCE²'s first number is never a count of things 
 length-adjusted score" names another measure, not a revision. 16 (corpus P): an answer of
 numbers alone, several of them, abstains; a verdict after the judge quotes as "the caption" a
 text that is neither the candidate nor a reference abstains; a caption the judge proposes
-before its verdict makes the reading off-contract (a second channel must agree)."""
+before its verdict makes the reading off-contract (a second channel must agree). 17-24
+(corpora Q-X): each version's classes are in docs/guides/reading-scores.md; 24 (corpus X): a
+verdict revised after it is given, what another caption would get, the previous caption's
+score, breakdowns and weighted tables, cap3d counts restated after "Edit:"."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
