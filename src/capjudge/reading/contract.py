@@ -19,13 +19,19 @@ from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, Unreadable, printed_value, stands_alone
 from capjudge.reading.numbers import NUMBER_WORDS, WORD_VALUES, Number, number_at, word_value
 from capjudge.reading.scale import denominator
-from capjudge.reading.vocabulary import CRITERIA, is_generic, matches, slot_names
+from capjudge.reading.vocabulary import (
+    CRITERIA,
+    criteria_named,
+    is_generic,
+    matches,
+    slot_names,
+)
 
 # A verdict taken back: nothing after it replaces it (a replacement is a revision: decide()).
 WITHDRAWN = re.compile(
     r"\b(?:I\s+(?:retract|withdraw|take\s+back)|(?:please\s+)?(?:disregard|ignore)\s+"
-    r"(?:that|this|the\s+(?:above|previous|score|rating|[$*_`]*\d+(?:\.\d+)?[$*_`]*)|my\s+(?:score|rating|verdict|"
-    r"previous))"
+    r"(?:that|this|the\s+(?:above|previous|score|rating|[$*_`]*\d+(?:\.\d+)?[$*_`]*)|"
+    r"my\s+(?:score|rating|verdict|previous))"
     r"|scratch\s+that|strike\s+that|that(?:'s|\s+is)\s+(?:not|no\s+longer)\s+my\s+"
     r"(?:final\s+)?(?:score|rating|verdict)|not\s+(?:my|the)\s+final\s+(?:score|rating|verdict)"
     r"|I\s+(?:can(?:no|')t|cannot)\s+(?:settle|decide)\s+on\s+a\s+(?:score|number|rating)"
@@ -115,6 +121,15 @@ _CUE_LEAD = re.compile(r"[\s*_#>(\-\u2014\u2013,;:.]+|\b(?:but|so|however|hmm+|o
                        r"well|no|then|now)\b", re.I)
 
 
+def _opens_clause(text: str, cue: int, verdict_end: int) -> bool:
+    """Whether the cue at ``cue`` opens its sentence or clause, or follows the verdict.
+
+    Only markup, punctuation and a connective ("but", "so", "hmm") stand between the
+    clause's start (or the verdict, when later) and the cue.
+    """
+    return not _CUE_LEAD.sub("", text[max(_clause_start(text, cue), verdict_end): cue])
+
+
 def revised_opening(text: str, chosen: Candidate, slot: ScoreSlot
                      ) -> Candidate | Unreadable | None:
     """An opening rating the answer takes back: the last value standing after, or none.
@@ -127,8 +142,7 @@ def revised_opening(text: str, chosen: Candidate, slot: ScoreSlot
     # one inside a description ("a child is watching him — looking again, the child ...") is
     # the judge telling how it looked, not taking its rating back.
     cue = next((m for m in _TAKEN_BACK.finditer(text, chosen.number.end)
-                if not _CUE_LEAD.sub("", text[max(_clause_start(text, m.start()),
-                                                  chosen.number.end): m.start()])), None)
+                if _opens_clause(text, m.start(), chosen.number.end)), None)
     if cue is None:
         return None
     later = [n for m in re.finditer(r"(?<![\w.$/-])\d+(?![\w.,/%]\d|\s*(?:/|out\s+of|%))",
@@ -702,11 +716,10 @@ def other_criterion(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
         return (f"the verdict {chosen.number.written.strip()!r} is labelled "
                 f"{m.group('label')!r}, a verdict for the whole, not {slot.name}")
     own = {n.lower() for n in slot_names(slot)}
-    named = [c for c in CRITERIA
-             if matches(m.group("label"), (other := ScoreSlot(c, 0, 1, label=c))) == 2
+    named = [c for c in criteria_named(m.group("label"))
              # A criterion that shares a name with the slot's is a synonym of it ("accuracy"
              # and "correctness" are both "exactitud"), not another criterion.
-             and not own & {n.lower() for n in slot_names(other)}]
+             if not own & {n.lower() for n in slot_names(ScoreSlot(c, 0, 1, label=c))}]
     if not named:
         return None
     return (f"the verdict {chosen.number.written.strip()!r} rates {named[0]} "
@@ -926,9 +939,10 @@ def later_rating(chosen: Candidate, phrases: Sequence[Candidate], text: str,
 # (for a criterion's slot; the overall score is G-VEval's and VisCE²'s own verdict).
 _FOR_OVERALL = re.compile(r"\bfor\s+(?:the\s+|its\s+)?(?:overall|general|global)\s+(?:caption\s+)?"
                           r"(?:quality|impression|score|rating)", re.I)
-_FOR_ANOTHER = re.compile(r"\bfor\s+(?:the\s+|its\s+)?(?:fluency|clarity|conciseness|style|"
-                          r"grammar|readability|aesthetics?|(?:image|photo|picture)\s+quality)\b",
-                          re.I)
+# Measures other than a caption's correctness that a judge may rate beside it.
+_OTHER_MEASURE = (r"fluency|clarity|conciseness|style|grammar|readability|(?:image|photo|"
+                  r"picture)\s+quality")
+_FOR_ANOTHER = re.compile(rf"\bfor\s+(?:the\s+|its\s+)?(?:{_OTHER_MEASURE}|aesthetics?)\b", re.I)
 
 
 def _for_another(text: str, pos: int, slot: ScoreSlot | None) -> bool:
@@ -955,9 +969,8 @@ _LOWERED_TO = re.compile(CHANGED_TO + r"$", re.I)
 _NOT = re.compile(r"\b(?:not|never|no)\b|n['\u2019]t\b", re.I)
 # What a later rating may be said of instead of the candidate: a reference, another measure,
 # another caption ("On reflection, the references deserve 95", "Actually, its fluency ...").
-_ANOTHER_SUBJECT = re.compile(r"\b(?:references?|ground[- ]truth|fluency|clarity|conciseness|"
-                              r"grammar|style|readability|(?:image|photo|picture)\s+quality|"
-                              r"comparison|rewrite|my\s+(?:own\s+)?(?:caption|version))\b", re.I)
+_ANOTHER_SUBJECT = re.compile(rf"\b(?:references?|ground[- ]truth|{_OTHER_MEASURE}|comparison|"
+                              r"rewrite|my\s+(?:own\s+)?(?:caption|version))\b", re.I)
 
 
 def _clause_start(text: str, pos: int) -> int:
@@ -983,8 +996,7 @@ def revised_later(chosen: Candidate, phrases: Sequence[Candidate], text: str, sl
     # ..."), or is the change itself ("I'm lowering the rating to 65"); "the rider, who is
     # actually the main subject" revises no rating.
     cued = _LOWERED_TO.search(lead) is not None or any(
-        not _CUE_LEAD.sub("", text[max(_clause_start(text, m.start()), chosen.number.end):
-                                   m.start()])
+        _opens_clause(text, m.start(), chosen.number.end)
         for m in REVISION.finditer(text, chosen.number.end, later.number.start))
     other = _ANOTHER_SUBJECT.search(sentence_of(text, later.number.start))
     if not cued or _MODAL.search(clause) or _NOT.search(clause) or (

@@ -59,7 +59,8 @@ _RATING_PHRASE = re.compile(
     r"|is|was|would\s+be|:|solid|strong|good|decent|fair|firm|high|low|modest|generous|weak"
     r"|clear|respectable|middling|reasonable))*\s+\$?(?=\d|" + NUMBER_WORDS.pattern + r")"
     # "I'd put it closer to 65" ("That would put it closer to 60" weighs another weighting)
-    r"|(?<!would\s)(?<!could\s)(?<!might\s)\bput\s+it\s+(?:closer\s+to|nearer\s+to|at|around|about)\s+(?:an?\s+)?\$?(?=\d)"
+    r"|(?<!would\s)(?<!could\s)(?<!might\s)\bput\s+it\s+(?:closer\s+to|nearer\s+to|at|"
+    r"around|about)\s+(?:an?\s+)?\$?(?=\d)"
     # "Overall, I'd say 3.": a number that ends its clause ("I'd say 3 of the 4 objects" counts)
     r"|(?<!\?\s)(?<!\?)\bI(?:'d|\u2019d|\s+would)\s+say\s+(?:it(?:'s|\s+is)\s+|it\s+deserves\s+)?"
     r"(?:an?\s+|about\s+|around\s+|roughly\s+)?\$?(?=(?:\d+|" + NUMBER_WORDS.pattern + r")\$?"

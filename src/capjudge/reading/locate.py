@@ -114,6 +114,7 @@ from capjudge.reading.view import AnswerView, answer_view
 from capjudge.reading.vocabulary import (
     CRITERIA,
     GENERIC,
+    criteria_named,
     is_generic,
     matches,
 )
@@ -421,9 +422,10 @@ def _scored_table(text: str, row: int, label: str) -> bool:
         if not text[above: start].lstrip().startswith("|"):
             break
         start = above
-    header = text[start: text.find("\n", start) if "\n" in text[start:] else len(text)]
+    stop = text.find("\n", start)
+    header = text[start: stop if stop >= 0 else len(text)]
     if re.search(r"\|\s*[-$*_`]*\d", header) is not None:  # no header: its first row a value
-        return any(matches(label, ScoreSlot(c, 0, 1, label=c)) == 2 for c in CRITERIA)
+        return bool(criteria_named(label))
     return _SCORE_HEADER.search(header) is not None
 
 

@@ -25,7 +25,7 @@ from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate
 from capjudge.reading.contract import CONDITIONAL, REVISION, sentence_start
 from capjudge.reading.numbers import Number, numbers_in
-from capjudge.reading.vocabulary import is_generic
+from capjudge.reading.vocabulary import CRITERIA, is_generic
 
 # Where the verdict's sentence ends ("." or ";" before a space, or the line's end).
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|\n")
@@ -446,9 +446,9 @@ _SHORT_SCALE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(5|10)(
 # short:", "Caption quality:" (a verdict under another name).
 _ASPECT = re.compile(r"^[ \t>*_#|-]*(?:objects?|attributes?|relations?(?:hips?)?|actions?|counts?|"
                      r"counting|colou?rs?|setting|scene|background|details?|spatial|positions?|"
-                     r"text|ocr|style|grammar|fluency|clarity|conciseness|completeness|accuracy|"
-                     r"correctness|relevance|hallucinations?|coverage|specificity|"
-                     r"informativeness)\b[\w ]{0,12}[)\]*_` ]*[:=\uff1a|][\s*_`$]*$", re.I)
+                     r"text|ocr|style|grammar|coverage|specificity|informativeness|"
+                     rf"(?:{'|'.join(CRITERIA)})s?)\b[\w ]{{0,12}}[)\]*_` ]*[:=\uff1a|][\s*_`$]*$",
+                     re.I)
 
 
 def _other_scale_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:

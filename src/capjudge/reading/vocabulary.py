@@ -206,6 +206,14 @@ def matches(name: str, slot: ScoreSlot) -> int:
     return 0
 
 
+def criteria_named(name: str) -> list[str]:
+    """The criteria the vocabulary knows that ``name`` names by their own names.
+
+    "Fluency" names fluency; "Objects", "Overall" name none.
+    """
+    return [c for c in CRITERIA if matches(name, ScoreSlot(c, 0, 1, label=c)) == 2]
+
+
 def label_pattern(names: Sequence[str]) -> str:
     """A regex alternation of label names, longest first, words kept whole."""
     return _label_alternation(tuple(names))
