@@ -18,7 +18,7 @@ from difflib import SequenceMatcher
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, Unreadable, printed_value, stands_alone
 from capjudge.reading.numbers import NUMBER_WORDS, WORD_VALUES, Number, number_at, word_value
-from capjudge.reading.scale import denominator
+from capjudge.reading.scale import HEDGED, denominator
 from capjudge.reading.vocabulary import (
     CRITERIA,
     criteria_named,
@@ -921,18 +921,33 @@ def doubted(after: str, chosen: Candidate) -> re.Match[str] | None:
 
 
 def later_rating(chosen: Candidate, phrases: Sequence[Candidate], text: str,
-                 slot: ScoreSlot | None = None) -> Candidate | None:
+                 slot: ScoreSlot | None = None, unsettled: bool = False) -> Candidate | None:
     """A later rating phrase with another value: "Rating: 4 … so this deserves a 2".
 
     ``phrases``: the answer's rating phrases. Not one in a conditional sentence ("If you
     meant completeness, I'd give it a 3") or a question ("Shall I cap the score at 50?").
+    ``unsettled``: instead, a later phrase that names no one value ("I'd give it 70, maybe
+    75"), which leaves the verdict before it open as much as another value would.
     """
-    later = [c for c in phrases if c.number.start > chosen.number.end and c.problem is None
-             and c.number.value != chosen.number.value
+    later = [c for c in phrases if c.number.start > chosen.number.end
+             and ((c.problem or "").startswith(HEDGED) if unsettled else c.problem is None
+                  and c.number.value != chosen.number.value)
              and not CONDITIONAL.search(sentence_of(text, c.number.start))
+             and not _ABANDONED.search(sentence_of(text, c.number.start))
+             and not (slot is not None and slot.label and slot.name.lower() in CRITERIA
+                      and _OVERALL.search(sentence_of(text, c.number.start)))
              and not asked(text, c.number.end) and not _for_another(text, c.number.start, slot)
              and foreign_heading(text, c.number.start) is None]
     return later[0] if later else None
+
+
+# A rating the judge meant to give and did not: "I was going to rate it 70-75 before I spotted
+# the leash", "My first instinct was 60".
+_ABANDONED = re.compile(r"\b(?:was|were)\s+going\s+to\b|\bfirst\s+(?:instinct|impression|thought)|"
+                        r"\binitially\b|\bat\s+first\b|\bhad\s+(?:planned|meant|intended)\b", re.I)
+# The whole caption's rating beside one criterion's labelled line ("Overall I'd rate the
+# caption 80-85" after ACCR's four lines) is none of the criteria's.
+_OVERALL = re.compile(r"\b(?:overall|all\s+in\s+all|in\s+total)\b", re.I)
 
 
 # A clause that says what else its rating is for: "for overall caption quality I'd say 3"

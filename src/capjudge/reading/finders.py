@@ -49,8 +49,11 @@ _LATEX_OPEN = r"(?:\\(?:boxed|text|textbf|mathbf)\s*\{\s*)?"
 _DECORATION = r"(?:[+~\u2248\u223c][ \t]*|\\(?:approx|sim)[ \t]*)?"
 SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 REFUSAL = re.compile(
+    # ("I can't find anything to fault" is praise, not a refusal.)
     r"\b(?:I(?:'|\u2019)?m sorry|I am sorry|I (?:cannot|can(?:'|\u2019)?t|am unable to|'m "
-    r"unable to|won(?:'|\u2019)?t)|(?:cannot|unable to) (?:assist|help|evaluate|rate|comply))",
+    r"unable to|won(?:'|\u2019)?t)(?!\s+(?:find|see|spot|think\s+of)\s+(?:anything|much|(?:a\s+"
+    r"single|any|one)\s+(?:thing|fault|error|flaw|issue|mistake|problem)s?)\b)|(?:cannot|"
+    r"unable to) (?:assist|help|evaluate|rate|comply))",
     re.I)
 _RATING_PHRASE = re.compile(
     r"\b(?:I(?:'d|\s+would|\s+will|'ll)?\s+)?(?:give|rate|rating|score|assign|award|grade|"
@@ -59,6 +62,17 @@ _RATING_PHRASE = re.compile(
     r"|is|was|would\s+be|:|solid|strong|good|decent|fair|firm|high|low|modest|generous|weak"
     r"|clear|respectable|middling|reasonable))*\s+\$?(?=\d|" + NUMBER_WORDS.pattern + r")"
     # "I'd put it closer to 65" ("That would put it closer to 60" weighs another weighting)
+    # "roughly 80 — call it 78 given the yacht": the judge settling on a value
+    r"|\bcall\s+it\s+(?:an?\s+)?\$?(?=\d+\$?(?:\s*/\s*\d+)?(?:\s*[.!,;)\n\u2014\u2013]|\s+(?:given|"
+    r"because|since|as|for|overall|then|and)\b|$))"
+    # "More like 65.": the judge moving its verdict
+    # (opening its clause: "the flock is more like 30" corrects a count)
+    r"|(?:^|(?<=[.!?:;\n\u2014\u2013])|(?<=[.!?:;,\u2014\u2013]\s))more\s+like\s+(?:an?\s+)?\$?"
+    r"(?=\d+\$?(?:\s*[-\u2013]\s*\d+)?\s*(?:[.!,;)\n]|$))"
+    # "an 80% accurate caption, which on this scale is a 4": a value converted to the scale
+    r"|\b(?:which|that|this)\s+on\s+(?:this|the|that|our|a)\s+(?:[\w-]+\s+)?scale\s+(?:is|means|"
+    r"makes\s+it|comes\s+to|corresponds\s+to|translates\s+to|equals)\s+(?:an?\s+)?\$?"
+    r"(?=\d+\$?\s*(?:[.!,;)\n]|$))"
     r"|(?<!would\s)(?<!could\s)(?<!might\s)\bput\s+it\s+(?:closer\s+to|nearer\s+to|at|"
     r"around|about)\s+(?:an?\s+)?\$?(?=\d)"
     # "Overall, I'd say 3.": a number that ends its clause ("I'd say 3 of the 4 objects" counts)
@@ -267,8 +281,11 @@ def opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     m = re.match(r"[\s*_`#>:\[(]*", text)
     start = m.end() if m else 0
     n = value_at(text, start)
-    if n is None or (n.kind == "digits" and re.match(r"[.)]\s+\D", text[n.end:])):
-        return []  # a list marker ("1. The caption ..."), not a rating ("Seventy-five. ...")
+    if n is None or (n.kind == "digits" and re.match(r"[.)]\s+\D", text[n.end:])) or _summed(
+            text, n):
+        # A list marker ("1. The caption ..."), not a rating ("Seventy-five. ..."); the first
+        # term of a sum worked out ("100 minus 15 for the colour = 85").
+        return []
     return [make_candidate(text, n, "the number the answer opens with", 1, slot,
                        source="opening")]
 
@@ -393,6 +410,22 @@ def rating_phrases(text: str, slot: ScoreSlot) -> list[Candidate]:
 _UNSETTLED = re.compile(r"\b(?:not|never|if|unless|only|without|otherwise)\b|n't", re.I)
 
 
+_LINE_LABEL = re.compile(r"(?:^|\n)[ \t>*_#-]*(?P<label>[^\W\d_][^\n:=\d]{0,40}?)[\s*_`]*[:=]"
+                         r"[\s*_`]*$")
+
+
+def _labelled_else(text: str, pos: int, slot: ScoreSlot) -> bool:
+    """Whether the line up to ``pos`` labels its value as something other than this criterion.
+
+    "Overall quality: $74$" gives no value of ACCR's accuracy, though it is the one ``$N$``
+    (a request's only verdict, G-VEval's, may be labelled any way).
+    """
+    if is_generic(slot):
+        return False
+    label = _LINE_LABEL.search(text, 0, pos)
+    return label is not None and label.end() == pos and matches(label.group("label"), slot) == 0
+
+
 def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     """Rating phrases, the anchor, or (first-integer slots) the first number."""
     out = rating_phrases(text, slot)
@@ -400,7 +433,8 @@ def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         anchor = re.compile(re.escape(slot.anchor) + _MARKUP + _LATEX_OPEN + _MARKUP
                             + r"(?=[-]?\d)")
         out += [make_candidate(text, n, f"after {slot.anchor!r}", 0, slot, source="phrase")
-                for m in anchor.finditer(text) if (n := number_at(text, m.end())) is not None]
+                for m in anchor.finditer(text) if (n := number_at(text, m.end())) is not None
+                and not _labelled_else(text, m.start(), slot)]
     if slot.position == "first" and not slot.anchor:
         first = first_integer(text)
         # A rating the answer states in words ("I'd rate it a four") is its verdict over the
@@ -438,6 +472,25 @@ def _counts(text: str, n: Number) -> bool:
     return m is not None and m.group("noun") not in _UNITS
 
 
+_WORKED = re.compile(r"(?<![\d.])\d+(?:[^\S\n]*(?:minus|less|plus|times|[-\u2212+\u00d7*])[^\S\n]*"
+                     r"\d+[^=\n\d]{0,40}?)+=[\s$*_`]*(?=\d)", re.I)
+def _summed(text: str, n: Number) -> bool:
+    """Whether ``n`` is a term of a sum the answer works out ("100 minus 15 ... = 85")."""
+    return any(m.start() <= n.start < m.end() for m in _WORKED.finditer(text))
+
+
+_SURE_AFTER = re.compile(r"\s*(?:%|percent\b)\s*(?:confiden\w*|sure|certain\w*|likel\w*)\b", re.I)
+
+
+def _named_aside(text: str, n: Number) -> bool:
+    """Whether ``n`` is a part's value named inside brackets: "(object 90, attributes 75)"."""
+    opening, closing = text.rfind("(", 0, n.start), text.find(")", n.end)
+    return (opening >= 0 and closing >= 0 and ")" not in text[opening: n.start]
+            and "(" not in text[n.end: closing]
+            and re.search(r"[^\W\d_]{2,}[\s*_`]*[:=]?[\s*_`]*$", text[opening: n.start])
+            is not None)
+
+
 def first_integer(text: str) -> Number | None:
     """The first number, or the first labelled one; never a count of things.
 
@@ -447,6 +500,13 @@ def first_integer(text: str) -> Number | None:
     """
     numbers = [n for m in DIGITS.finditer(text)
                if (n := number_at(text, m.start())) and not _counts(text, n)]
+    # "Mean of my sub-scores (object 90, attributes 75): 82.5": a part named in an aside is
+    # no rating while a number stands outside one.
+    numbers = [n for n in numbers if not _named_aside(text, n)] or numbers
+    # "100 minus 15 for the colour = 85": the terms of a sum worked out; its result stands.
+    numbers = [n for n in numbers if not _summed(text, n)] or numbers
+    # "I'm about 85% confident it's a 4": how sure the judge is, not its rating.
+    numbers = [n for n in numbers if not _SURE_AFTER.match(text, n.end)] or numbers
     labelled = [n for m in _SCORE_LABEL.finditer(text) if (n := number_at(text, m.end()))]
     if not numbers:
         return None

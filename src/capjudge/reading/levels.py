@@ -23,6 +23,46 @@ def level_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             if (value := names.get(re.sub(r"\s+", " ", m.group(0)).lower())) is not None]
 
 
+_OF_THE_SCALE = r"\s+of\s+(?:the|your|this|my|our)\s+(?:[\w-]+\s+)?scale\b"
+_POSITION = re.compile(r"\b(?:(?P<top>top)|(?P<bottom>bottom)|(?P<middle>mid-?point|middle))"
+                       + _OF_THE_SCALE, re.I)
+# The scale's top described or approached, not given: "not the top of the scale", "the top of
+# the scale needs every detail", "if it named the colour, ...", "near the top of the scale",
+# "one level below the top of the scale".
+_UNGIVEN = re.compile(r"\b(?:not|never|no|nor|nowhere|than|if|unless|whether|needs?|requires?|"
+                      r"reserved|means?|(?<!I\s)(?:would|could|might)|should|near|nearly|almost|"
+                      r"close|toward|towards|short|far|from|below|above|under|over|within|"
+                      r"points?|steps?|levels?|notch(?:es)?|bit|little|slightly|goes|captions)\b|"
+                      r"n't|n\u2019t",
+                      re.I)
+
+
+def position_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
+    """A position on the scale named in words: "deserves the top of the scale" is its top.
+
+    Asked only when the answer writes no number and names no level: beside a number, "the top
+    of the scale" is more often said of the scale ("the top of the scale goes to captions
+    with every detail right") than given.
+    """
+    if slot.kind != "score":
+        return []
+    out = []
+    for m in _POSITION.finditer(text):
+        middle = (slot.low + slot.high) / 2
+        value = slot.high if m.group("top") else slot.low if m.group("bottom") else middle
+        start = max(text.rfind(c, 0, m.start()) for c in ".!?\n;") + 1
+        end = min([i for c in ".!?\n;" if (i := text.find(c, m.end())) >= 0] or [len(text)])
+        problem = None
+        if _UNGIVEN.search(text, start, end):
+            problem = f"the answer describes {m.group(0)!r}, not gives it"
+        elif value != int(value):
+            problem = f"{m.group(0)!r} of {slot.low}-{slot.high} is no whole number"
+        out.append(Candidate(Number(m.start(), m.end(), m.end(), float(value), m.group(0),
+                                    "level"), f"a position on the scale {m.group(0)!r}", 0,
+                             source="level", problem=problem))
+    return out
+
+
 # A level named as the end of a span of levels ("High-to-Extremely-High Correctness", "Moderate
 # or High Correctness") or as the tail of a longer hyphenated name ("Extremely-High").
 LEVEL_SPAN_BEFORE = re.compile(r"(?:\b(?:to|or|and|between)[\s\-\u2010-\u2015/]*|[^\W\d_]"
@@ -49,3 +89,22 @@ def _described(text: str, start: int, value: int) -> str | None:
     if m is None or int(m.group("n")) != value:
         return None
     return f"the answer describes the scale ({text[m.start(): start + 30].strip()!r}), not a level"
+
+
+# "3 – High Correctness", "3 (Moderate Correctness)", "3: Moderate": a rating glossed with the
+# name of its level.
+_GLOSS = re.compile(r"[\s$*_`]*(?:[-\u2013\u2014:=(/,]|\bi\.?e\.?)[\s*_`\"']*", re.I)
+
+
+def glossed_level(text: str, end: int, slot: ScoreSlot) -> tuple[str, int] | None:
+    """The rubric level (its name and value) named right after a rating ending at ``end``."""
+    if not slot.levels:
+        return None
+    names = {re.sub(r"\s+", " ", name).lower(): value for name, value in slot.levels}
+    gloss = _GLOSS.match(text, end)
+    level = re.compile(label_pattern(list(names)), re.I).match(text, gloss.end()) if gloss else None
+    if level is None or re.match(r"[\s*_`]*(?:is|was|would|seems?|feels?|or|at\s+(?:best|most|"
+                                 r"least))\b", text[level.end():], re.I):
+        return None  # "4 — Moderate Correctness is too low for it": the level weighed
+    value = names.get(re.sub(r"\s+", " ", level.group(0)).lower())
+    return None if value is None else (level.group(0), value)

@@ -88,7 +88,7 @@ from capjudge.reading.finders import (
     star_candidates,
     structured_candidates,
 )
-from capjudge.reading.levels import level_candidates
+from capjudge.reading.levels import glossed_level, level_candidates, position_candidates
 from capjudge.reading.masking import find_decline, mask_view
 from capjudge.reading.numbers import (
     Number,
@@ -97,6 +97,7 @@ from capjudge.reading.numbers import (
 from capjudge.reading.scale import (
     clean_text,
     denominator,
+    disagreeing_units,
     foreign_scale,
     foreign_top,
     resolved,
@@ -251,7 +252,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         chosen = _decide_uncut(phrase_candidates(cleaned, slot), cleaned, slot, truncated)
     levels = level_candidates(cleaned, slot)
     if chosen is None:
-        chosen = decide(levels, cleaned, slot)
+        chosen = decide(levels or position_candidates(cleaned, slot), cleaned, slot)
     if chosen is None:
         return _nothing(masked, cleaned, slot, truncated)
     if isinstance(chosen, Unreadable):
@@ -285,9 +286,9 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if (open_ := _not_on_the_candidate(chosen, cleaned, view.text, slot)) is not None:
         return Unreadable("parse_failure", open_, printed_value(chosen))
     after = cleaned[chosen.number.end:]
-    return replace(_located(view, chosen),
-                   off_contract=off_contract(chosen, cleaned, slot, after, len(
-                       {c.number.start for c in formats})) or doubtful(chosen, cleaned, slot))
+    return replace(_located(view, chosen), off_contract=off_contract(
+        chosen, cleaned, slot, after, len({c.number.start for c in formats}))
+        or doubtful(chosen, cleaned, slot, view.text))
 
 
 def _not_on_the_candidate(chosen: Candidate, cleaned: str, written: str, slot: ScoreSlot
@@ -324,6 +325,17 @@ def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence
         return Unreadable("parse_failure", f"2 different values for {slot.name} and nothing "
                           f"says which is the verdict: {_quote([chosen, later])}",
                           printed_value(chosen))
+    if (units := disagreeing_units(cleaned, chosen.number, slot)) is not None:
+        return Unreadable("parse_failure", units, printed_value(chosen))
+    if (gloss := glossed_level(cleaned, chosen.number.end, slot)) is not None and \
+            gloss[1] != chosen.number.value:
+        return Unreadable("parse_failure", f"the rating {chosen.number.written.strip()!r} is "
+                          f"glossed with the level {gloss[0]!r}, which is {gloss[1]}",
+                          printed_value(chosen))
+    if (open_ := later_rating(chosen, rating_phrases(cleaned, slot), cleaned, slot,
+                              unsettled=True)) is not None:
+        return Unreadable("parse_failure", f"after the verdict {chosen.number.written.strip()!r} "
+                          f"{open_.how} leaves it open: {open_.problem}", printed_value(chosen))
     if (not slot.label and not slot.anchor and chosen.rank < 2) or (
             not chosen.own_scale and chosen.number.value <= foreign_top(cleaned, slot)):
         # (A labelled verdict only when its value fits the other scale: "Scoring on a

@@ -69,6 +69,9 @@ def _label(name: str, initial: str) -> re.Pattern[str]:
 # The label, then the rest of its line (what follows is read by _read_points).
 _PATTERNS = {"correctness": _label("correctness", "c"),
              "hallucination": _label("hallucination", "h")}
+# A count written as a share of the attributes it counts: "4/5 attributes", "3/4 of the details".
+_OF_ATTRIBUTES = re.compile(r"(\d+)\s*/\s*\d+\s+(?:of\s+(?:the\s+|its\s+)?)?(?:attributes?|"
+                            r"details?|elements?|properties|features|facts|claims|items?)\b", re.I)
 _KEYS = {"correctness": ("correctness", "c"), "hallucination": ("hallucination", "h")}
 _OTHER = {"correctness": "hallucination", "hallucination": "correctness"}
 _SIGNED = rf"[-\u2212]?\s*{_NUMBER}"
@@ -172,6 +175,8 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
     if re.match(rf"{_SIGNED}\s*(?:%|percent\b)", line, re.I):
         return None, (f"the {name} score is a percentage ({rest.strip()[:40]!r}), not a count "
                       "of points")
+    if (counted := _OF_ATTRIBUTES.match(line)) is not None:
+        line = counted.group(1)  # "4/5 attributes": four of the five attributes
     if not total and (frac := re.match(r"(\d+)\s*/\s*(\d+)(?![\d.])", line)) is not None \
             and int(frac.group(1)) >= 2:
         # "C. Score: 3/4": three points of four attributes, or three quarters of a point.
@@ -355,21 +360,47 @@ _REVISION_MARK = re.compile(r"(?:^|\n)[ \t>*_#-]*(?:edit(?:ed)?|update[d]?|corre
                             r"final\s+(?:review|check))\b(?!\s+(?:caption|description|version|"
                             r"text))|\b(?:updated|revised|corrected|adjusted|new)\s+(?:counts?|"
                             r"scores?|points)\b", re.I)
-# A count restated after such a mark: "C. Score 4, H. Score 1", "I adjust C to 1", "H stays
-# at 1" (the bare initial only with its verb: "Model C 200" is a name); the count ends its
-# clause ("C. Score 4 needs the seat too" says what 4 would take).
-_END = r"(?=[\s*_`]*(?:[.,;:)\n]|\(|$|\s+and\b))"
+# A count restated after such a mark: "C. Score 4, H. Score 1", "I adjust C to 1" (or "from 3
+# to 4"), "H stays at 1", "H should be 0", "H goes down to 0" (the bare initial only with its
+# verb: "Model C 200" is a name); the count ends its clause, or a reason follows ("C. Score 4
+# needs the seat too" says what 4 would take).
+_END = r"(?=[\s*_`]*(?:[.,;:)\n\u2014\u2013]|\(|$|\s-\s|\s+(?:and|because|since|as|given)\b))"
 _RESTATED = {name: re.compile(
     rf"(?:{_label_name(name, initial)}(?:\s*\(\s*\w\.?\s*score\s*\))?[\s*_`$:=]*(?:(?:is|at|to|"
-    rf"now|becomes)\s+)*|(?:(?:adjust|set|lower|raise|change|put|move|bring|make|reduce|"
-    rf"increase)\w*\s+(?:the\s+)?(?-i:{initial.upper()})\s+(?:score\s+|count\s+)?(?:down\s+|"
-    rf"up\s+)?to\s+|(?-i:\b{initial.upper()})\s+(?:stays|remains)\s+(?:at\s+)?))"
+    rf"now|becomes)\s+)*|(?:(?:adjust|set|lower|rais|chang|put|mov|bring|mak|reduc|"
+    rf"increas)\w*\s+(?:the\s+)?(?-i:{initial.upper()})\s+(?:score\s+|count\s+)?(?:down\s+|"
+    rf"up\s+)?(?:from\s+\d+\s+)?to\s+|(?-i:\b{initial.upper()})\s+(?:(?:stays|remains)\s+"
+    rf"(?:at\s+)?|(?:should\s+(?:really\s+)?be|is(?:\s+now)?|goes\s+(?:down|up)\s+to|"
+    rf"(?:drops|falls|rises)\s+to)\s+)))"
     rf"(?P<n>\d+(?:\.\d+)?)(?![\d/%]|\.\d){_END}", re.I)
     for name, (_, initial) in _KEYS.items()}
 # The review keeps its counts: "so I keep the scores as they are", "the counts above stand".
 _KEPT = re.compile(r"\b(?:keep|kept|leave|retain)\s+(?:the|my|both|these|all)\s+(?:scores?|counts?|"
                    r"points)|\b(?:scores?|counts?|points)\s+(?:above\s+)?(?:stand|remain\s+(?:as|"
                    r"unchanged)|are\s+unchanged)\b", re.I)
+# A revision said of another caption than the candidate: "For that version, H goes down to 0",
+# "for the rewritten caption, C should be 4", "For "A wooden chair", C is 3", "for the second
+# caption in the batch".
+_FOR_ANOTHER_CAPTION = re.compile(
+    r"\b(?:for|of|in|with)\s+(?:that|this|the|my|a|an|your)\s+(?:[\w-]+\s+){0,2}?(?:version|"
+    r"rewrite|alternative|(?:rewritten|revised|corrected|improved|proposed|suggested|second|other|"
+    r"next|previous|new|fuller|better|ideal)\s+(?:caption|description|one))\b|\bfor\s+[\"\u201c]",
+    re.I)
+# "I keep the scores for C, but H should be 0": what is kept is one count.
+_KEPT_ONE = re.compile(r"\s+(?:for|of)\s+(?:the\s+)?(?:(?-i:(?P<initial>[CH]))\b|(?P<name>correct|"
+                       r"halluc)\w*)", re.I)
+
+
+def _kept(tail: str, start: int, name: str) -> bool:
+    """Whether the review after ``start`` says it keeps this count as it was."""
+    kept = _KEPT.search(tail, start)
+    if kept is None:
+        return False
+    one = _KEPT_ONE.match(tail, kept.end())
+    return one is None or (one.group("initial") or one.group("name")[0]).upper() == \
+        _KEYS[name][1].upper()
+
+
 _WEIGHED = re.compile(r"\b(?:consider\w*|thought\s+(?:about|of)|whether|tempted|would|could|might|"
                       r"may|needs?|requires?|max(?:imum)?|perfect|ideal|rewrite|references?|"
                       r"for\s+my)\b", re.I)
@@ -398,11 +429,16 @@ def _revised_after(out: dict[str, tuple[float | None, str | None]], tail: str
         if out[name][0] is None:
             continue
         found = list(_REVISED[name].finditer(tail))
-        if mark is not None and not _KEPT.search(tail, mark.end()):
+        if mark is not None and not _kept(tail, mark.end(), name):
             # (Not one only weighed: "I considered lowering C to 3", "C would be 3".)
             found += [m for m in _RESTATED[name].finditer(tail, mark.end())
                       if not _WEIGHED.search(tail, _sentence_at(tail, m.start()), m.start())]
+        # Not a count said of another caption ("for the rewritten caption, C should be 4").
+        found = sorted((m for m in found if not _FOR_ANOTHER_CAPTION.search(
+            tail, _sentence_at(tail, m.start()), m.start())), key=lambda m: m.start())
         said = {float(m.group("n")) for m in found}
+        if found and float(found[-1].group("n")) == out[name][0]:
+            said = set()  # "H should be 2; ..., so H stays at 1": the last word keeps it
         said.discard(out[name][0])
         if said and any(CONDITIONAL.search(sentence_of(tail, m.start())) for m in found):
             out[name] = (None, f"after its lines the answer corrects the {name} points under a "

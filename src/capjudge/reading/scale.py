@@ -41,6 +41,22 @@ _QUALIFIED_PAIR = re.compile(r"[\s$*_`]*\([^()\n\d]{1,40}\)[\s$*_`]*(?:/|\||,|;|
 # answer never settles.
 _CONDITION_AFTER = re.compile(r"[\s$*_`)]*,?\s*(?:if|unless|provided|assuming|depending\s+on|"
                               r"only\s+if|as\s+long\s+as|in\s+case|si|wenn|falls)\b", re.I)
+# "100 minus those 40 points", "Baseline 100, minus 20 ...": a sum the judge leaves to be
+# worked out, whose first term is no verdict.
+_EXPRESSION_AFTER = re.compile(r"[\s$*_`]*,?\s*(?:minus|less|plus|times|multiplied\s+by|"
+                               r"divided\s+by)\s+(?:[^\W\d_]+\s+){0,2}[$*_`]*\d", re.I)
+# "Start at 100.", "Starting from 100: -20 ...", "Baseline: 100": what deductions start from.
+_BASELINE_BEFORE = re.compile(r"(?:\b(?:start|begin)(?:s|ning|ing)?\s+(?:at|from|with)|"
+                              r"\bbaseline(?:\s+(?:of|is|at))?[\s:=]*)[\s$*_`]*$", re.I)
+# What makes a starting value a baseline: a deduction or an addition after it.
+_DEDUCTED = re.compile(r"(?:^|\s)[-\u2212\u2013+]\s*\d|\b(?:minus|deduct\w*|subtract\w*|less|plus|"
+                       r"penal\w*|take\s+off|knock\w*\s+off|off\s+for)\b", re.I)
+# "three stars": stars are no value of a 0-100 scale (nor, unless of 5, of any other).
+_STARS_AFTER = re.compile(r"[\s*_`]*stars?\b", re.I)
+# "70 (40%), 80 (35%), 60 (25%)": a distribution over ratings, not one rating.
+_SHARE = r"[\s$*_`]*\(\s*\d+(?:\.\d+)?\s*%\s*\)"
+_SHARED_AFTER = re.compile(_SHARE + r"\s*[,;/]\s*(?:and\s+)?[$*_`]*\d+" + _SHARE)
+_SHARED_BEFORE = re.compile(r"\d+" + _SHARE + r"\s*[,;/]\s*(?:and\s+)?[$*_`]*$")
 # "+10 relative to that one", "10 points higher than the last": a difference from a score
 # outside the answer, not a score.
 _RELATIVE_AFTER = re.compile(r"[\s$*_`]*(?:points?\s+|pts?\s+)?(?:(?:higher|lower|more|less|"
@@ -129,6 +145,10 @@ def _gloss(after: str, rng: re.Match[str], n: Number) -> bool:
                     r"[^\W\d_]", after[second.end:], re.I) is not None
 
 
+# Why a number is no one value: the start of its problem, asked by whoever weighs a hedge.
+HEDGED = "the score is a range or a hedge"
+
+
 def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:
     """Why ``n`` is not a reading of ``slot`` (None when it is one), and its scale.
 
@@ -144,14 +164,21 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
         rng = None
     if rng is not None or _RANGE_BEFORE.search(before):
         span = after[: rng.end()] if rng else ""
-        return (f"the score is a range or a hedge ({(n.written + span).strip()!r}), not one "
-                "number"), False
+        return f"{HEDGED} ({(n.written + span).strip()!r}), not one number", False
     if (alt := _ALTERNATIVE_AFTER.match(after) or _QUALIFIED_PAIR.match(after)) is not None:
-        return (f"the score is a range or a hedge ({(n.written + alt.group(0)).strip()!r}), "
-                "not one number"), False
+        return f"{HEDGED} ({(n.written + alt.group(0)).strip()!r}), not one number", False
     if re.match(r"\$+\s*\d", after) or re.search(r"\d\$+\s*$", before):
         # "$7$$5$": 75 with a stray pair of delimiters, or 7 and 5?
         return f"the score {n.written.strip()!r} runs into another delimited number", False
+    # (A sum worked out after it, "85, minus 5: 85 - 5 = 80", is the arithmetic's to read.)
+    summed = _EXPRESSION_AFTER.match(after) and not re.search(r"=\s*[$*_`]*\d", after[:80])
+    if summed or (_BASELINE_BEFORE.search(before) and _DEDUCTED.search(after[:200])):
+        what = "a sum left to be worked out" if summed else "the baseline the judge deducts from"
+        return f"the number {n.written.strip()!r} is {what}, not the verdict", False
+    if _SHARED_AFTER.match(after) or (_SHARED_BEFORE.search(before)
+                                      and re.match(_SHARE, after)):
+        return (f"the score {n.written.strip()!r} is one value of a distribution the answer "
+                "gives over several, not one verdict"), False
     if (cond := _CONDITION_AFTER.match(after)) is not None:
         return (f"the score {n.written.strip()!r} is conditional ({cond.group(0).strip()!r} "
                 "...), and the answer does not settle the condition"), False
@@ -167,6 +194,9 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
             return (f"the score is given on another scale ({written}), not "
                     f"{slot.low}-{slot.high}"), False
         own = True
+    if den is None and slot.high != 5 and _STARS_AFTER.match(after):
+        return (f"the score is given in stars ({(n.written + after[:12]).strip()!r}), not "
+                f"{slot.low}-{slot.high}"), False
     if (approx := re.match(r"-?ish\b", after, re.I)) is not None:
         return (f"the score is approximate ({(n.written + approx.group(0)).strip()!r}), not one "
                 "value"), False
@@ -269,4 +299,37 @@ def foreign_scale(cleaned: str, slot: ScoreSlot) -> str | None:
     if (low, high) != (slot.low, slot.high) and high > low:
         return (f"the judge answered on another scale ({m.group(0).strip()!r}), not "
                 f"{slot.low}-{slot.high}")
+    return None
+
+
+# A verdict given twice, on another scale and on the slot's, side by side: "$8/10$ (75/100)",
+# "75/100 (8/10)", "8.5/10, i.e. 85".
+_GLOSS_JOIN = r"[\s$*_`]*(?:[(,=:\u2192~\u2248]|\bi\.?e\.?|\bthat\s+is|\bor)?[\s$*_`(]*"
+# (A fraction of things, "2/3 objects correct", "1/3 of the image", is a count, no scale.)
+_UNIT = (r"(?<![\d.])(?P<n>\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(?P<d>\d+)(?![\d.])"
+         r"(?![\s*_`]*(?:of\b|[^\W\d_]))")
+_UNIT_BEFORE = re.compile(_UNIT + _GLOSS_JOIN + "$", re.I)
+_UNIT_AFTER = re.compile(r"(?:\s*(?:/|out\s+of)\s*\d+|\s*%)?" + _GLOSS_JOIN + _UNIT, re.I)
+
+
+def disagreeing_units(text: str, n: Number, slot: ScoreSlot) -> str | None:
+    """Why a verdict written beside its value on another scale is unreadable, or None.
+
+    "$8/10$ (75/100)": 8 of 10 is 80, the gloss says 75; both are the judge's, and they
+    disagree. (Agreeing, "8.5/10, i.e. 85", they are one verdict.) A coarser gloss after the
+    verdict may round it: "Accuracy: $85$ (4/5)" is 85, shown in stars.
+    """
+    for m, rounded in ((_UNIT_BEFORE.search(text, max(0, n.start - 40), n.start), False),
+                       (_UNIT_AFTER.match(text, n.end), True)):
+        if m is None or not (d := float(m.group("d"))) or d == slot.high:
+            continue
+        share = float(m.group("n")) / d
+        # (On 1-5, 9/10 is 4.6 from the bottom or 4.5 of 5: either way of rescaling agrees.)
+        other = min((share * (slot.high - slot.low) + slot.low, share * slot.high),
+                    key=lambda v: abs(v - n.value))
+        step = (slot.high - slot.low) / d / 2 if rounded else 0.5
+        if abs(other - n.value) > max(0.5, step):
+            return (f"the verdict {n.written.strip()!r} is written beside "
+                    f"{m.group('n')}/{m.group('d')} ({other:g} on {slot.low}-{slot.high}): "
+                    "two values for one verdict")
     return None

@@ -520,9 +520,13 @@ def _score_like_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
     return None
 
 
-def _goes_on(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+def _goes_on(chosen: Candidate, text: str, slot: ScoreSlot, written: str | None) -> str | None:
     if not (slot.label and slot.anchor):
         return None  # a slot asked first: the reasons follow the score, as asked
+    if written is not None and len(written) == len(text):
+        # What the reading blanked goes on too ("Edit: ..., so it should be 40" is masked as
+        # a hypothetical, yet the judge did not end at its verdict).
+        text = written
     m = _SENTENCE_END.search(text, chosen.number.end)
     if m is None:
         return None
@@ -533,13 +537,16 @@ def _goes_on(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
             "to end there")
 
 
-def doubtful(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+def doubtful(chosen: Candidate, text: str, slot: ScoreSlot, written: str | None = None
+             ) -> str | None:
     """Why the rules alone cannot vouch for the reading (it needs a second channel), or None.
 
     Args:
         chosen: the reading.
         text: the answer as read (canonical, masked, the scale's phrasings blanked).
         slot: its slot.
+        written: the answer before masking, position for position (what was masked after
+            the verdict is still the judge going on).
     """
     return (_rival_in_sentence(chosen, text, slot) or _score_like_after(chosen, text, slot)
-            or _goes_on(chosen, text, slot) or _rewrite_before(chosen, text, slot))
+            or _goes_on(chosen, text, slot, written) or _rewrite_before(chosen, text, slot))
