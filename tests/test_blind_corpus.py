@@ -304,19 +304,28 @@ KNOWN_WRONG_X: set[str] = set()
 CORPUS_Y = _present("blind_answers_y.json")
 KNOWN_WRONG_Y: set[str] = set()
 
+# Corpus Z (141, a writer blind to the reader and to A-Y, asked for the long tail of a week of
+# real traffic: about 40 % ordinary answers, the rest the odd things that turn up once in a few
+# hundred), committed before it was measured with rules 25: 135/141 read right and none wrong
+# with the follow-up (3 without it, all off-contract: a verdict left "somewhere in between",
+# two offered for the reader to pick, "seventy—no, sixty-five"). Rules 26: 138/141, none.
+CORPUS_Z = _present("blind_answers_z.json")
+KNOWN_WRONG_Z: set[str] = set()
+
 
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 121), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
              ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 144),
              ("I", CORPUS_I, KNOWN_WRONG_I, 137), ("J", CORPUS_J, KNOWN_WRONG_J, 135),
-             ("K", CORPUS_K, KNOWN_WRONG_K, 154), ("L", CORPUS_L, KNOWN_WRONG_L, 117),
+             ("K", CORPUS_K, KNOWN_WRONG_K, 155), ("L", CORPUS_L, KNOWN_WRONG_L, 117),
              ("M", CORPUS_M, KNOWN_WRONG_M, 135), ("N", CORPUS_N, KNOWN_WRONG_N, 125),
              ("O", CORPUS_O, KNOWN_WRONG_O, 117), ("P", CORPUS_P, KNOWN_WRONG_P, 134),
-             ("Q", CORPUS_Q, KNOWN_WRONG_Q, 138), ("R", CORPUS_R, KNOWN_WRONG_R, 138),
+             ("Q", CORPUS_Q, KNOWN_WRONG_Q, 139), ("R", CORPUS_R, KNOWN_WRONG_R, 138),
              ("S", CORPUS_S, KNOWN_WRONG_S, 133), ("T", CORPUS_T, KNOWN_WRONG_T, 126),
              ("U", CORPUS_U, KNOWN_WRONG_U, 128), ("V", CORPUS_V, KNOWN_WRONG_V, 146),
              ("W", CORPUS_W, KNOWN_WRONG_W, 139), ("X", CORPUS_X, KNOWN_WRONG_X, 143),
-             ("Y", CORPUS_Y, KNOWN_WRONG_Y, 134)]
+             ("Y", CORPUS_Y, KNOWN_WRONG_Y, 134),
+             ("Z", CORPUS_Z, KNOWN_WRONG_Z, 138)]
 
 
 @pytest.mark.heavy(seconds=15)

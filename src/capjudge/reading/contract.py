@@ -71,7 +71,10 @@ UNDECIDED = re.compile(
     r"(?:call|choice|decision))|equally\s+(?:comfortable|happy|fine|content|good)\s+with|"
     r"(?:could|might)\s+(?:just\s+)?as\s+(?:well|easily)\s+(?:be|give|say)|"
     r"(?:I\s+)?(?:can(?:no|')t|cannot|won't|will\s+not)\s+(?:choose|pick|decide)"
-    r"\s+(?:between|among|which))", re.I)
+    r"\s+(?:between|among|which)|"
+    # "Pick whichever suits your use", "Weighing both, I'd put it somewhere in between"
+    r"(?:pick|choose|take|use)\s+whichever|whichever\s+(?:suits|fits|you\s+prefer)|"
+    r"somewhere\s+in\s+between|somewhere\s+between\s+(?:the\s+two|them|those|both))", re.I)
 # A verdict questioned afterwards, without a new value: kept, but off-contract.
 _DOUBT = re.compile(
     r"\b(?:too\s+(?:generous|harsh|high|low|lenient|strict)|(?:not|un)\s*(?:sure|confident|certain)"
@@ -696,7 +699,7 @@ def foreign_heading(text: str, pos: int) -> str | None:
     return None
 
 
-_ANY_VERDICT = ScoreSlot("verdict", 0, 1)  # answers to every generic name ("Overall", "Score")
+ANY_VERDICT = ScoreSlot("verdict", 0, 1)  # answers to every generic name ("Overall", "Score")
 _LABEL_BEFORE = re.compile(r"(?P<label>[^\W\d_][^\W\d_ ]{2,30})[\s*_`]*[:=][\s*_`$]*$")
 
 
@@ -710,7 +713,7 @@ def other_criterion(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
     m = _LABEL_BEFORE.search(text, line_start, chosen.number.start)
     if m is None or matches(m.group("label"), slot):
         return None
-    if not is_generic(slot) and matches(m.group("label"), _ANY_VERDICT):
+    if not is_generic(slot) and matches(m.group("label"), ANY_VERDICT):
         # "Overall: $78$" when ACCR asked for accuracy: one verdict for the whole caption,
         # not the criterion's own.
         return (f"the verdict {chosen.number.written.strip()!r} is labelled "

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, stands_alone
-from capjudge.reading.contract import CHANGED_TO, has_number, sentence_of
+from capjudge.reading.contract import ANY_VERDICT, CHANGED_TO, has_number, sentence_of
 from capjudge.reading.numbers import (
     DIGITS,
     NUMBER_WORDS,
@@ -410,20 +410,23 @@ def rating_phrases(text: str, slot: ScoreSlot) -> list[Candidate]:
 _UNSETTLED = re.compile(r"\b(?:not|never|if|unless|only|without|otherwise)\b|n't", re.I)
 
 
-_LINE_LABEL = re.compile(r"(?:^|\n)[ \t>*_#-]*(?P<label>[^\W\d_][^\n:=\d]{0,40}?)[\s*_`]*[:=]"
-                         r"[\s*_`]*$")
+_LINE_LABEL = re.compile(r"[ \t>*_#-]*(?:\d+[.)][ \t]*)?(?P<label>[^\W\d_][^\n:=\d]{0,40}?)"
+                         r"[\s*_`]*[:=]")
 
 
 def _labelled_else(text: str, pos: int, slot: ScoreSlot) -> bool:
-    """Whether the line up to ``pos`` labels its value as something other than this criterion.
+    """Whether the line holding ``pos`` opens with a label of something other than this criterion.
 
-    "Overall quality: $74$" gives no value of ACCR's accuracy, though it is the one ``$N$``
-    (a request's only verdict, G-VEval's, may be labelled any way).
+    "Overall quality: $74$" gives no value of ACCR's accuracy, though it is the one ``$N$``;
+    "- Completeness: Does the caption cover ...? $60$" is completeness's (a request's only
+    verdict, G-VEval's, may be labelled any way).
     """
     if is_generic(slot):
         return False
-    label = _LINE_LABEL.search(text, 0, pos)
-    return label is not None and label.end() == pos and matches(label.group("label"), slot) == 0
+    label = _LINE_LABEL.match(text, text.rfind("\n", 0, pos) + 1)
+    # ("Overall: $78$", a generic verdict's name, is contract.other_criterion's to say.)
+    return label is not None and label.end() <= pos and matches(label.group("label"), slot) == 0 \
+        and not matches(label.group("label"), ANY_VERDICT)
 
 
 def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:

@@ -48,6 +48,10 @@ _EXPRESSION_AFTER = re.compile(r"[\s$*_`]*,?\s*(?:minus|less|plus|times|multipli
 # "Start at 100.", "Starting from 100: -20 ...", "Baseline: 100": what deductions start from.
 _BASELINE_BEFORE = re.compile(r"(?:\b(?:start|begin)(?:s|ning|ing)?\s+(?:at|from|with)|"
                               r"\bbaseline(?:\s+(?:of|is|at))?[\s:=]*)[\s$*_`]*$", re.I)
+# "seventy—no, sixty-five", "80... wait, 75": a value taken back as soon as it is written.
+_TAKEN_BACK_AFTER = re.compile(r"[\s$*_`]*(?:[\u2014\u2013]|--|\.{3}|\u2026|,)\s*(?:no|wait|sorry|"
+                               r"I\s+mean|make\s+(?:it|that))\b[,.!]?[\s$*_`]*"
+                               r"(?=\d|" + NUMBER_WORDS.pattern + r")", re.I)
 # What makes a starting value a baseline: a deduction or an addition after it.
 _DEDUCTED = re.compile(r"(?:^|\s)[-\u2212\u2013+]\s*\d|\b(?:minus|deduct\w*|subtract\w*|less|plus|"
                        r"penal\w*|take\s+off|knock\w*\s+off|off\s+for)\b", re.I)
@@ -167,7 +171,8 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
         return f"{HEDGED} ({(n.written + span).strip()!r}), not one number", False
     if (alt := _ALTERNATIVE_AFTER.match(after) or _QUALIFIED_PAIR.match(after)) is not None:
         return f"{HEDGED} ({(n.written + alt.group(0)).strip()!r}), not one number", False
-    if re.match(r"\$+\s*\d", after) or re.search(r"\d\$+\s*$", before):
+    # (Within the line: "1. Accuracy: $80$\n2. Completeness: $70$" numbers its lines.)
+    if re.match(r"\$+[^\S\n]*\d", after) or re.search(r"\d\$+[^\S\n]*$", before):
         # "$7$$5$": 75 with a stray pair of delimiters, or 7 and 5?
         return f"the score {n.written.strip()!r} runs into another delimited number", False
     # (A sum worked out after it, "85, minus 5: 85 - 5 = 80", is the arithmetic's to read.)
@@ -179,6 +184,9 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
                                       and re.match(_SHARE, after)):
         return (f"the score {n.written.strip()!r} is one value of a distribution the answer "
                 "gives over several, not one verdict"), False
+    if (back := _TAKEN_BACK_AFTER.match(after)) is not None:
+        return (f"the judge takes {n.written.strip()!r} back at once "
+                f"({(n.written + back.group(0)).strip()!r} ...)"), False
     if (cond := _CONDITION_AFTER.match(after)) is not None:
         return (f"the score {n.written.strip()!r} is conditional ({cond.group(0).strip()!r} "
                 "...), and the answer does not settle the condition"), False
@@ -254,6 +262,15 @@ def resolved(cands: list[Candidate], text: str, slot: ScoreSlot) -> list[Candida
 
 def _resolution(c: Candidate, text: str, slot: ScoreSlot) -> Candidate | None:
     n = c.number
+    if (back := _TAKEN_BACK_AFTER.match(text, n.end)) is not None:
+        # "seventy—no, sixty-five": the value written at once in its place (off-contract,
+        # as every resolution: its how is not the method's format).
+        m = value_at(text, back.end())
+        if m is None or not re.match(r"[\s$*_`]*(?:[.,;:!)\n\u2014\u2013]|$)", text[m.end:]):
+            return None  # "— no, 2 dogs are missing" corrects the caption, not the value
+        later = make_candidate(text, m, f"{c.how}, corrected at once ({back.group(0).strip()!r})",
+                               c.rank, slot, c.final, source=c.source)
+        return later if later.problem is None else None
     conn = _RESOLVES.search(text, n.end, n.end + 160)
     m = value_at(text, conn.end()) if conn is not None else None
     if conn is None or m is None or not _agrees(n, m, text, slot):

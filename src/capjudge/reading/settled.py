@@ -41,8 +41,8 @@ _SCORE_WORDS = re.compile(r"\b(?:points?|pts?|scores?|scored|rating|rated|rate|g
 # A number that is a denominator ("/10", "out of 5"), never a value of its own.
 _DENOMINATOR_BEFORE = re.compile(r"(?:/|\bout\s+of|\bof|\bvon|\bsur|\bsobre)[\s*_`$]*$", re.I)
 # Lines that are another criterion's labelled value ("Completeness: $70$"): the slot's siblings.
-_LABELLED_LINE = re.compile(r"^[ \t>*_#|-]*[^\W\d_][^\n:=]{0,40}[:=][ \t*_`$]*-?\d+"
-                            r"[ \t*_`$.|]*$", re.M)
+_LABELLED_LINE = re.compile(r"^[ \t>*_#|-]*(?:\d+[.)][ \t]*)?[^\W\d_][^\n:=]{0,40}[:=][ \t*_`$]*"
+                            r"-?\d+[ \t*_`$.|]*$", re.M)
 
 
 def _sentence_end(text: str, pos: int) -> int:
