@@ -11,11 +11,14 @@ import pytest
 from reading_probe import value as _value
 from reading_probe import why as _why
 
-from capjudge.methods.gveval import accr_slots
+from capjudge.methods.gveval import accr_slots, score_slot
+from capjudge.methods.harmoniceval import rating_slot as he_slot
 from capjudge.methods.visce2 import rating_slot as visce2_slot
 from capjudge.reading.locate import Located, locate
 
 VC = visce2_slot()
+GV = score_slot()
+HE = he_slot("correctness")
 
 
 @pytest.mark.parametrize("answer", [
@@ -44,8 +47,24 @@ def test_a_value_corrected_at_once_is_off_contract() -> None:
     assert isinstance(found, Located) and found.off_contract is not None
 
 
-def test_a_number_after_no_that_is_no_value_leaves_the_verdict_open() -> None:
-    assert _value("The final score is $80$ — no, 2 dogs are missing.") is None
+@pytest.mark.parametrize(("answer", "slot", "want"), [
+    # a number after "no" that does not end its clause, or a bare "no" ("not"), replaces nothing
+    ("The final score is $80$ — no, 2 dogs are missing.", None, 80),
+    ("The final score is $85$, no 10-point penalty applies here.", None, 85),
+    ("Le doy un 4, no 5.", "he", 4),
+    ("4, sorry 4.5 is not allowed, so 4.", "he", 4),
+])
+def test_no_replacement_after_no(answer: str, slot: str | None, want: float) -> None:
+    assert _value(answer, HE if slot else GV) == want
+
+
+@pytest.mark.parametrize("answer", [
+    "4\nThe dog is positioned somewhere in between the benches, as stated.",
+    "4\nThe caption could say 'man' or 'person'; use whichever fits, both are accurate.",
+    "Taking both views into account, I settle somewhere in between: 4.",
+])
+def test_in_between_and_whichever_said_of_other_things_leave_the_verdict(answer: str) -> None:
+    assert _value(answer, HE) == 4
 
 
 @pytest.mark.parametrize("answer", [

@@ -71,10 +71,14 @@ UNDECIDED = re.compile(
     r"(?:call|choice|decision))|equally\s+(?:comfortable|happy|fine|content|good)\s+with|"
     r"(?:could|might)\s+(?:just\s+)?as\s+(?:well|easily)\s+(?:be|give|say)|"
     r"(?:I\s+)?(?:can(?:no|')t|cannot|won't|will\s+not)\s+(?:choose|pick|decide)"
-    r"\s+(?:between|among|which)|"
-    # "Pick whichever suits your use", "Weighing both, I'd put it somewhere in between"
-    r"(?:pick|choose|take|use)\s+whichever|whichever\s+(?:suits|fits|you\s+prefer)|"
-    r"somewhere\s+in\s+between|somewhere\s+between\s+(?:the\s+two|them|those|both))", re.I)
+    r"\s+(?:between|among|which))", re.I)
+# After the verdict, the choice handed over: "Weighing both, I'd put it somewhere in between.",
+# "Pick whichever suits your use." (not "the coat is somewhere in between brown and tan", "use
+# whichever word fits the image").
+LEFT_BETWEEN = re.compile(
+    r"\bsomewhere\s+(?:in\s+between|between\s+(?:the\s+two|them|those|both))(?=[\s*_]*(?:[.!;\n]|$))|"
+    r"\b(?:pick|choose|take|use)\s+whichever\s+(?:(?:score|value|rating|number|one)\b|"
+    r"suits\s+your\s+(?:use|needs?|purpose|case))", re.I)
 # A verdict questioned afterwards, without a new value: kept, but off-contract.
 _DOUBT = re.compile(
     r"\b(?:too\s+(?:generous|harsh|high|low|lenient|strict)|(?:not|un)\s*(?:sure|confident|certain)"

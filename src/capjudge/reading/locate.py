@@ -46,6 +46,7 @@ from capjudge.reading.candidates import (
     printed_value,
 )
 from capjudge.reading.contract import (
+    LEFT_BETWEEN,
     LOWERED,
     MOVED,
     REVISION,
@@ -358,7 +359,8 @@ def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot, written: str
             or faint_praise(cleaned, chosen, slot)) is not None:
         return Unreadable("parse_failure", other, printed_value(chosen))
     after = cleaned[chosen.number.end:]
-    if (open_ := UNDECIDED.search(cleaned, sentence_start(cleaned, chosen.number.start))):
+    if (open_ := UNDECIDED.search(cleaned, sentence_start(cleaned, chosen.number.start))
+            or LEFT_BETWEEN.search(cleaned, chosen.number.end)):
         return Unreadable("parse_failure", f"the answer leaves the verdict open "
                           f"({open_.group(0).strip()!r})", printed_value(chosen))
     if (gone := WITHDRAWN.search(after) or doubted(after, chosen)

@@ -49,9 +49,24 @@ _EXPRESSION_AFTER = re.compile(r"[\s$*_`]*,?\s*(?:minus|less|plus|times|multipli
 _BASELINE_BEFORE = re.compile(r"(?:\b(?:start|begin)(?:s|ning|ing)?\s+(?:at|from|with)|"
                               r"\bbaseline(?:\s+(?:of|is|at))?[\s:=]*)[\s$*_`]*$", re.I)
 # "seventy—no, sixty-five", "80... wait, 75": a value taken back as soon as it is written.
-_TAKEN_BACK_AFTER = re.compile(r"[\s$*_`]*(?:[\u2014\u2013]|--|\.{3}|\u2026|,)\s*(?:no|wait|sorry|"
-                               r"I\s+mean|make\s+(?:it|that))\b[,.!]?[\s$*_`]*"
+# ("4, no 5" is "4, not 5", and "sorry 4.5 is not allowed" apologises: "no", "wait" and "sorry"
+# take back only with their own comma.)
+_TAKEN_BACK_AFTER = re.compile(r"[\s$*_`]*(?:[\u2014\u2013]|--|\.{3}|\u2026|,)\s*(?:(?:no|wait|"
+                               r"sorry)[,.!:]|I\s+mean\b,?|make\s+(?:it|that)\b)[\s$*_`]*"
                                r"(?=\d|" + NUMBER_WORDS.pattern + r")", re.I)
+
+
+def _taken_back(text: str, end: int) -> tuple[re.Match[str], Number] | None:
+    """The take-back right after a value ending at ``end``, and the value written in its place.
+
+    Only a value that ends its clause replaces: "$85$, no, 10-point penalties apply" does not.
+    """
+    back = _TAKEN_BACK_AFTER.match(text, end)
+    m = value_at(text, back.end()) if back is not None else None
+    if back is None or m is None or not re.match(r"[\s$*_`]*(?:[.,;:!)\n\u2014\u2013]|$)",
+                                                  text[m.end:]):
+        return None
+    return back, m
 # What makes a starting value a baseline: a deduction or an addition after it.
 _DEDUCTED = re.compile(r"(?:^|\s)[-\u2212\u2013+]\s*\d|\b(?:minus|deduct\w*|subtract\w*|less|plus|"
                        r"penal\w*|take\s+off|knock\w*\s+off|off\s+for)\b", re.I)
@@ -184,9 +199,9 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
                                       and re.match(_SHARE, after)):
         return (f"the score {n.written.strip()!r} is one value of a distribution the answer "
                 "gives over several, not one verdict"), False
-    if (back := _TAKEN_BACK_AFTER.match(after)) is not None:
+    if (taken := _taken_back(text, n.end)) is not None:
         return (f"the judge takes {n.written.strip()!r} back at once "
-                f"({(n.written + back.group(0)).strip()!r} ...)"), False
+                f"({(n.written + taken[0].group(0)).strip()!r} ...)"), False
     if (cond := _CONDITION_AFTER.match(after)) is not None:
         return (f"the score {n.written.strip()!r} is conditional ({cond.group(0).strip()!r} "
                 "...), and the answer does not settle the condition"), False
@@ -262,14 +277,12 @@ def resolved(cands: list[Candidate], text: str, slot: ScoreSlot) -> list[Candida
 
 def _resolution(c: Candidate, text: str, slot: ScoreSlot) -> Candidate | None:
     n = c.number
-    if (back := _TAKEN_BACK_AFTER.match(text, n.end)) is not None:
+    if (taken := _taken_back(text, n.end)) is not None:
         # "seventy—no, sixty-five": the value written at once in its place (off-contract,
         # as every resolution: its how is not the method's format).
-        m = value_at(text, back.end())
-        if m is None or not re.match(r"[\s$*_`]*(?:[.,;:!)\n\u2014\u2013]|$)", text[m.end:]):
-            return None  # "— no, 2 dogs are missing" corrects the caption, not the value
-        later = make_candidate(text, m, f"{c.how}, corrected at once ({back.group(0).strip()!r})",
-                               c.rank, slot, c.final, source=c.source)
+        later = make_candidate(text, taken[1], f"{c.how}, corrected at once "
+                               f"({taken[0].group(0).strip()!r})", c.rank, slot, c.final,
+                               source=c.source)
         return later if later.problem is None else None
     conn = _RESOLVES.search(text, n.end, n.end + 160)
     m = value_at(text, conn.end()) if conn is not None else None
