@@ -939,10 +939,10 @@ def later_rating(chosen: Candidate, phrases: Sequence[Candidate], text: str,
     later = [c for c in phrases if c.number.start > chosen.number.end
              and ((c.problem or "").startswith(HEDGED) if unsettled else c.problem is None
                   and c.number.value != chosen.number.value)
-             and not CONDITIONAL.search(sentence_of(text, c.number.start))
-             and not _ABANDONED.search(sentence_of(text, c.number.start))
+             and not CONDITIONAL.search(sentence := sentence_of(text, c.number.start))
+             and not _ABANDONED.search(sentence)
              and not (slot is not None and slot.label and slot.name.lower() in CRITERIA
-                      and _OVERALL.search(sentence_of(text, c.number.start)))
+                      and _OVERALL.search(sentence))
              and not asked(text, c.number.end) and not _for_another(text, c.number.start, slot)
              and foreign_heading(text, c.number.start) is None]
     return later[0] if later else None

@@ -61,7 +61,6 @@ _RATING_PHRASE = re.compile(
     r"(?:\s+(?:it|this|the\s+caption|this\s+caption|the\s+text|this\s+text|a|an|at|as|with|of"
     r"|is|was|would\s+be|:|solid|strong|good|decent|fair|firm|high|low|modest|generous|weak"
     r"|clear|respectable|middling|reasonable))*\s+\$?(?=\d|" + NUMBER_WORDS.pattern + r")"
-    # "I'd put it closer to 65" ("That would put it closer to 60" weighs another weighting)
     # "roughly 80 — call it 78 given the yacht": the judge settling on a value
     r"|\bcall\s+it\s+(?:an?\s+)?\$?(?=\d+\$?(?:\s*/\s*\d+)?(?:\s*[.!,;)\n\u2014\u2013]|\s+(?:given|"
     r"because|since|as|for|overall|then|and)\b|$))"
@@ -73,6 +72,7 @@ _RATING_PHRASE = re.compile(
     r"|\b(?:which|that|this)\s+on\s+(?:this|the|that|our|a)\s+(?:[\w-]+\s+)?scale\s+(?:is|means|"
     r"makes\s+it|comes\s+to|corresponds\s+to|translates\s+to|equals)\s+(?:an?\s+)?\$?"
     r"(?=\d+\$?\s*(?:[.!,;)\n]|$))"
+    # "I'd put it closer to 65" ("That would put it closer to 60" weighs another weighting)
     r"|(?<!would\s)(?<!could\s)(?<!might\s)\bput\s+it\s+(?:closer\s+to|nearer\s+to|at|"
     r"around|about)\s+(?:an?\s+)?\$?(?=\d)"
     # "Overall, I'd say 3.": a number that ends its clause ("I'd say 3 of the 4 objects" counts)
@@ -475,13 +475,17 @@ def _counts(text: str, n: Number) -> bool:
     return m is not None and m.group("noun") not in _UNITS
 
 
+# A sum worked out to its result: "100 minus 15 for the colour = 85", "100 - 20 - 10 = 70".
 _WORKED = re.compile(r"(?<![\d.])\d+(?:[^\S\n]*(?:minus|less|plus|times|[-\u2212+\u00d7*])[^\S\n]*"
                      r"\d+[^=\n\d]{0,40}?)+=[\s$*_`]*(?=\d)", re.I)
+
+
 def _summed(text: str, n: Number) -> bool:
     """Whether ``n`` is a term of a sum the answer works out ("100 minus 15 ... = 85")."""
     return any(m.start() <= n.start < m.end() for m in _WORKED.finditer(text))
 
 
+# How sure the judge is: "85% confident", "90 percent sure".
 _SURE_AFTER = re.compile(r"\s*(?:%|percent\b)\s*(?:confiden\w*|sure|certain\w*|likel\w*)\b", re.I)
 
 

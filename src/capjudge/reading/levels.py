@@ -6,21 +6,30 @@ import re
 
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate
+from capjudge.reading.contract import sentence_start
 from capjudge.reading.numbers import Number
 from capjudge.reading.vocabulary import label_pattern
+
+
+def _names(slot: ScoreSlot) -> tuple[dict[str, int], re.Pattern[str]]:
+    """The slot's level names (spacing and case as :func:`_key` makes them), and their regex."""
+    names = {_key(name): value for name, value in slot.levels}
+    return names, re.compile(label_pattern(list(names)), re.I)
+
+
+def _key(name: str) -> str:
+    return re.sub(r"\s+", " ", name).lower()
 
 
 def level_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     """The rubric's level names ("Moderate Correctness" is 3), when no number is written."""
     if not slot.levels:
         return []
-    names = {re.sub(r"\s+", " ", name).lower(): value for name, value in slot.levels}
-    rx = re.compile(label_pattern(list(names)), re.I)
+    names, rx = _names(slot)
     return [Candidate(Number(m.start(), m.end(), m.end(), float(value), m.group(0), "level"),
                       f"the rubric level {m.group(0)!r}", 0, source="level",
                       problem=level_span(text, m.start()) or _described(text, m.start(), value))
-            for m in rx.finditer(text)
-            if (value := names.get(re.sub(r"\s+", " ", m.group(0)).lower())) is not None]
+            for m in rx.finditer(text) if (value := names.get(_key(m.group(0)))) is not None]
 
 
 _OF_THE_SCALE = r"\s+of\s+(?:the|your|this|my|our)\s+(?:[\w-]+\s+)?scale\b"
@@ -47,10 +56,10 @@ def position_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     if slot.kind != "score":
         return []
     out = []
+    middle = (slot.low + slot.high) / 2
     for m in _POSITION.finditer(text):
-        middle = (slot.low + slot.high) / 2
         value = slot.high if m.group("top") else slot.low if m.group("bottom") else middle
-        start = max(text.rfind(c, 0, m.start()) for c in ".!?\n;") + 1
+        start = sentence_start(text, m.start(), ".!?\n;")
         end = min([i for c in ".!?\n;" if (i := text.find(c, m.end())) >= 0] or [len(text)])
         problem = None
         if _UNGIVEN.search(text, start, end):
@@ -100,11 +109,11 @@ def glossed_level(text: str, end: int, slot: ScoreSlot) -> tuple[str, int] | Non
     """The rubric level (its name and value) named right after a rating ending at ``end``."""
     if not slot.levels:
         return None
-    names = {re.sub(r"\s+", " ", name).lower(): value for name, value in slot.levels}
+    names, rx = _names(slot)
     gloss = _GLOSS.match(text, end)
-    level = re.compile(label_pattern(list(names)), re.I).match(text, gloss.end()) if gloss else None
+    level = rx.match(text, gloss.end()) if gloss else None
     if level is None or re.match(r"[\s*_`]*(?:is|was|would|seems?|feels?|or|at\s+(?:best|most|"
                                  r"least))\b", text[level.end():], re.I):
         return None  # "4 — Moderate Correctness is too low for it": the level weighed
-    value = names.get(re.sub(r"\s+", " ", level.group(0)).lower())
+    value = names.get(_key(level.group(0)))
     return None if value is None else (level.group(0), value)

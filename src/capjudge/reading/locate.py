@@ -260,9 +260,10 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         return chosen
     if (cut := _cut(masked, chosen.number, slot, truncated)) is not None:
         return Unreadable("parse_failure", cut, printed_value(chosen))
-    if (later := revised_later(chosen, rating_phrases(cleaned, slot), cleaned, slot)) is not None:
+    if (later := revised_later(chosen, phrases := rating_phrases(cleaned, slot), cleaned,
+                               slot)) is not None:
         chosen = later  # "$60$ ... On reflection, 68 is the fairer score"
-    if (competing := _competing(chosen, cleaned, masked, own_scale, slot)) is not None:
+    if (competing := _competing(chosen, cleaned, masked, own_scale, phrases, slot)) is not None:
         return competing
     if slot.position == "first" and (chosen.source in ("opening", "label")
                                      or opens(cleaned, chosen)):
@@ -312,7 +313,7 @@ def _not_on_the_candidate(chosen: Candidate, cleaned: str, written: str, slot: S
 
 
 def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence[Candidate],
-               slot: ScoreSlot) -> Unreadable | None:
+               phrases: Sequence[Candidate], slot: ScoreSlot) -> Unreadable | None:
     """Another verdict, or another scale, the answer states beside the reading.
 
     A bare opening number, a summary or total line, other things rated by name; a scale such
@@ -322,7 +323,7 @@ def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence
             stated_twice(chosen, own_scale, masked)
             if chosen.rank == 2 and slot.name in GENERIC else None)) is not None:
         return Unreadable("parse_failure", conflict, printed_value(chosen))
-    if (later := later_rating(chosen, rating_phrases(cleaned, slot), cleaned, slot)) is not None:
+    if (later := later_rating(chosen, phrases, cleaned, slot)) is not None:
         return Unreadable("parse_failure", f"2 different values for {slot.name} and nothing "
                           f"says which is the verdict: {_quote([chosen, later])}",
                           printed_value(chosen))
@@ -333,8 +334,7 @@ def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence
         return Unreadable("parse_failure", f"the rating {chosen.number.written.strip()!r} is "
                           f"glossed with the level {gloss[0]!r}, which is {gloss[1]}",
                           printed_value(chosen))
-    if (open_ := later_rating(chosen, rating_phrases(cleaned, slot), cleaned, slot,
-                              unsettled=True)) is not None:
+    if (open_ := later_rating(chosen, phrases, cleaned, slot, unsettled=True)) is not None:
         return Unreadable("parse_failure", f"after the verdict {chosen.number.written.strip()!r} "
                           f"{open_.how} leaves it open: {open_.problem}", printed_value(chosen))
     if (not slot.label and not slot.anchor and chosen.rank < 2) or (

@@ -54,19 +54,6 @@ _BASELINE_BEFORE = re.compile(r"(?:\b(?:start|begin)(?:s|ning|ing)?\s+(?:at|from
 _TAKEN_BACK_AFTER = re.compile(r"[\s$*_`]*(?:[\u2014\u2013]|--|\.{3}|\u2026|,)\s*(?:(?:no|wait|"
                                r"sorry)[,.!:]|I\s+mean\b,?|make\s+(?:it|that)\b)[\s$*_`]*"
                                r"(?=\d|" + NUMBER_WORDS.pattern + r")", re.I)
-
-
-def _taken_back(text: str, end: int) -> tuple[re.Match[str], Number] | None:
-    """The take-back right after a value ending at ``end``, and the value written in its place.
-
-    Only a value that ends its clause replaces: "$85$, no, 10-point penalties apply" does not.
-    """
-    back = _TAKEN_BACK_AFTER.match(text, end)
-    m = value_at(text, back.end()) if back is not None else None
-    if back is None or m is None or not re.match(r"[\s$*_`]*(?:[.,;:!)\n\u2014\u2013]|$)",
-                                                  text[m.end:]):
-        return None
-    return back, m
 # What makes a starting value a baseline: a deduction or an addition after it.
 _DEDUCTED = re.compile(r"(?:^|\s)[-\u2212\u2013+]\s*\d|\b(?:minus|deduct\w*|subtract\w*|less|plus|"
                        r"penal\w*|take\s+off|knock\w*\s+off|off\s+for)\b", re.I)
@@ -162,6 +149,19 @@ def _gloss(after: str, rng: re.Match[str], n: Number) -> bool:
     return re.match(r"\s+(?!(?:at|if|or|to|perhaps|maybe|possibly|probably|would|could|"
                     r"might|points?|percent|out|of|tops|max(?:imum)?|min(?:imum)?)\b)"
                     r"[^\W\d_]", after[second.end:], re.I) is not None
+
+
+def _taken_back(text: str, end: int) -> tuple[re.Match[str], Number] | None:
+    """The take-back right after a value ending at ``end``, and the value written in its place.
+
+    Only a value that ends its clause replaces: "$85$, no, 10-point penalties apply" does not.
+    """
+    back = _TAKEN_BACK_AFTER.match(text, end)
+    m = value_at(text, back.end()) if back is not None else None
+    if back is None or m is None or not re.match(r"[\s$*_`]*(?:[.,;:!)\n\u2014\u2013]|$)",
+                                                  text[m.end:]):
+        return None
+    return back, m
 
 
 # Why a number is no one value: the start of its problem, asked by whoever weighs a hedge.
