@@ -267,6 +267,9 @@ def _line_value(rest: str, slot: ScoreSlot) -> int | None:
 
 def other_target(text: str, chosen: Candidate) -> str | None:
     """Why the verdict's own sentence scores something other than the candidate, or None."""
+    if (named := rates_another(text, chosen.number)) is not None:
+        return (f"the verdict {chosen.number.written.strip()!r} scores something else "
+                f"({named!r}), not the candidate")
     start = sentence_start(text, chosen.number.start)
     sentence = text[start: chosen.number.start]
     before = text[sentence_start(text, max(start - 1, 0)): start]
@@ -281,6 +284,8 @@ def other_target(text: str, chosen: Candidate) -> str | None:
         # "This improved caption captures it all. The final score is $92$.", "The reference
         # is more accurate ... I give it 95.": the sentence before says what is scored.
         m = _OTHER_TARGET.search(before)
+        if m is not None and _OWN_VALUE.match(before, m.end()):
+            m = None  # "Image clarity: 60\nRating: 75": the sentence before has its own value
         if m is None and re.search(r"\b(?:it|this|that)\b", sentence, re.I):
             m = _REFERENCE_SUBJECT.match(before)
         if m is None:
@@ -289,6 +294,8 @@ def other_target(text: str, chosen: Candidate) -> str | None:
             head = text[:start].rstrip()  # the verdict's paragraph, or the one before it
             paragraph = head[max(head.rfind("\n\n"), 0):]
             found = _OTHER_TARGET.search(paragraph)
+            if found is not None and _OWN_VALUE.match(paragraph, found.end()):
+                found = None  # "Image quality: 2 (blurry). Correctness of the caption: 4."
             if found is not None and not _CANDIDATE.search(paragraph):
                 m = found
             elif found is None and not _CANDIDATE.search(paragraph):
@@ -303,6 +310,93 @@ def other_target(text: str, chosen: Candidate) -> str | None:
         return None
     return (f"the verdict {chosen.number.written.strip()!r} scores something else "
             f"({m.group(0).strip()!r}), not the candidate")
+
+
+# A label that names another thing the judge rated, carrying its own value: a part of the
+# picture or of the caption ("Frame 2:", "First sentence:", "Left half of the image (...):",
+# "Reference 1:"), the picture itself ("Image clarity: 60"), the visual context ("The visual
+# context is accurate: 90"), the judge's own text ("My description: '...' (5/5)") or another
+# item ("Previous caption:").
+_PART = (r"(?:frame|segment|clip|shot|scene|view|part|sentence|claim|object|region|panel|"
+         r"keyframe|half|quadrant)")
+_PICTURE_MEASURE = (r"(?:quality|clarity|sharpness|resolution|composition|aesthetics?|lighting|"
+                    r"exposure)")
+FOREIGN_LABEL = re.compile(
+    r"[\s*_#>\u2022-]*(?:(?:the\s+)?(?:first|second|third|fourth|fifth|last|opening|closing|"
+    r"middle|left|right|top|bottom|upper|lower|front|back|rear)\s+" + _PART + r"s?\b|"
+    + _PART + r"\s*#?\d+\b|(?:the\s+)?(?:(?:extracted|provided|given)\s+)?visual\s+context\b|"
+    r"(?:the\s+)?(?:image|photo|picture|video|render(?:ing)?)(?:['\u2019]s)?\s+(?:itself\s+)?"
+    + _PICTURE_MEASURE + r"\b|(?:the\s+)?" + _PICTURE_MEASURE + r"\s+of\s+the\s+(?:image|photo|"
+    r"picture|video|render(?:ing)?)\b|"
+    r"(?:the\s+)?(?:previous|prior|earlier|next)\s+(?:caption|item|image|sample|one)\b|"
+    r"my\s+(?:own\s+)?(?:description|caption|version|rewrite)\b|(?:the\s+)?(?:improved|"
+    r"rewritten|revised|corrected|suggested|proposed|alternative)\s+(?:caption|description|"
+    r"version)\b|(?:the\s+)?(?:reference(?:\s+caption)?|ref\.?)\s*#?\d+\b)", re.I)
+# What may stand between such a label and its value: nothing but a bracket or a quotation
+# and the label's mark ("Image quality: 2", "Left half (the slide): 4", "My description:
+# \"...\" (5/5)"), or "is <a word or two>:" for a subject ("The visual context is accurate:
+# 90", "... is reliable (90/100)"). A clause break or a verdict word between them ("Frame 4
+# shows the dog, so the final score is $85$") makes the number the caption's.
+_ASIDES = re.compile(r"\([^()\n]{0,80}\)|[\"\u201c][^\"\u201d\n]{0,200}[\"\u201d]")
+_CARRIED = re.compile(r"(?:\s+of\s+the\s+(?:image|photo|picture|video|frame|clip|render))?"
+                      r"[\s*_`]*[:=(\u2013\u2014-]?[\s*_`$(:]*", re.I)
+# ... or, for the picture or the visual context, "is <how good>": "The visual context is
+# accurate: 90" (not "is fully covered: 90", "is consistent with it: 92": the caption's).
+_QUALITY = re.compile(r"\s+(?:is|was|looks|seems)\s+(?:very\s+|fairly\s+|quite\s+|mostly\s+|"
+                      r"largely\s+)?(?:accurate|correct|complete|reliable|detailed|thorough|"
+                      r"precise|good|poor|sharp|blurry|clear|noisy|grainy|dark|bright|excellent|"
+                      r"fine)[\s*_`]*[:(\u2013\u2014-][\s*_`$(:]*", re.I)
+# ... and a measure of the picture named after the number: "(about 60/100 in sharpness)" (not
+# "90 for clarity and accuracy": the caption's clarity).
+_MEASURE_AFTER = re.compile(r"[\s$*_`]*(?:/\s*\d+\s*)?[\s)]*(?:in|for)\s+(?:terms\s+of\s+)?(?:"
+                            r"(?P<pictured>(?:image|photo|picture)\s+" + _PICTURE_MEASURE + r")|"
+                            r"sharpness|resolution|exposure|lighting)\b(?!\s+and\b)", re.I)
+# "Here is a detailed description: ... This description scores 100": the judge's own text.
+_OWN_TEXT = re.compile(r"\bhere(?:['\u2019]s|\s+is)\s+(?:a|an|my)\s+(?:[\w-]+\s+){0,2}"
+                       r"(?:description|caption|version|rewrite)\s*:", re.I)
+_THIS_TEXT = re.compile(r"[\s*_#>-]*(?:this|that)\s+(?:description|version|rewrite)\b", re.I)
+# The value a label carries right after it ("Image clarity: 60").
+_OWN_VALUE = re.compile(r"[\s*_`]*[:=][\s*_`$]*\d")
+_NAMES_CAPTION = re.compile(r"\b(?:caption|candidate|answer|response)\b", re.I)
+
+
+# (Not "object 5", "scene 5": sub-scores are named so; nor "this picture 88": a verdict.)
+_PART_NUMBER = re.compile(r"\b(?:frame|segment|clip|shot|view|sentence|panel|keyframe|reference)s?"
+                          r"[^\S\n]*(?:no\.|#)?[^\S\n]*$", re.I)
+
+
+def names_part(text: str, n: Number) -> bool:
+    """Whether ``n`` numbers a part ("frame 2", "view #3", "Reference 1"), not a value."""
+    return n.integral and n.value <= 30 and _PART_NUMBER.search(
+        text, max(0, n.start - 24), n.start) is not None
+
+
+def rates_another(text: str, n: Number) -> str | None:
+    """What else the number rates, named by the label that carries it, or None.
+
+    The label opens the number's line or sentence and only a bracket, a quotation or "is
+    <a word>" stands between it and the number (:data:`_CARRIED`); "Frame 2 matches the
+    caption: 80" and "Frame 4 shows the dog, so the final score is $85$" are the caption's.
+    """
+    start = max(text.rfind("\n", 0, n.start) + 1, sentence_start(text, n.start))
+    prefix = text[start: n.start]
+    if (m := FOREIGN_LABEL.match(prefix)) is not None:
+        rest = _ASIDES.sub(" ", prefix[m.end():])
+        if _CARRIED.fullmatch(rest) or (_QUALITY.fullmatch(rest) and re.search(
+                r"context|image|photo|picture|video|render", m.group(0), re.I)):
+            return m.group(0).strip(" *_#>-\u2022")
+    line_start = text.rfind("\n", 0, n.start) + 1
+    if (m := _MEASURE_AFTER.match(text, n.end)) is not None and (
+            m.group("pictured") or text.rfind("(", line_start, n.start) > text.rfind(
+                ")", line_start, n.start)):
+        # (A bare "sharpness" only in brackets with the number: "(about 60/100 in sharpness)";
+        # "Rating: 70 for lighting: the caption calls it night" names the caption's fault.)
+        return m.group(0).strip(" $*_`)")
+    if (m := _THIS_TEXT.match(prefix)) and _OWN_TEXT.search(text, 0, start) and re.fullmatch(
+            r"\s*(?:scores?|gets?|deserves?|earns?|would\s+(?:get|score))?[\s*_`$:]*",
+            prefix[m.end():], re.I):
+        return m.group(0).strip()
+    return None
 
 
 # "The caption 'A man surfing a large wave at sunset' accurately describes ...": the caption
@@ -376,13 +470,27 @@ _OFFERED = re.compile(r"\b(?:better|ideal(?:ly)?|consider|suggest\w*|e\.g\.|for\
                       r"version|instead|if|were|alternative|propos\w*|recommend\w*)\b", re.I)
 
 
+_CONTRAST = re.compile(r"\b(?:unlike|compared|besides|beside|than|versus|vs\.?|whereas|while|"
+                       r"against|like)\b", re.I)
+
+
 def _judged(text: str, m: re.Match[str]) -> bool:
     """Whether the quotation ``m`` is introduced as the caption being judged (not offered)."""
     line = text.rfind("\n", 0, max(text.rfind("\n", 0, m.start()), 0)) + 1
-    around = text[max(line, m.start() - 80): m.start()] + " " + sentence_of(text, m.end())
-    if _OFFERED.search(around) or re.search(r"\breferences?\b", around, re.I):
-        return False  # offered, or said to be a reference
-    return m.group(0).lower().startswith(("candidate", "generated", "given")) or (
+    intro = text[max(line, m.start() - 80): m.start()]
+    around = intro + " " + sentence_of(text, m.end())
+    named = m.group(0).lower().startswith(("candidate", "generated", "given"))
+    if _OFFERED.search(around):
+        return False  # offered
+    # ("Compared to the generated caption, '...' (Reference 1) adds ...": a contrast, and a
+    # comma between the name and the quotation: not the caption named.)
+    direct = named and "," not in m.group(0) and not _CONTRAST.search(intro)
+    if re.search(r"\breferences?\b", around, re.I) and not (
+            direct and not re.search(r"\breferences?\b", intro, re.I)):
+        # Said to be a reference; but 'The generated caption "..." matches the other
+        # references' calls the quotation the caption judged, whatever it is compared with.
+        return False
+    return named or (
         _JUDGED_CAPTION.search(text, max(0, m.start() - 40), m.start()) is not None)
 
 
@@ -666,7 +774,7 @@ _BASED_ON = re.compile(r"\bon\s+(?:the\s+|this\s+)?(?:visual\s+)?(?:context|refe
 # ("this caption would score:" heads the candidate's own block).
 _WOULD_SCORE = re.compile(r"\b(?:an?\s+(?:ideal|perfect|better|fuller|complete|stronger|improved|"
                           r"corrected|revised|rewritten|more\s+\w+)|my\s+(?:own\s+)?(?:caption|"
-                          r"version|rewrite)|the\s+(?:rewrite|references?|corrected|revised|"
+                          r"version|rewrite)|references?(?:\s+caption)?\s*#?\d+|the\s+(?:rewrite|references?|corrected|revised|"
                           r"improved|suggested|proposed|ideal)|(?:caption|version)\s+I\s+"
                           r"(?:propose|suggest|wrote))\b[^\n]*?\b(?:would|could|might)\s+"
                           r"(?:(?:then|instead|likely|probably)\s+)?(?:score|get|receive|earn|"
@@ -675,23 +783,87 @@ _WOULD_SCORE = re.compile(r"\b(?:an?\s+(?:ideal|perfect|better|fuller|complete|s
                           r"[\s*_`]*$", re.I)
 
 
+# A heading over a hypothetical block: 'If "cat" were corrected to "dog":', "Had it named the
+# dog:". Not a premise or a method ("If I weigh the references equally:", "Assuming the frames
+# are in order:", "If partial credit is allowed:", "If I had to sum it up:").
+_IF_HEADING = re.compile(r"[\s*_#>-]*(?:if\s+(?:the\s+caption|it|[\"\u201c'\u2018]"
+                         r"[^\"\u201d'\u2019\n]{1,40}[\"\u201d'\u2019])\s+(?:had\s+)?(?:were|had\s+been|said|named|"
+                         r"mentioned|included|read)|had\s+(?:the\s+caption|it)\s+(?:said|named|"
+                         r"mentioned|included|been|read))\b(?![^\n]*\b(?:nothing|no)\s+(?:would\s+)?"
+                         r"change)[^\n.;!?]*:[\s*_`]*$", re.I)
+# A heading over every part at once ("Frame 1 to Frame 4 combined:", "Frame 1-4 overall:").
+_ALL_PARTS = re.compile(r"\b(?:to|through|and|combined|overall|together|all|total|whole|entire|"
+                        r"every|both)\b|\d\s*[-\u2013]\s*\d", re.I)
+# What may stand between a label heading its own line and its colon: "Previous caption, for
+# comparison:", "Improved caption —", "Reference 1 (the fullest):".
+_LINE_HEAD = re.compile(r"[^\S\n]*(?:,[^\S\n]*(?:for|as)\s+(?:comparison|reference|calibration|"
+                        r"context|a\s+baseline))?[^\S\n]*(?:[\u2013\u2014-][^\S\n]*(?:[CH]\.\s*Score|"
+                        r"Correctness|Hallucination|Accuracy|Completeness|Conciseness|Relevance|"
+                        r"Score|Rating)[^\S\n]*(?:\([^()\n]{0,20}\))?)?[^\S\n]*", re.I)
+# A line that carries a value ("Accuracy: $90$ Completeness: $80$", "- Correctness: 4").
+_VALUE_LINE = re.compile(r"[:=][\s*_`$]*\d|\$\d")
+# A generic heading over the verdicts ("Final scores:", "Totals:"): the block is the answer's.
+_VERDICT_HEADING = re.compile(r"[\s*_#>-]*(?:(?:my\s+)?(?:final|overall|total)\s+)?(?:scores?|"
+                              r"ratings?|verdicts?|totals?|results?)(?:\s*\([^()\n]{0,30}\))?"
+                              r"[\s*_`]*:[\s*_`]*$", re.I)
+
+
+def _part_heading(line: str) -> str | None:
+    """The part a heading line names for the values under it ("Frame 1 (...):"), or None."""
+    m = FOREIGN_LABEL.match(line)
+    if m is None or "context" in m.group(0).lower() or _ALL_PARTS.search(
+            _ASIDES.sub(" ", line)) or not re.fullmatch(r"[\s*_`#]*:[\s*_`]*",
+                                                      _ASIDES.sub(" ", line[m.end():])):
+        return None  # (a noun phrase: "Frame 1 (he opens the bonnet):", not "The last frame
+        # settles it:")
+    return m.group(0).strip(" *_#>-")
+
+
 def foreign_heading(text: str, pos: int) -> str | None:
     """Why the heading over the block holding ``pos`` says its values rate something else.
 
     "Scores for the corrected caption:" above the lines: every value of the block (up to a
-    blank line) rates the judge's rewrite, not the candidate.
+    blank line, or one blank line under a heading that ends with a colon) rates the judge's
+    rewrite, not the candidate. A part's heading ("Frame 1 (...):") or a hypothetical one
+    ('If "cat" were corrected:') counts only over lines that all carry values, and never over
+    the answer's own verdict line ("The final score is ...").
     """
     end = text.rfind("\n", 0, pos)
     stop = text.find("\n", pos)
-    if _CANDIDATE_LINE.search(text[end + 1: stop if stop >= 0 else len(text)]):
+    own = text[end + 1: stop if stop >= 0 else len(text)]
+    if _CANDIDATE_LINE.search(own):
         return None  # "Score for the candidate: $70$": the value's own line names the candidate
-    for _ in range(6):
+    verdict = re.search(r"\b(?:final|overall|total)\b", own, re.I) is not None
+    if (m := FOREIGN_LABEL.match(text, end + 1, pos)) is not None and not verdict and (
+            (mark := re.compile(r"[:=]").search(text, m.end(), pos)) is not None) and (
+            _LINE_HEAD.fullmatch(_ASIDES.sub(" ", text[m.end(): mark.start()]))) and not (
+            _NAMES_CAPTION.search(text, m.end(), pos)
+            or _ALL_PARTS.search(_ASIDES.sub(" ", text[m.start(): pos]))
+            or "context" in m.group(0).lower()
+            or re.search(r"(?<!\b[A-Z])[.!?](?:\s|$)", text[m.end(): pos])):
+        # "Previous caption, for comparison: Accuracy $60$ / ...": the line's own heading.
+        return f"the values after {m.group(0).strip()!r} rate it, not the candidate"
+    headed, values = False, not verdict
+    for _ in range(7):
         if end < 0:
             return None
         start = text.rfind("\n", 0, end) + 1
         line = text[start:end]
-        if not line.strip() or _CANDIDATE_LINE.search(line):
-            return None  # the block starts here, or turns to the candidate
+        if not line.strip() and not headed and text[:start].rstrip().endswith(":"):
+            headed = True
+            end = start - 1  # a heading, then a blank line, then the block
+            start = text.rfind("\n", 0, end) + 1
+            line = text[start:end]
+        if not line.strip() or _CANDIDATE_LINE.search(line) or _VERDICT_HEADING.match(line):
+            return None  # the block starts here, or turns to the candidate or the verdicts
+        if values and (part := _part_heading(line)) is not None:
+            return f"the values under {line.strip()!r} rate {part!r}, not the candidate"
+        if values and _IF_HEADING.match(line):
+            return (f"the values under {line.strip()!r} are what the caption would get if it "
+                    "were otherwise, not what it gets")
+        # "Frame 4 (final frame):\nThe dog drinks water.\nThe final score is $90$.": notes
+        # under that heading, not its values.
+        values = values and _VALUE_LINE.search(line) is not None
         if (m := _RATED_OBJECT.search(line.rstrip())) is not None and not _BASED_ON.search(
                 m.group(0)):
             return (f"the values under {line.strip()!r} rate {m.group('x').strip()!r}, "

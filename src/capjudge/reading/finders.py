@@ -16,7 +16,14 @@ from dataclasses import replace
 
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, stands_alone
-from capjudge.reading.contract import ANY_VERDICT, CHANGED_TO, has_number, sentence_of
+from capjudge.reading.contract import (
+    ANY_VERDICT,
+    CHANGED_TO,
+    has_number,
+    names_part,
+    rates_another,
+    sentence_of,
+)
 from capjudge.reading.numbers import (
     DIGITS,
     NUMBER_WORDS,
@@ -125,6 +132,39 @@ def _sibling_names(fields: Sequence[Field]) -> dict[tuple[int, tuple[str, ...]],
     return out
 
 
+# A JSON object named for another thing rated: {"reference_1": {"accuracy": 95}},
+# "improved_caption", "image_quality" (only ever another thing), or a part: "frames", "views"
+# (a wrapper that may also hold the verdict).
+_OTHER_KEY = re.compile(r"(?:(?:ref(?:erence)?s?|gt|ground[_ -]?truth)(?:[_ -]?captions?)?|"
+                        r"human[_ -]?(?:caption|reference)s?)(?:[_ -]?\d+)?|"
+                        r"(?:previous|prior|next)(?:[_ -]?(?:caption|item))?|"
+                        r"(?:improved|rewritten|revised|corrected|suggested|alternative|my)[_ -]?"
+                        r"(?:caption|description|version)|rewrite|image[_ -]?quality", re.I)
+_PART_KEY = re.compile(r"(?:frames?|segments?|clips?|shots?|scenes?|views?|sentences?|regions?)"
+                       r"(?:[_ -]?\d+)?", re.I)
+
+
+def _own_objects(cands: list[Candidate]) -> list[Candidate]:
+    """The candidates of JSON objects not named for another thing, while some are.
+
+    When every one is, a reference's or a rewrite's ("reference_1" alone) say so and the
+    reading abstains; parts alone ("frames" wrapping everything) are left to the other rules.
+    """
+    def named(c: Candidate, rx: re.Pattern[str]) -> str | None:
+        if not c.how.startswith("JSON key"):
+            return None
+        return next((p for p in c.how.split("'")[1].split("/")[:-1] if rx.fullmatch(p)), None)
+
+    other = {k: part for k, c in enumerate(cands)
+             if (part := named(c, _OTHER_KEY) or named(c, _PART_KEY)) is not None}
+    if not other:
+        return cands
+    if len(other) < len(cands):
+        return [c for k, c in enumerate(cands) if k not in other]
+    return [replace(c, problem=f"the value is under {other[k]!r}, not the candidate's")
+            if named(c, _OTHER_KEY) else c for k, c in enumerate(cands)]
+
+
 def structured_candidates(text: str, masked: str, slot: ScoreSlot) -> list[Candidate]:
     r"""Candidates from JSON fields, table cells and ``\boxed{}`` that name the slot.
 
@@ -169,7 +209,7 @@ def structured_candidates(text: str, masked: str, slot: ScoreSlot) -> list[Candi
                        + ") and nothing says which is the verdict")
             for _, k in keys:
                 out[k] = replace(out[k], problem=problem)
-    return out
+    return _own_objects(out)
 
 
 # -- 4. labelled lines -------------------------------------------------------------------------
@@ -357,7 +397,8 @@ def own_scale_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
                            source="own_scale")
             if c.own_scale:
                 out.append(c)
-    return out
+    # "My description: '...' (5/5). The candidate: 3/5": another thing's value.
+    return [c for c in out if rates_another(text, c.number) is None]
 
 
 _CLAUSE_END = re.compile(r"[.!?;,](?:\s|$)")
@@ -498,6 +539,16 @@ def _named_aside(text: str, n: Number) -> bool:
             is not None)
 
 
+# A value labelled as the caption's or as a verdict: "Caption: 50", "Correctness of the caption:
+# 4", "The caption is appropriate for the image: 88", "Rating: 75".
+_CAPTION_VALUE = re.compile(r"(?:^|[.!?]\s+)[\s*_#>-]*(?:(?:the\s+)?(?:caption|candidate)"
+                            r"(?:['\u2019]s)?(?:\s+(?:appropriateness|correctness|accuracy|score|rating|quality))?|"
+                            r"(?:the\s+)?(?:caption|candidate)\s+(?:is|seems|looks)\s+(?:\w+\s*){1,5}|"
+                            r"(?:appropriateness|correctness|accuracy)(?:\s+of\s+the\s+caption)?|"
+                            r"(?:(?:final|overall)\s+)?(?:score|rating|verdict|grade)|overall)"
+                            r"[\s*_`]*[:=][\s*_`$]*$", re.I | re.M)
+
+
 def first_integer(text: str) -> Number | None:
     """The first number, or the first labelled one; never a count of things.
 
@@ -514,6 +565,15 @@ def first_integer(text: str) -> Number | None:
     numbers = [n for n in numbers if not _summed(text, n)] or numbers
     # "I'm about 85% confident it's a 4": how sure the judge is, not its rating.
     numbers = [n for n in numbers if not _SURE_AFTER.match(text, n.end)] or numbers
+    # "Image quality: 2 (blurry). Correctness of the caption: 4": another thing's value, when
+    # a value labelled as the caption's or as a verdict follows (else the first number's veto
+    # decides: "Visual context 90\nThe caption lists 3 of the 4 objects" is no 3).
+    mine = [n for n in numbers if rates_another(text, n) is None]
+    if len(mine) < len(numbers) and any(_CAPTION_VALUE.search(
+            text, max(text.rfind("\n", 0, n.start) + 1, 0), n.start) for n in mine):
+        numbers = mine
+    # "The caption matches frame 2 well: 80": a part's number names it.
+    numbers = [n for n in numbers if not names_part(text, n)] or numbers
     labelled = [n for m in _SCORE_LABEL.finditer(text) if (n := number_at(text, m.end()))]
     if not numbers:
         return None

@@ -67,6 +67,7 @@ from capjudge.reading.contract import (
     opens,
     other_criterion,
     other_target,
+    rates_another,
     reopened,
     revised_later,
     revised_opening,
@@ -182,8 +183,8 @@ def decide(cands: Sequence[Candidate], text: str, slot: ScoreSlot
                       f"{_quote(valid)}")
 
 
-def _decide_uncut(cands: Sequence[Candidate], text: str, slot: ScoreSlot, truncated: bool
-                  ) -> Candidate | Unreadable | None:
+def _decide_uncut(cands: Sequence[Candidate], text: str, slot: ScoreSlot, truncated: bool,
+                  written: str) -> Candidate | Unreadable | None:
     """:func:`decide`, leaving out a number that ends a cut answer when others stand.
 
     A model looping "Rating: 60" until ``max_tokens`` ends on "Rating: 6": the cut line is
@@ -192,8 +193,9 @@ def _decide_uncut(cands: Sequence[Candidate], text: str, slot: ScoreSlot, trunca
     whole = [c for c in cands if _cut(text, c.number, slot, truncated) is None]
     cands = whole if whole and len(whole) < len(cands) else cands
     # A block under a heading for another caption ("A fuller caption ... would score:") is
-    # not the candidate's; when every block is, the veto says so.
-    own = [c for c in cands if foreign_heading(text, c.number.start) is None]
+    # not the candidate's; when every block is, the veto says so. (Headings are read as
+    # written: masking blanks "Reference 1 would score:" as hypothetical.)
+    own = [c for c in cands if foreign_heading(written, c.number.start) is None]
     return decide(own if own and len(own) < len(cands) else cands, text, slot)
 
 
@@ -248,9 +250,10 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     chosen = _decide_uncut(structured_candidates(view.text, masked, slot) + formats
                     + label_candidates(cleaned, slot) + opening_candidates(cleaned, slot)
                     + standalone_candidates(cleaned, slot) + star_candidates(cleaned, slot)
-                    + own_scale, cleaned, slot, truncated)
+                    + own_scale, cleaned, slot, truncated, view.text)
     if chosen is None:
-        chosen = _decide_uncut(phrase_candidates(cleaned, slot), cleaned, slot, truncated)
+        chosen = _decide_uncut(phrase_candidates(cleaned, slot), cleaned, slot, truncated,
+                               view.text)
     levels = level_candidates(cleaned, slot)
     if chosen is None:
         chosen = decide(levels or position_candidates(cleaned, slot), cleaned, slot)
@@ -479,9 +482,11 @@ def _conflict(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     # rated beside it; for the answer's one verdict it is that verdict.
     # Lines under a verdict word ("My rating: 3", "Rating scale: 1 = ...") are not other
     # things rated.
+    # Nor are parts of the caption or the picture ("First sentence: 5"): their values are no
+    # other criterion's.
     others = [(label, n) for label, n in _rated_lines(text)
               if matches(label, slot) < (1 if verdict_slot else 2)
-              and not _VERDICT_WORD.search(label)]
+              and not _VERDICT_WORD.search(label) and rates_another(text, n) is None]
     if len({label for label, _ in others}) >= 2 and len({n.value for _, n in others}) >= 2:
         named = ", ".join(dict.fromkeys(label for label, _ in others))
         return (f"the answer rates other things by name ({named}) and none of them is "

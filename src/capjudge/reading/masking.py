@@ -359,6 +359,12 @@ _DECLINE = re.compile(
     r"ability\s+to\s+)?(?:view|see|access|open|process|display|look\s+at|find|detect|locate)\s+"
     r"(?:the\s+|any\s+|this\s+|your\s+)?(?:uploaded\s+|attached\s+|"
     r"provided\s+)?(?:images?|pictures?|photos?|frames?|videos?|views?|visual\s+content)\b"
+    # "so I cannot evaluate the caption.": the sentence ends there (not "cannot rate the
+    # caption higher than 60").
+    r"|(?<![\"\u201c'\u2018]\s)(?<![\"\u201c'\u2018])\bI\s+(?:can(?:no|'|\u2019)?t|cannot)\s+"
+    r"(?:properly\s+|reliably\s+|really\s+)?(?:evaluate|"
+    r"rate|assess|score|judge)\s+(?:the|this)\s+(?:(?:generated|candidate|given|provided)\s+)?"
+    r"caption(?=[ \t]*(?:[.!;]|$)|\s+without\s+(?:seeing|viewing|the|an?|any)\b)"
     r"|\bI(?:'|\u2019)?m\s+sorry,?\s+(?:but\s+)?I\s+(?:can(?:no|'|\u2019)?t|cannot|am\s+"
     r"unable\s+to|won(?:'|\u2019)t)\s+(?:help|assist|evaluate|rate|assess|score|provide|"
     r"comply|do)\b"
@@ -387,6 +393,9 @@ _DECLINE = re.compile(
     r"(?:filter|system|policy)\b", re.I)
 
 
+_SUPPOSED = re.compile(r"\b(?:if|had|would|at\s+first|normally|usually|otherwise)\b", re.I)
+
+
 def find_decline(text: str, original: str | None = None) -> str | None:
     """The sentence in which the judge declines the task, or None.
 
@@ -395,7 +404,11 @@ def find_decline(text: str, original: str | None = None) -> str | None:
     sorry, I can't" is the candidate, not a decline. The sentence is quoted from
     ``original`` (the unmasked answer) when given.
     """
-    m = _DECLINE.search(text)
+    # (Not a decline the sentence only supposes or takes back: "Had the image failed to load,
+    # I would answer: I cannot ...", "At first I thought I cannot ...".)
+    m = next((d for d in _DECLINE.finditer(text) if not _SUPPOSED.search(
+        text, max(text.rfind(".", 0, d.start()), text.rfind("\n", 0, d.start())) + 1,
+        d.start())), None)
     if m is None:
         return None
     start = max(text.rfind(".", 0, m.start()), text.rfind("\n", 0, m.start())) + 1

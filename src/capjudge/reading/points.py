@@ -35,6 +35,7 @@ from capjudge.reading.contract import (
 )
 from capjudge.reading.masking import find_decline, mask_text, mask_view
 from capjudge.reading.numbers import number_at
+from capjudge.reading.settled import stand_in
 from capjudge.reading.structure import json_fields, table_fields, xml_fields
 from capjudge.reading.view import answer_view
 from capjudge.reading.vocabulary import TRANSLATIONS, key
@@ -645,9 +646,14 @@ _CONTRACT_LINES = tuple(
 def _read_both(text: str, quotes: tuple[str, ...], truncated: bool
                ) -> dict[str, tuple[float | None, str | None]]:
     # The two slots of one answer are read together; each slot asks for its own count.
-    declined = find_decline(mask_text(text, quotes), text)
+    masked = mask_text(text, quotes)
+    declined = find_decline(masked, text)
     if declined is not None:
         why = f"no score: the judge declined ({declined!r})"
+        return {name: (None, why) for name in _PATTERNS}
+    if (words := stand_in(masked, counts=True)) is not None:
+        # "Placeholder values so the format is complete: C. Score: 0 ...": no counts at all.
+        why = f"no counts: the judge calls its values stand-ins ({words!r})"
         return {name: (None, why) for name in _PATTERNS}
     return read_ch(text, quotes, truncated=truncated)
 

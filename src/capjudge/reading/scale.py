@@ -41,6 +41,8 @@ _QUALIFIED_PAIR = re.compile(r"[\s$*_`]*\([^()\n\d]{1,40}\)[\s$*_`]*(?:/|\||,|;|
 # answer never settles.
 _CONDITION_AFTER = re.compile(r"[\s$*_`)]*,?\s*(?:if|unless|provided|assuming|depending\s+on|"
                               r"only\s+if|as\s+long\s+as|in\s+case|si|wenn|falls)\b", re.I)
+# ('If "cat" were corrected to "dog":' after a blank line heads a block of its own.)
+_HEADING_AFTER = re.compile(r"[\s$*_`)]*\n[^\S\n]*\n\s*[A-Z\"'\u201c\u2018][^\n]*:[\s*_`]*(?:\n|$)")
 # "100 minus those 40 points", "Baseline 100, minus 20 ...": a sum the judge leaves to be
 # worked out, whose first term is no verdict.
 _EXPRESSION_AFTER = re.compile(r"[\s$*_`]*,?\s*(?:minus|less|plus|times|multiplied\s+by|"
@@ -202,7 +204,7 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
     if (taken := _taken_back(text, n.end)) is not None:
         return (f"the judge takes {n.written.strip()!r} back at once "
                 f"({(n.written + taken[0].group(0)).strip()!r} ...)"), False
-    if (cond := _CONDITION_AFTER.match(after)) is not None:
+    if (cond := _CONDITION_AFTER.match(after)) is not None and not _HEADING_AFTER.match(after):
         return (f"the score {n.written.strip()!r} is conditional ({cond.group(0).strip()!r} "
                 "...), and the answer does not settle the condition"), False
     if _RELATIVE_AFTER.match(after) or (before.endswith("+") and not n.negative

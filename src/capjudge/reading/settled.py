@@ -66,6 +66,13 @@ _RANK_BEFORE = re.compile(r"\brank(?:ing|ed)?\b[^.\n\d]{0,30}$|\b(?:place[ds]?|p
 # The judge calls its value a stand-in: "I'm assigning $0$ as a placeholder so this item can
 # be flagged", "a dummy score", "score: -1 (sentinel)".
 _PLACEHOLDER = re.compile(r"\b(?:place-?holders?|dummy\s+(?:value|score|rating)|sentinel|"
+                          # "this is not an assessment of the caption", "so the pipeline
+                          # can continue"
+                          r"not\s+(?:an?\s+)?(?:actual\s+|real\s+|genuine\s+)?(?:assessment|"
+                          r"evaluation|judge?ment|rating)\s+of\s+(?:the|this)\s+(?:caption|"
+                          r"candidate|description)(?=\s*(?:[.;,)!\n]|$))|so\s+(?:that\s+)?the\s+"
+                          r"(?:pipeline|run|batch|job|script)\s+(?:can|could|will)\s+"
+                          r"(?:continue|proceed|complete|finish|run)|"
                           r"(?:so|that)\s+(?:this|the)\s+(?:item|sample|example|case)\s+(?:can|"
                           r"could|will)\s+be\s+(?:flagged|re-?run|re-?checked|reviewed|"
                           r"re-?evaluated))\b", re.I)
@@ -89,12 +96,36 @@ _EARLIER = re.compile(r"\b(?:earlier|previously|before|last\s+time|in\s+(?:my|th
                       r"(?:previous|earlier|last|prior)\s+\w+)\b", re.I)
 
 
+# For counts, whose objects may be a "placeholder cube" or a "stone sentinel": the word must
+# name the values.
+_STAND_IN_VALUES = re.compile(r"(?<![\"'\u2018\u201c])\b(?:place-?holder|dummy|sentinel)s?\s+(?:"
+                              r"values?|scores?|"
+                              r"counts?|numbers?|zeros?)\b|\b(?:values?|scores?|counts?|numbers?|"
+                              r"zeros?)\s+(?:are|is)\s+(?:only\s+|just\s+)?(?:place-?holders?|"
+                              r"dummies|dummy\s+values?)\b", re.I)
+
+
+_PIPELINE = re.compile(r"\bso\s+(?:that\s+)?the\s+(?:pipeline|run|batch|job|script)\s+"
+                       r"(?:can|could|will)\s+(?:continue|proceed|complete|finish|run)\b", re.I)
+
+
+def stand_in(text: str, *, counts: bool = False) -> str | None:
+    """The words in which the judge calls its values stand-ins, or None.
+
+    ``counts``: cap3d's counts, where only words that name the values as stand-ins count.
+    """
+    if counts:
+        m = _STAND_IN_VALUES.search(text) or _PIPELINE.search(text)
+    else:
+        m = _PLACEHOLDER.search(text)
+    return m.group(0) if m is not None else None
+
+
 def not_a_verdict(chosen: Candidate, text: str) -> str | None:
     """Why the number is no verdict at all: a question, a rank, a stand-in or a draft value."""
     n = chosen.number
-    if (stand_in := _PLACEHOLDER.search(text)) is not None:
-        return (f"the judge calls its value a stand-in ({stand_in.group(0)!r}), not a rating "
-                f"of the caption")
+    if (words := stand_in(text)) is not None:
+        return f"the judge calls its value a stand-in ({words!r}), not a rating of the caption"
     line_start = text.rfind("\n", 0, n.start) + 1
     if (draft := _DRAFT_LABEL.search(text, line_start, n.start)) is not None:
         return (f"the judge labels {n.written.strip()!r} as not yet its verdict "

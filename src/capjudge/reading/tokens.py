@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 27
+READING_RULES_VERSION = 28
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -94,7 +94,12 @@ text that is neither the candidate nor a reference abstains; a caption the judge
 before its verdict makes the reading off-contract (a second channel must agree). 17-24
 (corpora Q-X): each version's classes are in docs/guides/reading-scores.md; 24 (corpus X): a
 verdict revised after it is given, what another caption would get, the previous caption's
-score, breakdowns and weighted tables, cap3d counts restated after "Edit:"."""
+score, breakdowns and weighted tables, cap3d counts restated after "Edit:". 25-27 (corpora Y,
+Z). 28 (corpus AA): a value carried by a label naming another thing (a frame, a sentence, half
+of the picture, the picture's sharpness, the visual context, the judge's own description, a
+reference, the previous caption) is not the caption's, nor are blocks and JSON objects under
+such names or under a counterfactual heading; a value the judge says stands in "so the
+pipeline can continue" abstains."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
