@@ -274,7 +274,7 @@ def other_target(text: str, chosen: Candidate) -> str | None:
     sentence = text[start: chosen.number.start]
     before = text[sentence_start(text, max(start - 1, 0)): start]
     m = _OTHER_TARGET.search(sentence)
-    if m is None and not re.search(r"\b(?:caption|candidate|answer|response)\b", sentence, re.I):
+    if m is None and not _NAMES_CAPTION.search(sentence):
         # "Reference 1 is the most complete description: the final score is $85$ for it", "The
         # question is clear and answerable from the image: 5": the verdict's own sentence is
         # about a reference, or about the question a VQA answer answers.
@@ -378,14 +378,14 @@ def rates_another(text: str, n: Number) -> str | None:
     <a word>" stands between it and the number (:data:`_CARRIED`); "Frame 2 matches the
     caption: 80" and "Frame 4 shows the dog, so the final score is $85$" are the caption's.
     """
-    start = max(text.rfind("\n", 0, n.start) + 1, sentence_start(text, n.start))
+    line_start = text.rfind("\n", 0, n.start) + 1
+    start = max(line_start, sentence_start(text, n.start))
     prefix = text[start: n.start]
     if (m := FOREIGN_LABEL.match(prefix)) is not None:
         rest = _ASIDES.sub(" ", prefix[m.end():])
         if _CARRIED.fullmatch(rest) or (_QUALITY.fullmatch(rest) and re.search(
                 r"context|image|photo|picture|video|render", m.group(0), re.I)):
             return m.group(0).strip(" *_#>-\u2022")
-    line_start = text.rfind("\n", 0, n.start) + 1
     if (m := _MEASURE_AFTER.match(text, n.end)) is not None and (
             m.group("pictured") or text.rfind("(", line_start, n.start) > text.rfind(
                 ")", line_start, n.start)):
@@ -774,7 +774,8 @@ _BASED_ON = re.compile(r"\bon\s+(?:the\s+|this\s+)?(?:visual\s+)?(?:context|refe
 # ("this caption would score:" heads the candidate's own block).
 _WOULD_SCORE = re.compile(r"\b(?:an?\s+(?:ideal|perfect|better|fuller|complete|stronger|improved|"
                           r"corrected|revised|rewritten|more\s+\w+)|my\s+(?:own\s+)?(?:caption|"
-                          r"version|rewrite)|references?(?:\s+caption)?\s*#?\d+|the\s+(?:rewrite|references?|corrected|revised|"
+                          r"version|rewrite)|references?(?:\s+caption)?\s*#?\d+|"
+                          r"the\s+(?:rewrite|references?|corrected|revised|"
                           r"improved|suggested|proposed|ideal)|(?:caption|version)\s+I\s+"
                           r"(?:propose|suggest|wrote))\b[^\n]*?\b(?:would|could|might)\s+"
                           r"(?:(?:then|instead|likely|probably)\s+)?(?:score|get|receive|earn|"
@@ -787,10 +788,11 @@ _WOULD_SCORE = re.compile(r"\b(?:an?\s+(?:ideal|perfect|better|fuller|complete|s
 # dog:". Not a premise or a method ("If I weigh the references equally:", "Assuming the frames
 # are in order:", "If partial credit is allowed:", "If I had to sum it up:").
 _IF_HEADING = re.compile(r"[\s*_#>-]*(?:if\s+(?:the\s+caption|it|[\"\u201c'\u2018]"
-                         r"[^\"\u201d'\u2019\n]{1,40}[\"\u201d'\u2019])\s+(?:had\s+)?(?:were|had\s+been|said|named|"
-                         r"mentioned|included|read)|had\s+(?:the\s+caption|it)\s+(?:said|named|"
-                         r"mentioned|included|been|read))\b(?![^\n]*\b(?:nothing|no)\s+(?:would\s+)?"
-                         r"change)[^\n.;!?]*:[\s*_`]*$", re.I)
+                         r"[^\"\u201d'\u2019\n]{1,40}[\"\u201d'\u2019])\s+(?:had\s+)?"
+                         r"(?:were|had\s+been|said|named|mentioned|included|read)|"
+                         r"had\s+(?:the\s+caption|it)\s+(?:said|named|mentioned|included|been|"
+                         r"read))\b(?![^\n]*\b(?:nothing|no)\s+(?:would\s+)?change)"
+                         r"[^\n.;!?]*:[\s*_`]*$", re.I)
 # A heading over every part at once ("Frame 1 to Frame 4 combined:", "Frame 1-4 overall:").
 _ALL_PARTS = re.compile(r"\b(?:to|through|and|combined|overall|together|all|total|whole|entire|"
                         r"every|both)\b|\d\s*[-\u2013]\s*\d", re.I)
@@ -800,6 +802,7 @@ _LINE_HEAD = re.compile(r"[^\S\n]*(?:,[^\S\n]*(?:for|as)\s+(?:comparison|referen
                         r"context|a\s+baseline))?[^\S\n]*(?:[\u2013\u2014-][^\S\n]*(?:[CH]\.\s*Score|"
                         r"Correctness|Hallucination|Accuracy|Completeness|Conciseness|Relevance|"
                         r"Score|Rating)[^\S\n]*(?:\([^()\n]{0,20}\))?)?[^\S\n]*", re.I)
+_MARK = re.compile(r"[:=]")
 # A line that carries a value ("Accuracy: $90$ Completeness: $80$", "- Correctness: 4").
 _VALUE_LINE = re.compile(r"[:=][\s*_`$]*\d|\$\d")
 # A generic heading over the verdicts ("Final scores:", "Totals:"): the block is the answer's.
@@ -835,7 +838,7 @@ def foreign_heading(text: str, pos: int) -> str | None:
         return None  # "Score for the candidate: $70$": the value's own line names the candidate
     verdict = re.search(r"\b(?:final|overall|total)\b", own, re.I) is not None
     if (m := FOREIGN_LABEL.match(text, end + 1, pos)) is not None and not verdict and (
-            (mark := re.compile(r"[:=]").search(text, m.end(), pos)) is not None) and (
+            (mark := _MARK.search(text, m.end(), pos)) is not None) and (
             _LINE_HEAD.fullmatch(_ASIDES.sub(" ", text[m.end(): mark.start()]))) and not (
             _NAMES_CAPTION.search(text, m.end(), pos)
             or _ALL_PARTS.search(_ASIDES.sub(" ", text[m.start(): pos]))

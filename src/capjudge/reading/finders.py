@@ -570,7 +570,7 @@ def first_integer(text: str) -> Number | None:
     # decides: "Visual context 90\nThe caption lists 3 of the 4 objects" is no 3).
     mine = [n for n in numbers if rates_another(text, n) is None]
     if len(mine) < len(numbers) and any(_CAPTION_VALUE.search(
-            text, max(text.rfind("\n", 0, n.start) + 1, 0), n.start) for n in mine):
+            text, text.rfind("\n", 0, n.start) + 1, n.start) for n in mine):
         numbers = mine
     # "The caption matches frame 2 well: 80": a part's number names it.
     numbers = [n for n in numbers if not names_part(text, n)] or numbers

@@ -63,6 +63,9 @@ _RANK_BEFORE = re.compile(r"\brank(?:ing|ed)?\b[^.\n\d]{0,30}$|\b(?:place[ds]?|p
                           r"(?:it\s+)?(?:at\s+)?(?:number\s+|no\.\s*|#\s*)?[$*_`]*$", re.I)
 
 
+# "so the pipeline can continue": a value written only to keep the run going.
+_PIPELINE_WORDS = (r"so\s+(?:that\s+)?the\s+(?:pipeline|run|batch|job|script)\s+(?:can|could|"
+                   r"will)\s+(?:continue|proceed|complete|finish|run)")
 # The judge calls its value a stand-in: "I'm assigning $0$ as a placeholder so this item can
 # be flagged", "a dummy score", "score: -1 (sentinel)".
 _PLACEHOLDER = re.compile(r"\b(?:place-?holders?|dummy\s+(?:value|score|rating)|sentinel|"
@@ -70,9 +73,7 @@ _PLACEHOLDER = re.compile(r"\b(?:place-?holders?|dummy\s+(?:value|score|rating)|
                           # can continue"
                           r"not\s+(?:an?\s+)?(?:actual\s+|real\s+|genuine\s+)?(?:assessment|"
                           r"evaluation|judge?ment|rating)\s+of\s+(?:the|this)\s+(?:caption|"
-                          r"candidate|description)(?=\s*(?:[.;,)!\n]|$))|so\s+(?:that\s+)?the\s+"
-                          r"(?:pipeline|run|batch|job|script)\s+(?:can|could|will)\s+"
-                          r"(?:continue|proceed|complete|finish|run)|"
+                          r"candidate|description)(?=\s*(?:[.;,)!\n]|$))|" + _PIPELINE_WORDS + r"|"
                           r"(?:so|that)\s+(?:this|the)\s+(?:item|sample|example|case)\s+(?:can|"
                           r"could|will)\s+be\s+(?:flagged|re-?run|re-?checked|reviewed|"
                           r"re-?evaluated))\b", re.I)
@@ -105,8 +106,7 @@ _STAND_IN_VALUES = re.compile(r"(?<![\"'\u2018\u201c])\b(?:place-?holder|dummy|s
                               r"dummies|dummy\s+values?)\b", re.I)
 
 
-_PIPELINE = re.compile(r"\bso\s+(?:that\s+)?the\s+(?:pipeline|run|batch|job|script)\s+"
-                       r"(?:can|could|will)\s+(?:continue|proceed|complete|finish|run)\b", re.I)
+_PIPELINE = re.compile(r"\b" + _PIPELINE_WORDS + r"\b", re.I)
 
 
 def stand_in(text: str, *, counts: bool = False) -> str | None:
