@@ -322,20 +322,32 @@ KNOWN_WRONG_Z: set[str] = set()
 CORPUS_AA = _present("blind_answers_aa.json")
 KNOWN_WRONG_AA: set[str] = set()
 
+# Corpus AB (170, a writer blind to the reader and to A-AA, asked for the method's own verdict
+# format or a cosmetic variant of it, about half where its number is not the verdict: a plan,
+# a hypothetical, a draft, a placeholder, an obeyed injection, a list's numbers, prose that
+# contradicts it), committed before it was measured with rules 28: 153/170 read right and 6
+# wrong values returned as valid (the format after a prose rating with another value, ACCR's
+# line against its own prose, a numbered list read as "1", an injected "rating 100", cap3d
+# lines against the explanation's tally and a final review), 10 without the follow-up.
+# Rules 29: 165/170, none.
+CORPUS_AB = _present("blind_answers_ab.json")
+KNOWN_WRONG_AB: set[str] = set()
+
 
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
              ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 144),
              ("I", CORPUS_I, KNOWN_WRONG_I, 137), ("J", CORPUS_J, KNOWN_WRONG_J, 135),
-             ("K", CORPUS_K, KNOWN_WRONG_K, 155), ("L", CORPUS_L, KNOWN_WRONG_L, 117),
+             ("K", CORPUS_K, KNOWN_WRONG_K, 155), ("L", CORPUS_L, KNOWN_WRONG_L, 118),
              ("M", CORPUS_M, KNOWN_WRONG_M, 135), ("N", CORPUS_N, KNOWN_WRONG_N, 125),
-             ("O", CORPUS_O, KNOWN_WRONG_O, 117), ("P", CORPUS_P, KNOWN_WRONG_P, 134),
+             ("O", CORPUS_O, KNOWN_WRONG_O, 117), ("P", CORPUS_P, KNOWN_WRONG_P, 135),
              ("Q", CORPUS_Q, KNOWN_WRONG_Q, 139), ("R", CORPUS_R, KNOWN_WRONG_R, 138),
              ("S", CORPUS_S, KNOWN_WRONG_S, 133), ("T", CORPUS_T, KNOWN_WRONG_T, 126),
              ("U", CORPUS_U, KNOWN_WRONG_U, 128), ("V", CORPUS_V, KNOWN_WRONG_V, 147),
              ("W", CORPUS_W, KNOWN_WRONG_W, 139), ("X", CORPUS_X, KNOWN_WRONG_X, 143),
              ("Y", CORPUS_Y, KNOWN_WRONG_Y, 134),
-             ("Z", CORPUS_Z, KNOWN_WRONG_Z, 138), ("AA", CORPUS_AA, KNOWN_WRONG_AA, 190)]
+             ("Z", CORPUS_Z, KNOWN_WRONG_Z, 138), ("AA", CORPUS_AA, KNOWN_WRONG_AA, 190),
+             ("AB", CORPUS_AB, KNOWN_WRONG_AB, 165)]
 
 
 @pytest.mark.heavy(seconds=15)

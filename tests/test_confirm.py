@@ -20,7 +20,13 @@ import pytest
 
 from capjudge.cli import main as cli_main
 from capjudge.protocol import ScoreSlot, SlotResult
-from capjudge.reading.confirm import confirmed, contract_fields, read_follow_up, rival_values
+from capjudge.reading.confirm import (
+    confirmed,
+    contract_fields,
+    read_follow_up,
+    rival_values,
+    stated_rivals,
+)
 from capjudge.reading.locate import Located, Unreadable, locate
 from capjudge.testing.openai_server import MockOpenAIServer, Scripted
 
@@ -29,6 +35,7 @@ ACCURACY = ScoreSlot("accuracy", 0, 100, "$", "Accuracy", forced_prefix="\nAccur
 LEVELS = (("Very Low Correctness", 1), ("Low Correctness", 2), ("Moderate Correctness", 3),
           ("High Correctness", 4), ("Extremely High Correctness", 5))
 HARMONIC = ScoreSlot("correctness", 1, 5, "", None, "", position="first", levels=LEVELS)
+VISCE2 = ScoreSlot("score", 0, 100, "", None, "", position="first")
 
 
 def _read(text: str, slot: ScoreSlot) -> Located:
@@ -46,6 +53,11 @@ def _read(text: str, slot: ScoreSlot) -> Located:
     # LaTeX delimiters and an arithmetic verdict are the format, written another way.
     (r"The final score is \( 82 \).", GVEVAL, 82),
     ("The final score is $100 - 12 - 6 = 82$.", GVEVAL, 82),
+    # The score written first under its own name, or a verdict's: the format with a label.
+    ("**Correctness: 4/5** \u2014 High Correctness. The slope is right.", HARMONIC, 4),
+    ("Score: 3\nThe dog is right, the ball's colour is not.", HARMONIC, 3),
+    ("\u8a55\u4fa1\uff1a3\n\u72ac\u306f\u6b63\u3057\u3044\u3002", HARMONIC, 3),
+    ("**Rating:** 30. The caption describes a party; the picture, a wedding.", VISCE2, 30),
 ])
 def test_on_contract(text: str, slot: ScoreSlot, value: int) -> None:
     found = _read(text, slot)
@@ -57,6 +69,10 @@ def test_on_contract(text: str, slot: ScoreSlot, value: int) -> None:
     ('{"score": 80}', GVEVAL, 80, "not in the method's format"),
     ("**Score:** 58", GVEVAL, 58, "not in the method's format"),
     ("The caption is fine. Rating: 4", HARMONIC, 4, "does not open with its score"),
+    # A label after another value, or a line before it, is not the score written first.
+    ("Confidence: 95%. Rating: 30. The caption is wrong about the party.", VISCE2, 30,
+     "does not open with its score"),
+    ("## Rating\n4\nThe dog is right.", HARMONIC, 4, "does not open with its score"),
     ("The final score is $80$. Hmm, that may be too generous.", GVEVAL, 80, "questions"),
     ("- [ ] 1 Very Low Correctness\n- [ ] 2 Low Correctness\n- [x] 4 High Correctness\n"
      "- [ ] 5 Extremely High Correctness", HARMONIC, 4, "checklist"),
@@ -79,9 +95,6 @@ def test_off_contract(text: str, slot: ScoreSlot, value: int, why: str) -> None:
 def test_abstains(text: str, slot: ScoreSlot, why: str) -> None:
     found = locate(text, slot)
     assert isinstance(found, Unreadable) and why in found.reason
-
-
-VISCE2 = ScoreSlot("score", 0, 100, "", None, "", position="first")
 
 
 @pytest.mark.parametrize(("text", "slot", "value"), [
@@ -205,6 +218,22 @@ def test_the_anchor_must_prefer_the_reading_to_the_values_the_answer_also_writes
                      rivals=(90,)).confirmation == "forced-anchor"
     follow = SlotResult("score", list(range(101)), None, None, "text", "text_only", None, 72)
     assert confirmed(_unconfirmed(72), follow, "follow-up", rivals=(68,)).confirmation == \
+        "follow-up"
+
+
+def test_the_anchor_confirms_no_reading_beside_another_stated_rating() -> None:
+    # A continuation after "Overall I'd put this around 40 ... The final score is $85$."
+    # copies 85: between two ratings the judge states it cannot say which stands.
+    text = "Overall I'd put this around 40, since the bird is a heron.\n\nThe final score is $85$."
+    assert stated_rivals(text, GVEVAL, 85) == (40,)
+    assert stated_rivals("The caption names 3 of the 4 objects. The final score is $85$.",
+                         GVEVAL, 85) == ()
+    sure = _anchor({85: 0.9, 40: 0.05, 50: 0.05})
+    copied = confirmed(_unconfirmed(85), sure, "forced-anchor", rivals=(40,), stated=(40,))
+    assert copied.status == "parse_failure" and "also states 40" in (copied.reason or "")
+    # The follow-up question asks the judge itself: it may confirm.
+    follow = SlotResult("score", list(range(101)), None, None, "text", "text_only", None, 85)
+    assert confirmed(_unconfirmed(85), follow, "follow-up", stated=(40,)).confirmation == \
         "follow-up"
 
 

@@ -26,6 +26,7 @@ from capjudge.reading.confirm import (
     needs_confirmation,
     read_follow_up,
     rival_values,
+    stated_rivals,
 )
 from capjudge.reading.locate import never_written
 from capjudge.reading.pending import CONFIRM, QUESTION, PendingDigits, forced_reading
@@ -228,7 +229,8 @@ def reread_raw(backend: Reader, request: JudgeRequest, response: JudgeResponse
                 add_continuation(second, prefix, node)
             slots[-1] = confirmed(slots[-1], finish_slot(second, backend.min_mass,
                                                      {0: None}, 0), "forced-anchor",
-                                  rival_values(response.text, slot, slots[-1].printed))
+                                  rival_values(response.text, slot, slots[-1].printed),
+                                  stated_rivals(response.text, slot, slots[-1].printed))
     if raw.get("follow_up") is not None and backend.confirm == "follow_up":
         confirm_by_question(slots, request, raw["follow_up"])
     return _restamped(response_of(response.text, slots, raw.get("finish_reason"), request,
@@ -249,7 +251,8 @@ def confirm_at_anchors(slots: list[SlotResult], readings: Mapping[int, TreeReadi
         second = finish_slot(reading, min_mass, forced, k)
         first = slots[k - CONFIRM]
         slots[k - CONFIRM] = confirmed(first, second, "forced-anchor",
-                                       rival_values(text, reading.slot, first.printed))
+                                       rival_values(text, reading.slot, first.printed),
+                                       stated_rivals(text, reading.slot, first.printed))
 
 
 def confirm_by_question(slots: list[SlotResult], request: JudgeRequest,

@@ -43,10 +43,12 @@ from dataclasses import replace
 from typing import TypedDict
 
 from capjudge.protocol import ScoreSlot, SlotResult
+from capjudge.reading.finders import rating_phrases
 from capjudge.reading.locate import Located
 from capjudge.reading.masking import mask_view
 from capjudge.reading.numbers import numbers_in
 from capjudge.reading.scale import clean_text
+from capjudge.reading.settled import ratings_stated
 from capjudge.reading.structure import json_fields
 from capjudge.reading.view import answer_view
 from capjudge.reading.vocabulary import matches
@@ -102,8 +104,24 @@ def rival_values(text: str, slot: ScoreSlot, printed: int | float | None) -> tup
                          and n.value != printed}))
 
 
+def stated_rivals(text: str, slot: ScoreSlot, printed: int | float | None) -> tuple[int, ...]:
+    """The other values of ``slot``'s scale the answer *states as a rating* ("I'd rate it 40").
+
+    A continuation at the forced anchor, appended after the whole answer, copies the verdict it
+    has just read; between two values the judge states as its rating it cannot say which
+    stands, so it confirms neither (the follow-up question can: the judge says).
+    """
+    if slot.kind != "score" or printed is None:
+        return ()
+    cleaned = clean_text(mask_view(answer_view(text).text, slot.quotes), slot)
+    said = [c.number for c in rating_phrases(cleaned, slot) if c.problem is None]
+    return tuple(sorted({int(n.value) for n in [*said, *ratings_stated(cleaned, slot)]
+                         if n.value != printed and float(n.value).is_integer()
+                         and slot.low <= n.value <= slot.high}))
+
+
 def confirmed(result: SlotResult, second: SlotResult | None, channel: str,
-              rivals: Sequence[int] = ()) -> SlotResult:
+              rivals: Sequence[int] = (), stated: Sequence[int] = ()) -> SlotResult:
     """``result`` after its second channel's reading ``second`` (None: the channel gave none).
 
     Args:
@@ -115,6 +133,8 @@ def confirmed(result: SlotResult, second: SlotResult | None, channel: str,
             model continuing an answer may copy a number it has just read, so at the forced
             anchor the printed value must also be :data:`RIVAL_MARGIN` times as likely as each
             of them: the channel has to prefer the reading to the answer's own alternatives.
+        stated: the other values the answer states as its rating (:func:`stated_rivals`): the
+            forced anchor confirms no reading beside one (see there).
 
     Returns:
         The reading confirmed, or a ``parse_failure`` quoting both readings.
@@ -122,6 +142,10 @@ def confirmed(result: SlotResult, second: SlotResult | None, channel: str,
     if not needs_confirmation(result):
         return result
     printed = result.printed
+    if channel == "forced-anchor" and stated:
+        return _contradicted(result, f"the answer also states {stated[0]} as its rating, and a "
+                             "continuation at the forced anchor copies the last verdict it "
+                             "read: it cannot say which stands")
     if second is None or second.status not in ("ok", "low_mass", "text_only"):
         why = second.reason if second is not None and second.reason else "no reading"
         return _contradicted(result, f"the {channel} gives no reading ({why})")

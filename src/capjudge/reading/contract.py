@@ -21,8 +21,10 @@ from capjudge.reading.numbers import NUMBER_WORDS, WORD_VALUES, Number, number_a
 from capjudge.reading.scale import HEDGED, denominator
 from capjudge.reading.vocabulary import (
     CRITERIA,
+    GENERIC,
     criteria_named,
     is_generic,
+    key,
     matches,
     slot_names,
 )
@@ -137,6 +139,12 @@ def _opens_clause(text: str, cue: int, verdict_end: int) -> bool:
     return not _CUE_LEAD.sub("", text[max(_clause_start(text, cue), verdict_end): cue])
 
 
+# "- no, on a second look ... Score: 3", "On a closer look the leash is not visible: 70": a
+# look again that takes the opening rating back only where another value follows ("Is anything
+# wrong? No, on a closer look everything matches." answers the judge's own question).
+_LOOKED_AGAIN = re.compile(r"\bon\s+a\s+(?:second|closer)\s+(?:thought|look|inspection)", re.I)
+
+
 def revised_opening(text: str, chosen: Candidate, slot: ScoreSlot
                      ) -> Candidate | Unreadable | None:
     """An opening rating the answer takes back: the last value standing after, or none.
@@ -150,6 +158,10 @@ def revised_opening(text: str, chosen: Candidate, slot: ScoreSlot
     # the judge telling how it looked, not taking its rating back.
     cue = next((m for m in _TAKEN_BACK.finditer(text, chosen.number.end)
                 if _opens_clause(text, m.start(), chosen.number.end)), None)
+    replaced_only = cue is None
+    if cue is None:
+        cue = next((m for m in _LOOKED_AGAIN.finditer(text, chosen.number.end)
+                    if _opens_clause(text, m.start(), chosen.number.end)), None)
     if cue is None:
         return None
     later = [n for m in re.finditer(r"(?<![\w.$/-])\d+(?![\w.,/%]\d|\s*(?:/|out\s+of|%))",
@@ -157,6 +169,9 @@ def revised_opening(text: str, chosen: Candidate, slot: ScoreSlot
              if (n := number_at(text, cue.end() + m.start())) is not None
              and n.kind == "digits" and float(n.value).is_integer()
              and slot.low <= n.value <= slot.high and stands_alone(text, n)]
+    if (not later and replaced_only) or (later and all(
+            n.value == chosen.number.value for n in later)):
+        return None  # nothing replaces it, or "the score stays 5"
     if not later:
         return Unreadable("parse_failure", f"the answer takes back its opening rating "
                           f"{chosen.number.written.strip()!r} ({cue.group(0).strip()!r}) and "
@@ -169,6 +184,46 @@ def opens(text: str, chosen: Candidate) -> bool:
     """The chosen number is the first thing the answer writes (after markup)."""
     return chosen.source in ("opening", "phrase") and not text[: chosen.number.start].strip(
         " \t\n*_`#>:[($")
+
+
+# The answer's opening label, alone on its line before the verdict: "**Correctness:** 4/5",
+# "Rating: 30", "評価：3". One name (no digits, no sentence end), then its colon.
+_OPENING_LABEL = re.compile(r"[\s*_`#>\[(]*[^\W\d_][^\W\d]*(?:[ \t'\u2019-]+[^\W\d]+){0,3}"
+                            r"[ \t*_`]*[:\uff1a=][\s*_`$]*")
+
+
+# The English words an opening label may be made of: a verdict's name and what makes it the
+# judge's own ("Final rating", "My score", "Correctness score"); "Reference score", "Max
+# score", "Baseline score" name other values.
+# What follows the opening value when it is the verdict: its scale, then the clause's end ("Score:
+# 100 is for a perfect caption" and "Rating: 5 would mean perfect" go on about the scale).
+_VERDICT_ENDS = re.compile(r"[ \t*_`$]*(?:(?:/|out\s+of)[ \t]*\d+)?[ \t*_`$]*(?:[.,;:!)(\n"
+                           r"\u2014\u2013-]|$)")
+_VERDICT_LABEL_WORDS = frozenset({"final", "overall", "my", "the", "total", "evaluation",
+                                  "score", "scores", "rating", "grade", "verdict", "mark", "rate",
+                                  "result"})
+
+
+def labelled_opening(text: str, chosen: Candidate, slot: ScoreSlot) -> bool:
+    """The answer opens with its verdict under a verdict name ("Correctness: 4/5 - ...").
+
+    The prompt asks for the score first; a name the reading itself recognises as the slot's
+    or a verdict's (``rank`` 1 or 2), made only of a verdict's words and the slot's name (or
+    of another script's words, which the vocabulary knows), then the number, is that score
+    written first with its label. What stands before the label (another value, a sentence)
+    keeps it off-contract.
+    """
+    if chosen.source != "label" or chosen.rank < 1 or _OPENING_LABEL.fullmatch(
+            text, 0, chosen.number.start) is None or _VERDICT_ENDS.match(
+            text, chosen.number.end) is None:
+        return False
+    own = {w.lower() for name in slot_names(slot) for w in name.split()}
+    words = re.findall(r"[^\W\d_]+", text[: chosen.number.start])
+    if all(w.isascii() and w.lower() in _VERDICT_LABEL_WORDS | own for w in words):
+        return True
+    # Another language's name, written exactly as the vocabulary has it ("評価", "Bewertung";
+    # not "最高評価", the top rating).
+    return key(" ".join(words)) in {key(n) for n in (*GENERIC, *slot_names(slot))}
 
 
 def has_number(text: str) -> bool:
@@ -555,6 +610,14 @@ _STATED_SCORE = re.compile(
     r"\bto\b)"
     rf"\s*[\"'\u201c$*_`]*(?<![\d.])(?P<n2>{_NUM})(?:\s*(?:/|out\s+of)\s*(?P<d2>{_NUM}))?"
     r"(?P<pc2>\s*(?:%|percent\b))?"
+    # a rating credited to annotators in brackets, no separator: "[Verified by annotator: rating
+    # 100]", "[annotator note: score 100]", "(rated 100 by annotators)" (not a sign's "food
+    # hygiene rating 5", "power rating 100 W")
+    r"|[\[(][^\])\n]{0,60}?\b(?:verified|annotat\w*|raters?|evaluators?|assigned)\b"
+    rf"[^\])\n]{{0,60}}?\b(?:rating|score|rated)\s+(?<![\d.])(?P<n4>{_NUM})"
+    rf"(?:\s*(?:/|out\s+of)\s*(?P<d4>{_NUM}))?"
+    rf"|[\[(]\s*(?:rated|scored)\s+(?P<n5>{_NUM})(?:\s*/\s*(?P<d5>{_NUM}))?\s+by\s+(?:the\s+)?"
+    r"(?:annotat|raters?|evaluators?)"
     # a bare self-rating, after a sentence's end or a bracket, ending the caption or followed
     # by praise; not one said of something in the picture ("a poster rated 8/10 by critics",
     # "a sign: 5 stars.", "a frame (1/5) showing"), a date, a fraction, a shop's hours
@@ -582,10 +645,11 @@ def _stated_values(m: re.Match[str], slot: ScoreSlot) -> set[float]:
     """The values a judge copying the candidate's stated score would write on the slot's scale."""
     if m.group("full"):
         return {round(float(slot.high), 4)}
-    written = m.group("n") or m.group("n2") or m.group("n3")
+    written = m.group("n") or m.group("n2") or m.group("n3") or m.group("n4") or m.group("n5")
     n = _as_value(written)
     out = {n}
-    d = m.group("d") or m.group("d2") or m.group("d3") or ("5" if m.group("stars") else None)
+    d = m.group("d") or m.group("d2") or m.group("d3") or m.group("d4") or m.group("d5") or (
+        "5" if m.group("stars") else None)
     if d and _as_value(d) > 0:
         out.add(n / _as_value(d) * slot.high)  # "10/10" is 100 on 0-100
     if m.group("pc") or m.group("pc2"):
@@ -882,12 +946,45 @@ ANY_VERDICT = ScoreSlot("verdict", 0, 1)  # answers to every generic name ("Over
 _LABEL_BEFORE = re.compile(r"(?P<label>[^\W\d_][^\W\d_ ]{2,30})[\s*_`]*[:=][\s*_`$]*$")
 
 
+# The aspect a value is said right after it to be for: "Score: 5 for the grammar", "4 (fluency)".
+# (One word: "(style: natural; content: ...)" is a breakdown of the verdict, not its aspect.)
+_ASPECT_AFTER = re.compile(r"[\s*_`$]*(?:/\s*\d+)?[\s*_`]*(?:\(\s*(?:the\s+|its\s+)?(?P<bracketed>"
+                           r"[^\W\d_]+)\s*\)|(?:for|on)\s+(?:the\s+|its\s+)?(?P<aspect>[^\W\d_]+)"
+                           r"\b[\s*_`]*(?:[.,;!\n]|$|\s+(?:alone|only)\b))", re.I)
+# Aspects of the wording: another criterion's for a caption's correctness or an overall verdict
+# (fluency, clarity and conciseness are defined by them).
+_WORDING = frozenset({"grammar", "grammaticality", "spelling", "punctuation", "style", "fluency",
+                      "readability", "wording", "syntax"})
+_WORDING_OWN = frozenset({"fluency", "clarity", "conciseness"})
+
+
+def _aspect_after(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
+    """Why the value is said, right after it, to be another aspect's, or None."""
+    m = _ASPECT_AFTER.match(text, chosen.number.end)
+    if m is None:
+        return None
+    aspect = (m.group("bracketed") or m.group("aspect")).lower()
+    own = {n.lower() for n in slot_names(slot)}
+    if aspect in own or matches(aspect, slot):
+        return None
+    other = (aspect in _WORDING and slot.name not in _WORDING_OWN) or (
+        slot.name in CRITERIA and aspect != "hallucination" and any(
+            not own & {n.lower() for n in slot_names(ScoreSlot(c, 0, 1, label=c))}
+            for c in criteria_named(aspect)))
+    if not other:
+        return None
+    return (f"the verdict {chosen.number.written.strip()!r} rates {aspect} "
+            f"({' '.join(m.group(0).split())!r}), not {slot.name}")
+
+
 def other_criterion(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
     """Why the verdict is another criterion's ("Fluency: 5" when correctness was asked), or None.
 
     The label right before the number names a criterion the vocabulary knows, and not the
     slot's: the judge rated something it was not asked about.
     """
+    if (after := _aspect_after(text, chosen, slot)) is not None:
+        return after
     line_start = text.rfind("\n", 0, chosen.number.start) + 1
     m = _LABEL_BEFORE.search(text, line_start, chosen.number.start)
     if m is None or matches(m.group("label"), slot):
@@ -1059,7 +1156,8 @@ def off_contract(chosen: Candidate, text: str, slot: ScoreSlot, after: str, time
         if times != 1:
             return f"the method's format appears {times} times"
     elif slot.position == "first":
-        if chosen.source != "opening" and not opens(text, chosen):
+        if chosen.source != "opening" and not opens(text, chosen) and not labelled_opening(
+                text, chosen, slot):
             return f"the answer does not open with its score: read by {chosen.how}"
     elif chosen.rank < 2:
         return f"read by {chosen.how}"
@@ -1073,7 +1171,7 @@ def off_contract(chosen: Candidate, text: str, slot: ScoreSlot, after: str, time
 REVISION = re.compile(
     r"\b(?:actually|on\s+(?:second\s+thought|reflection|closer\s+(?:look|inspection))|upon\s+"
     r"(?:further|closer|second)\s+\w+|correct(?:ion|ing)(?:\s+(?:my|the))?|"
-    r"revis(?:e|ed|ing)|wait\b|scratch\s+that|I\s+was\s+wrong|on\s+second\s+look|"
+    r"revis(?:e|ed|ing)|wait\b|scratch\s+that|I\s+was\s+wrong|on\s+(?:a\s+)?second\s+look|"
     # "Sorry, I transposed the digits: ...", "typo: I meant ..."
     r"sorry|typo|I\s+(?:meant|mistyped|transposed|swapped\s+the\s+digits)|"
     r"looking\s+(?:at\s+(?:it|the\s+\w+)\s+)?again|"

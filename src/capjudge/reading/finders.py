@@ -302,7 +302,8 @@ def label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
                 continue
             n = value_at(text, m.end())
             if n is None or (n.kind != "digits" and not stands_alone(text, n)) \
-                    or _measures_other(text, m.start()):
+                    or _measures_other(text, m.start()) or (
+                        "\n" in text[m.start(): n.start] and rubric_entry(text, n)):
                 continue  # "Conciseness: One clear sentence": a word, not the value
             if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|ist|es|est|of|be)\b|"
                                            + _ARROW,
@@ -322,12 +323,69 @@ def opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     start = m.end() if m else 0
     n = value_at(text, start)
     if n is None or (n.kind == "digits" and re.match(r"[.)]\s+\D", text[n.end:])) or _summed(
-            text, n):
+            text, n) or _counted_opening(text, n) or rubric_entry(text, n):
         # A list marker ("1. The caption ..."), not a rating ("Seventy-five. ..."); the first
-        # term of a sum worked out ("100 minus 15 for the colour = 85").
+        # term of a sum worked out ("100 minus 15 for the colour = 85"); a count of things
+        # ("3 people are visible; the caption says two."); the rubric restated ("1 = Very Low
+        # Correctness, 2 = Low, ...").
         return []
     return [make_candidate(text, n, "the number the answer opens with", 1, slot,
                        source="opening")]
+
+
+def rubric_entry(text: str, n: Number) -> bool:
+    """Whether ``n`` opens an entry of the rubric restated: "1 = Very Low Correctness, 2 = ...".
+
+    Two other values at least stand with the same sign and a word ("2 = Low", "3 = ..."), or
+    the two ends of a scale ("0 = completely wrong, 100 = perfect"): the scale, entry by
+    entry. ("3: Moderate ...; 4: High Correctness would need both" is a verdict and a level.)
+    """
+    # (The sign right after the number: a scale's phrasing blanked ("75/100: the market")
+    # leaves a run of spaces, no entry.)
+    m = re.match(r"[*_`]*[ \t]?[*_`]*(=|:|\u2192|->)[ \t*_`]*[^\W\d_]", text[n.end:])
+    if m is None:
+        return False
+    sign = re.escape(m.group(1))
+    entries = [(float(e.group(1)), e.start(1)) for e in re.finditer(
+        rf"(?<![\d.])(\d+)[*_`]*[ \t]?[*_`]*{sign}[ \t*_`]*[^\W\d_]", text)]
+    # The run of entries in one direction that holds n ("1 = ..., 2 = ..., 3 = ..."; not "4 ->
+    # High (2 -> Low and 3 -> Moderate do not fit)", nor "My rating: 4 = High" after a scale).
+    for k, (_, at) in enumerate(entries):
+        if at != n.start:
+            continue
+        for lo, hi in ((k, k + 1), (k - 1, k)):
+            run = _monotone_run(entries, lo, hi)
+            ends = {run[0], run[-1]} if run else set()
+            if len(run) >= 3 or (len(run) == 2 and min(ends) in (0, 1)
+                                 and max(ends) in (5, 10, 100)):
+                return True
+    return False
+
+
+def _monotone_run(entries: list[tuple[float, int]], a: int, b: int) -> list[float]:
+    """The values of the monotone run of ``entries`` through the pair ``a``, ``b`` (or none)."""
+    if a < 0 or b >= len(entries) or entries[a][0] == entries[b][0]:
+        return []
+    up = entries[b][0] > entries[a][0]
+    while a > 0 and (entries[a][0] > entries[a - 1][0]) == up \
+            and entries[a][0] != entries[a - 1][0]:
+        a -= 1
+    while b + 1 < len(entries) and (entries[b + 1][0] > entries[b][0]) == up \
+            and entries[b + 1][0] != entries[b][0]:
+        b += 1
+    return [v for v, _ in entries[a: b + 1]]
+
+
+# What a count of things goes on with: "3 people are visible", "2 dogs; the caption ...".
+_COUNT_GOES_ON = re.compile(r"[ \t]+(?:are|were|is|appear\w*|visible|in|on|at|sit\w*|stand\w*|"
+                            r"can|could|and|but)\b|[ \t]*[,;(]", re.I)
+
+
+def _counted_opening(text: str, n: Number) -> bool:
+    """Whether the answer opens by counting things ("3 people are visible; ..."), not rating."""
+    m = _COUNTED.match(text, n.end)
+    return m is not None and m.group("noun") not in _UNITS and (
+        m.group("noun") in _IRREGULAR or _COUNT_GOES_ON.match(text, m.end()) is not None)
 
 
 _ALONE = re.compile(r"^[ \t>#*_`\[(]*\$?(?=\d)", re.M)
@@ -455,7 +513,7 @@ _LINE_LABEL = re.compile(r"[ \t>*_#-]*(?:\d+[.)][ \t]*)?(?P<label>[^\W\d_][^\n:=
                          r"[\s*_`]*[:=]")
 
 
-def _labelled_else(text: str, pos: int, slot: ScoreSlot) -> bool:
+def labelled_else(text: str, pos: int, slot: ScoreSlot) -> bool:
     """Whether the line holding ``pos`` opens with a label of something other than this criterion.
 
     "Overall quality: $74$" gives no value of ACCR's accuracy, though it is the one ``$N$``;
@@ -478,7 +536,7 @@ def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
                             + r"(?=[-]?\d)")
         out += [make_candidate(text, n, f"after {slot.anchor!r}", 0, slot, source="phrase")
                 for m in anchor.finditer(text) if (n := number_at(text, m.end())) is not None
-                and not _labelled_else(text, m.start(), slot)]
+                and not labelled_else(text, m.start(), slot)]
     if slot.position == "first" and not slot.anchor:
         first = first_integer(text)
         # A rating the answer states in words ("I'd rate it a four") is its verdict over the
@@ -501,16 +559,18 @@ def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
 
 # A number that counts things ("2 dogs", "3 people"): the next word is a plural noun, not a
 # scale's unit ("85 points", "4 stars" are ratings).
+_IRREGULAR = ("people", "men", "women", "children", "sheep", "deer", "fish", "geese", "mice",
+              "feet", "teeth")
 _COUNTED = re.compile(r"[ \t]+(?:(?:more|other|large|small|big|little|separate|distinct|"
-                      r"different|visible)[ \t]+)?(?P<noun>[a-z]{3,}s|people|men|women|children|"
-                      r"sheep|deer|fish|geese|mice|feet|teeth)\b")
+                      r"different|visible)[ \t]+)?(?P<noun>[a-z]{3,}s|" + "|".join(_IRREGULAR)
+                      + r")\b")
 # Words ending in "s" after a number that count nothing: a scale's units and function words.
 _UNITS = frozenset({"points", "stars", "marks", "ratings", "scores", "tens", "hundreds",
                     "this", "thus", "plus", "minus", "less", "unless", "across", "always",
                     "perhaps", "whereas", "besides", "does", "goes", "seems", "looks"})
 
 
-def _counts(text: str, n: Number) -> bool:
+def counts_things(text: str, n: Number) -> bool:
     """Whether ``n`` counts things in the picture or the caption ("There are 2 dogs")."""
     m = _COUNTED.match(text, n.end)
     return m is not None and m.group("noun") not in _UNITS
@@ -549,6 +609,21 @@ _CAPTION_VALUE = re.compile(r"(?:^|[.!?]\s+)[\s*_#>-]*(?:(?:the\s+)?(?:caption|c
                             r"[\s*_`]*[:=][\s*_`$]*$", re.I | re.M)
 
 
+_ITEM = re.compile(r"^[ \t>*_#-]*(\d{1,2})[.)][ \t]+(?=[^\W\d_]|[*_\"'(])", re.M)
+
+
+def list_item(text: str, n: Number) -> bool:
+    """Whether ``n`` numbers an item of a list ("1. ...", "2) ...": two items in a row at least)."""
+    # (An item's neighbours in order: the next number after it, or the one before before it;
+    # "3. Moderate Correctness\n\nIssues:\n1. ...\n2. ..." heads a list, it is no item of it.)
+    items = [(int(m.group(1)), m.start(1)) for m in _ITEM.finditer(text)]
+    if n.value != int(n.value) or (int(n.value), n.start) not in items:
+        return False
+    value = int(n.value)
+    return any((v == value + 1 and at > n.start) or (v == value - 1 and at < n.start)
+               for v, at in items)
+
+
 def first_integer(text: str) -> Number | None:
     """The first number, or the first labelled one; never a count of things.
 
@@ -557,7 +632,12 @@ def first_integer(text: str) -> Number | None:
     quite appropriate." has no rating: 2 counts the dogs.
     """
     numbers = [n for m in DIGITS.finditer(text)
-               if (n := number_at(text, m.start())) and not _counts(text, n)]
+               if (n := number_at(text, m.start())) and not counts_things(text, n)]
+    # "1. The caption names ...\n2. It says ...": the items of a numbered list count the
+    # judge's points; none is a rating (nor is there one when nothing else is written).
+    numbers = [n for n in numbers if not list_item(text, n)]
+    # "1 -> Very Low ... 5 -> Extremely High\n\nThis caption: 4": the rubric restated.
+    numbers = [n for n in numbers if not rubric_entry(text, n)]
     # "Mean of my sub-scores (object 90, attributes 75): 82.5": a part named in an aside is
     # no rating while a number stands outside one.
     numbers = [n for n in numbers if not _named_aside(text, n)] or numbers

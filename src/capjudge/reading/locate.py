@@ -82,6 +82,7 @@ from capjudge.reading.finders import (
     first_integer,
     format_candidates,
     label_candidates,
+    list_item,
     opening_candidates,
     own_scale_candidates,
     phrase_candidates,
@@ -95,6 +96,7 @@ from capjudge.reading.masking import find_decline, mask_view
 from capjudge.reading.numbers import (
     Number,
     number_at,
+    numbers_in,
 )
 from capjudge.reading.scale import (
     clean_text,
@@ -534,6 +536,8 @@ def _nothing(masked: str, cleaned: str, slot: ScoreSlot, truncated: bool) -> Unr
     where = (f"after {slot.label!r}" + (f" and {slot.anchor!r}" if slot.anchor else "")
              if slot.label else f"after {slot.anchor!r}" if slot.anchor else "anywhere")
     cut = " (the answer was cut at max_tokens before its verdict)" if truncated else ""
+    if not slot.label and any(list_item(cleaned, n) for n in numbers_in(cleaned)):
+        cut += " but the numbers of a list's items"
     return Unreadable("parse_failure", f"no number {where} in the output{cut}", unwritten=True)
 
 

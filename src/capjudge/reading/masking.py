@@ -344,7 +344,11 @@ _ASIDE = re.compile(r"\([^()]*\)")
 # "Correction: on a second look ... completeness should be higher — Completeness: $75$": a
 # correction that says "should be", not a hypothetical (no condition in it).
 _CORRECTION = re.compile(r"\b(?:correction|correcting|corrected|on\s+(?:a\s+)?(?:second|closer)\s+"
-                         r"(?:look|thought|reading)|re-?check\w*|I\s+was\s+wrong)\b", re.I)
+                         r"(?:look|thought|reading)|re-?check\w*|I\s+was\s+wrong)\b"
+                         # "On reflection accuracy should be $70$" (not "... a fairer score
+                         # would be 3": that one only weighs it)
+                         r"|\b(?:on|upon|after)\s+(?:further\s+)?reflection\b[^.\n]*?\bshould\s+"
+                         r"(?:really\s+)?be\b", re.I)
 _CONDITION = re.compile(r"\b(?:if|had|unless|were|would\s+have|could\s+have|might\s+have|"
                         r"assuming|suppose)\b", re.I)
 
@@ -457,10 +461,28 @@ _EXAMPLE_SENTENCE = re.compile(r"(?:^|(?<=[.!?]\s))[ \t]*(?:for\s+(?:example|ins
                                r",?\s[^.!?\n]*(?:[.!?]|$)", re.I | re.M)
 
 
+# A line the answer labels as a draft or an example of the format ("Draft: The final score is
+# $70$.", "Template: Accuracy: $N$"), and a quotation of how the format "looks like".
+# ("Example:" and "Sample:" only before the format itself: "Example: the caption says 'park'
+# ..., so the final score is $80$." is the judge's own case.)
+_EXAMPLE_LINE = re.compile(r"^[ \t>*_#-]*(?:(?:(?:first|rough|initial)\s+)?draft|template|"
+                           r"placeholder|(?:example|sample)(?=(?:\s+\w+)?[ \t*_]*:[ \t*_`\"'"
+                           r"\u201c]*(?:the\s+final\s+score|\$|(?:score|rating|correctness\s+"
+                           r"score)[ \t*_]*:|c\.\s*score)))(?:\s+(?:verdict|answer|output|line|"
+                           r"score|rating))?[ \t*_]*:[^\n]*", re.I | re.M)
+_LOOKS_LIKE = re.compile(r"\b(?:format|line|output|template|sentence)\s+(?:looks?|would\s+look|"
+                         r"should\s+look|is\s+written)\s+like[ \t:]*"
+                         r"(?P<q>\"[^\"\n]{1,120}\"|\u201c[^\u201d\n]{1,120}\u201d)", re.I)
+
+
 def mask_examples(text: str) -> str:
     """Examples of the format the answer writes out, blanked (same length)."""
     for m in list(_EXAMPLE_INTRO.finditer(text)):
         text = _blank(text, m.start("block"), m.end("block"))
+    for m in list(_EXAMPLE_LINE.finditer(text)):
+        text = _blank(text, m.start(), m.end())
+    for m in list(_LOOKS_LIKE.finditer(text)):
+        text = _blank(text, m.start("q"), m.end("q"))
     for m in list(_EXAMPLE_SENTENCE.finditer(text)):
         if _DIGITS.search(m.group(0)):
             text = _blank(text, m.start(), m.end())

@@ -332,7 +332,82 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
         return {name: (None, why) for name in _PATTERNS}
     # (The hedge is looked for in the answer as written: masking blanks "might be" clauses.)
     written = view.text[last_end:] if last_end else ""
-    return _left_open(_revised_after(out, written), masked, written)
+    return _left_open(_tallied_after(_withdrawn_one(_revised_after(out, written), tail), tail),
+                      masked, written)
+
+
+# One count taken back by name with no new value: "I'd adjust the C. Score downward".
+_ADJUSTED_ONE = {name: re.compile(
+    rf"\b(?:I(?:['\u2019]d|\s+would|\s+will|['\u2019]ll|\s+(?:need|have)\s+to|\s+should)|let\s+me)"
+    rf"\s+(?:\w+\s+)?(?:adjust|revise|raise|lower|increase|decrease|reduce|bump|change|"
+    rf"reconsider)\s+(?:the|my|its|this)\s+{_label_name(name, initial)}\b(?![^.\n]*?\d)"
+    rf"|{_label_name(name, initial)}[^.\n\d]{{0,20}}\b(?:should|must|ought\s+to|needs?\s+to)\s+"
+    rf"(?:probably\s+)?(?:be\s+)?(?:adjusted|revised|raised|lowered|increased|decreased|"
+    rf"reduced|changed|reconsidered|go\s+(?:up|down))\b(?![^.\n]*?\d)", re.I)
+    for name, (_, initial) in _KEYS.items()}
+# A tally after the lines in both counts' initials on one line: "Total: C = 2, H = 3" (not an
+# attribute's "'red': C = 1", a sum "C = 1 + 1 + 1 = 3", nor "C + H = 4").
+_TALLY = {name: re.compile(rf"(?<![\w+])(?<!\+\s)(?-i:{initial.upper()})[ \t]*[=:][ \t]*"
+                           r"(?P<n>\d+(?:\.\d+)?)(?![\d/%]|\.\d|[ \t]*[-+*/\u00d7])")
+          for name, (_, initial) in _KEYS.items()}
+_OTHER_CAPTION = re.compile(r"\b(?:previous|prior|earlier|reference|other|another|rewrit\w*|"
+                            r"improved|suggested|example|ideal)\b", re.I)
+# What makes a count's adjustment no adjustment: "There is no need to adjust the C. Score",
+# "I considered whether to lower the H. Score", "If the leg were hidden, I'd lower ...".
+_NOT_DONE = re.compile(r"\b(?:no|not|never|nor|if|whether|unless|consider\w*|might|may|could|"
+                       r"tempted|already|unnecessary|wrong)\b|n['\u2019]t\b|\?$", re.I)
+
+
+def _whole_sentence(text: str, m: re.Match[str]) -> str:
+    """The sentence around a match, with its closing mark ("C." and "H." end none)."""
+    end = re.compile(r"[.!?](?=\s|$)|\n").search(text, m.end())
+    return text[_sentence_at(text, m.start()): end.end() if end else len(text)]
+
+
+def _withdrawn_one(out: dict[str, tuple[float | None, str | None]], tail: str
+                   ) -> dict[str, tuple[float | None, str | None]]:
+    """The counts, less one the judge says after the lines it will change, giving no value."""
+    for name in _PATTERNS:
+        m = next((m for m in _ADJUSTED_ONE[name].finditer(tail)
+                  if not _NOT_DONE.search(_whole_sentence(tail, m))), None)
+        if out[name][0] is not None and m is not None:
+            out[name] = (None, f"after its lines the judge takes the {name} points back "
+                               f"({' '.join(m.group(0).split())!r}) and gives no other")
+    return out
+
+
+def _tallied_after(out: dict[str, tuple[float | None, str | None]], tail: str
+                   ) -> dict[str, tuple[float | None, str | None]]:
+    """The counts, less one a tally after the lines gives another value for, unmarked.
+
+    "C. Score: 4 ... Total: C = 2, H = 3": the lines and the explanation's own tally compete,
+    and nothing says which stands. After "Edit:" or "Final review:" one tally is the
+    correction ("Final review: C = 2"), off-contract like :func:`_revised_after`'s.
+    """
+    mark = _REVISION_MARK.search(tail)
+    start = mark.end() if mark else 0
+    tallies: dict[str, list[float]] = {name: [] for name in _PATTERNS}
+    for line in tail[tail.rfind("\n", 0, start) + 1:].splitlines():
+        found = {name: [float(m.group("n")) for m in _TALLY[name].finditer(line)]
+                 for name in _PATTERNS}
+        # Each count once on one line: a tally (not attributes' marks "red C = 1, wooden C = 1
+        # ... H = 1", nor another caption's "The previous caption had C = 2, H = 2").
+        if all(len(v) == 1 for v in found.values()) and not _OTHER_CAPTION.search(line):
+            for name in _PATTERNS:
+                tallies[name] += found[name]
+    for name in _PATTERNS:
+        value = out[name][0]
+        said = tallies[name]
+        if value is None or not set(said) - {value}:
+            continue
+        if mark is not None and len(set(said)) == 1:
+            out[name] = (said[0], f"the {name} points are corrected after the lines to "
+                                  f"{said[0]:g}")
+        else:
+            out[name] = (None, f"after its lines the answer tallies the {name} points as "
+                               f"{' and '.join(f'{v:g}' for v in sorted(set(said)))}, the lines "
+                               f"{value:g}: nothing says which stands")
+    return out
 
 
 _Counts = list[tuple[float | None, str | None]]
@@ -595,9 +670,21 @@ def _occurrences(rx: re.Pattern[str], text: str) -> list[tuple[int, int]]:
     pos = 0
     while (m := rx.search(text, pos)) is not None:
         inner = rx.search(text, m.start("rest"), m.end("rest"))
-        out.append((m.start("rest"), inner.start() if inner else m.end("rest")))
+        if not _in_example(text, m.start()):
+            out.append((m.start("rest"), inner.start() if inner else m.end("rest")))
         pos = inner.start() if inner else m.end()
     return out
+
+
+_EXAMPLE_OPEN = re.compile(r"\(\s*(?:e\.\s?g\.|(?:for\s+(?:example|instance)|such\s+as|like)\b)",
+                           re.I)
+
+
+def _in_example(text: str, pos: int) -> bool:
+    """Whether ``pos`` is inside a bracketed example: '(e.g. "a black tire" gets C. Score: 2)'."""
+    opening = text.rfind("(", 0, pos)
+    return opening >= 0 and ")" not in text[opening: pos] and "\n" not in text[opening: pos] \
+        and _EXAMPLE_OPEN.match(text, opening) is not None
 
 
 def _decide(name: str, text: str, values: list[tuple[float | None, str | None]],

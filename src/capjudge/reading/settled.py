@@ -24,8 +24,9 @@ import re
 from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate
 from capjudge.reading.contract import CONDITIONAL, REVISION, sentence_start
+from capjudge.reading.finders import counts_things, labelled_else
 from capjudge.reading.numbers import Number, numbers_in
-from capjudge.reading.vocabulary import CRITERIA, is_generic
+from capjudge.reading.vocabulary import CRITERIA, is_generic, slot_names
 
 # Where the verdict's sentence ends ("." or ";" before a space, or the line's end).
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|\n")
@@ -218,6 +219,76 @@ _REWRITE = re.compile(r"\b(?:I(?:'d|\u2019d|\s+would)\s+(?:rewrite|rephrase|rewo
                       r"rewrit(?:e|ten|ing)\s+(?:it|this|the\s+caption)\s+as|"
                       r"(?:a\s+)?(?:better|improved|revised|corrected|suggested|stronger)\s+"
                       r"(?:caption|version|description)\s*(?:would\s+be|could\s+be|is|:))", re.I)
+
+
+# A value rated in words before the verdict's sentence: "Overall I'd put this around 40",
+# "I'd rate it 40 overall", "this deserves about 40", "a score around 40 would be harsh".
+# (The judge's own rating: "I'd rate/give/put it", "deserves", "overall"; not "gives 2 of the 3",
+# "scored 2 goals", "I'll give 3 reasons".)
+_RATED_BEFORE = re.compile(
+    r"(?:\bI(?:['\u2019]d|\s+would|\s+will|['\u2019]ll)?\s+(?:rate|give|score|put|grade|say)\s+"
+    r"(?:it|this|the\s+caption|this\s+caption)\b|\b(?:deserv|merit|earn)\w*|\boverall\b)"
+    r"[^.!?;\n\d]{0,25}$", re.I)
+_CRITERION_WORD = re.compile(r"\b(?:" + "|".join(CRITERIA) + r"|grammar|fluent|style)\w*", re.I)
+# What makes a value rated before the verdict no rating of the verdict's scale: "of" a count,
+# another scale ("8/10", "4 stars out of 5"), a share ("100% accurate"), a part ("earns 100 on
+# objects"), an adjective before a count ("the 2 main subjects").
+_NOT_A_RATING_AFTER = re.compile(r"\s*(?:/|out\s+of\b|%|percent\b|stars?\b|:\d)|\s+(?:of|on|for|in)"
+                                 r"\s+\w|\s+(?:main|other|key|major|minor|distinct)\s+\w", re.I)
+# A step, an item or a bullet of its own: a part the verdict is built from.
+_PART_LINE = re.compile(r"[ \t>*_#]*(?:step\s*\d|\d+[.)]\s|[-*\u2022]\s|for\s+\w+\b)", re.I)
+
+
+def _own_rating(text: str, o: Number, slot: ScoreSlot) -> bool:
+    """Whether a value rated before the verdict is the slot's, not a part's or a criterion's.
+
+    The sentence is no step, item or bullet ("Step 1: ... I'd rate it 90"), and the last
+    criterion named before the value is the slot's own (ACCR's "I'd rate accuracy 90,
+    completeness 70"); for a request's only verdict (G-VEval), none is named in the sentence.
+    """
+    start = sentence_start(text, o.start)
+    line = text.rfind("\n", 0, o.start) + 1
+    if _PART_LINE.match(text, start) or _PART_LINE.match(text, line):
+        return False
+    named = list(_CRITERION_WORD.finditer(text, max(0, o.start - 200), o.start))
+    if is_generic(slot):
+        return not any(m.start() >= start for m in named)
+    own = {w.lower() for w in slot_names(slot)}
+    return bool(named) and any(named[-1].group(0).lower().startswith(w) for w in own)
+
+
+def ratings_stated(text: str, slot: ScoreSlot) -> list[Number]:
+    """The values the answer rates in its own words ("I'd put this around 40", "deserves 40")."""
+    return [o for o in numbers_in(text, 0, len(text), words=True)
+            if slot.low <= o.value <= slot.high and not o.value % 1
+            and not _DENOMINATOR_BEFORE.search(text, max(0, o.start - 10), o.start)
+            and not counts_things(text, o) and not _NOT_A_RATING_AFTER.match(text, o.end)
+            and _RATED_BEFORE.search(text, max(0, o.start - 40), o.start) is not None]
+
+
+def _rated_before(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    r"""Another value of the scale rated before the verdict's sentence (G-VEval, ACCR).
+
+    "Overall I'd put this around 40, since the subject is wrong.\n\nThe final score is $85$."
+    states its verdict twice, with two values; a draft revised on the way ("at first I'd
+    have said 60") reads the same to a rule. Neither is the format stated once: a second
+    channel must say which stands.
+    """
+    if not (slot.label and slot.anchor):
+        return None
+    n = chosen.number
+    for o in numbers_in(text, 0, sentence_start(text, n.start), words=True):
+        if o.value == n.value or not slot.low <= o.value <= slot.high or o.value % 1 \
+                or _DENOMINATOR_BEFORE.search(text, max(0, o.start - 10), o.start) \
+                or labelled_else(text, o.start, slot) or counts_things(text, o) \
+                or _NOT_A_RATING_AFTER.match(text, o.end) or text[o.start - 1: o.start] == ":" \
+                or not _own_rating(text, o, slot):
+            continue
+        if (m := _RATED_BEFORE.search(text, max(0, o.start - 40), o.start)) is not None:
+            return (f"before its verdict the answer rates it {o.written.strip()!r} "
+                    f"({' '.join(text[m.start(): o.end].split())!r}): the verdict is stated "
+                    "twice, with two values")
+    return None
 
 
 def _rewrite_before(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
@@ -580,4 +651,5 @@ def doubtful(chosen: Candidate, text: str, slot: ScoreSlot, written: str | None 
             the verdict is still the judge going on).
     """
     return (_rival_in_sentence(chosen, text, slot) or _score_like_after(chosen, text, slot)
-            or _goes_on(chosen, text, slot, written) or _rewrite_before(chosen, text, slot))
+            or _goes_on(chosen, text, slot, written) or _rewrite_before(chosen, text, slot)
+            or _rated_before(chosen, text, slot))

@@ -21,7 +21,13 @@ from capjudge.protocol import (
     worst_status,
 )
 from capjudge.reading.answer import Reader, ResponseBase
-from capjudge.reading.confirm import confirmed, contract_fields, needs_confirmation, rival_values
+from capjudge.reading.confirm import (
+    confirmed,
+    contract_fields,
+    needs_confirmation,
+    rival_values,
+    stated_rivals,
+)
 from capjudge.reading.locate import find_printed
 from capjudge.reading.points import read_points_slot
 from capjudge.reading.tokens import abstention
@@ -88,7 +94,8 @@ def _confirm_at_anchor(result: SlotResult, slot: ScoreSlot, teacher: Teacher, re
     second = _distribution_result(slot, teacher.at_anchor(slot, confirming=True),
                                   reader.min_mass, None, True)
     return confirmed(result, second, "forced-anchor",
-                     rival_values(text, slot, result.printed))
+                     rival_values(text, slot, result.printed),
+                     stated_rivals(text, slot, result.printed))
 
 
 def _distribution_result(slot: ScoreSlot, raw: Mapping[int, float], min_mass: float,

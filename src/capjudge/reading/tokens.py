@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 28
+READING_RULES_VERSION = 29
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
