@@ -90,6 +90,11 @@ def _most_likely(result: SlotResult) -> int | None:
 RIVAL_MARGIN = 2.0
 
 
+def _cleaned(text: str, slot: ScoreSlot) -> str:
+    """The answer as the rules read it: viewed, quotations masked, the scale's phrasings out."""
+    return clean_text(mask_view(answer_view(text).text, slot.quotes), slot)
+
+
 def rival_values(text: str, slot: ScoreSlot, printed: int | float | None) -> tuple[int, ...]:
     """The other values of ``slot``'s scale the answer writes as numbers.
 
@@ -98,7 +103,7 @@ def rival_values(text: str, slot: ScoreSlot, printed: int | float | None) -> tup
     """
     if slot.kind != "score" or printed is None:
         return ()
-    cleaned = clean_text(mask_view(answer_view(text).text, slot.quotes), slot)
+    cleaned = _cleaned(text, slot)
     return tuple(sorted({int(n.value) for n in numbers_in(cleaned)
                          if n.integral and slot.low <= n.value <= slot.high
                          and n.value != printed}))
@@ -113,7 +118,7 @@ def stated_rivals(text: str, slot: ScoreSlot, printed: int | float | None) -> tu
     """
     if slot.kind != "score" or printed is None:
         return ()
-    cleaned = clean_text(mask_view(answer_view(text).text, slot.quotes), slot)
+    cleaned = _cleaned(text, slot)
     said = [c.number for c in rating_phrases(cleaned, slot) if c.problem is None]
     return tuple(sorted({int(n.value) for n in [*said, *ratings_stated(cleaned, slot)]
                          if n.value != printed and float(n.value).is_integer()

@@ -192,13 +192,13 @@ _OPENING_LABEL = re.compile(r"[\s*_`#>\[(]*[^\W\d_][^\W\d]*(?:[ \t'\u2019-]+[^\W
                             r"[ \t*_`]*[:\uff1a=][\s*_`$]*")
 
 
-# The English words an opening label may be made of: a verdict's name and what makes it the
-# judge's own ("Final rating", "My score", "Correctness score"); "Reference score", "Max
-# score", "Baseline score" name other values.
 # What follows the opening value when it is the verdict: its scale, then the clause's end ("Score:
 # 100 is for a perfect caption" and "Rating: 5 would mean perfect" go on about the scale).
 _VERDICT_ENDS = re.compile(r"[ \t*_`$]*(?:(?:/|out\s+of)[ \t]*\d+)?[ \t*_`$]*(?:[.,;:!)(\n"
                            r"\u2014\u2013-]|$)")
+# The English words an opening label may be made of: a verdict's name and what makes it the
+# judge's own ("Final rating", "My score", "Correctness score"); "Reference score", "Max
+# score", "Baseline score" name other values.
 _VERDICT_LABEL_WORDS = frozenset({"final", "overall", "my", "the", "total", "evaluation",
                                   "score", "scores", "rating", "grade", "verdict", "mark", "rate",
                                   "result"})
@@ -958,19 +958,28 @@ _WORDING = frozenset({"grammar", "grammaticality", "spelling", "punctuation", "s
 _WORDING_OWN = frozenset({"fluency", "clarity", "conciseness"})
 
 
+def _other_criteria(name: str, slot: ScoreSlot) -> list[str]:
+    """The criteria ``name`` names that are not ``slot``'s own.
+
+    A criterion that shares a name with the slot's is a synonym of it ("accuracy" and
+    "correctness" are both "exactitud"), not another criterion.
+    """
+    own = {n.lower() for n in slot_names(slot)}
+    return [c for c in criteria_named(name)
+            if not own & {n.lower() for n in slot_names(ScoreSlot(c, 0, 1, label=c))}]
+
+
 def _aspect_after(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
     """Why the value is said, right after it, to be another aspect's, or None."""
     m = _ASPECT_AFTER.match(text, chosen.number.end)
     if m is None:
         return None
     aspect = (m.group("bracketed") or m.group("aspect")).lower()
-    own = {n.lower() for n in slot_names(slot)}
-    if aspect in own or matches(aspect, slot):
+    if aspect in {n.lower() for n in slot_names(slot)} or matches(aspect, slot):
         return None
     other = (aspect in _WORDING and slot.name not in _WORDING_OWN) or (
-        slot.name in CRITERIA and aspect != "hallucination" and any(
-            not own & {n.lower() for n in slot_names(ScoreSlot(c, 0, 1, label=c))}
-            for c in criteria_named(aspect)))
+        slot.name in CRITERIA and aspect != "hallucination" and bool(
+            _other_criteria(aspect, slot)))
     if not other:
         return None
     return (f"the verdict {chosen.number.written.strip()!r} rates {aspect} "
@@ -994,11 +1003,7 @@ def other_criterion(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
         # not the criterion's own.
         return (f"the verdict {chosen.number.written.strip()!r} is labelled "
                 f"{m.group('label')!r}, a verdict for the whole, not {slot.name}")
-    own = {n.lower() for n in slot_names(slot)}
-    named = [c for c in criteria_named(m.group("label"))
-             # A criterion that shares a name with the slot's is a synonym of it ("accuracy"
-             # and "correctness" are both "exactitud"), not another criterion.
-             if not own & {n.lower() for n in slot_names(ScoreSlot(c, 0, 1, label=c))}]
+    named = _other_criteria(m.group("label"), slot)
     if not named:
         return None
     return (f"the verdict {chosen.number.written.strip()!r} rates {named[0]} "

@@ -333,6 +333,12 @@ def opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
                        source="opening")]
 
 
+# A rubric's entry: the value, its sign right after it, a word ("1 = Very Low", "5 -> High").
+# (A scale's phrasing blanked ("75/100: the market") leaves a run of spaces: no entry.)
+_ENTRY = re.compile(r"(?<![\d.])(?P<n>\d+)[*_`]*[ \t]?[*_`]*(?P<sign>=|:|\u2192|->)[ \t*_`]*"
+                    r"[^\W\d_]")
+
+
 def rubric_entry(text: str, n: Number) -> bool:
     """Whether ``n`` opens an entry of the rubric restated: "1 = Very Low Correctness, 2 = ...".
 
@@ -340,14 +346,11 @@ def rubric_entry(text: str, n: Number) -> bool:
     the two ends of a scale ("0 = completely wrong, 100 = perfect"): the scale, entry by
     entry. ("3: Moderate ...; 4: High Correctness would need both" is a verdict and a level.)
     """
-    # (The sign right after the number: a scale's phrasing blanked ("75/100: the market")
-    # leaves a run of spaces, no entry.)
-    m = re.match(r"[*_`]*[ \t]?[*_`]*(=|:|\u2192|->)[ \t*_`]*[^\W\d_]", text[n.end:])
+    m = _ENTRY.match(text, n.start)
     if m is None:
         return False
-    sign = re.escape(m.group(1))
-    entries = [(float(e.group(1)), e.start(1)) for e in re.finditer(
-        rf"(?<![\d.])(\d+)[*_`]*[ \t]?[*_`]*{sign}[ \t*_`]*[^\W\d_]", text)]
+    entries = [(float(e.group("n")), e.start("n")) for e in _ENTRY.finditer(text)
+               if e.group("sign") == m.group("sign")]
     # The run of entries in one direction that holds n ("1 = ..., 2 = ..., 3 = ..."; not "4 ->
     # High (2 -> Low and 3 -> Moderate do not fit)", nor "My rating: 4 = High" after a scale).
     for k, (_, at) in enumerate(entries):
@@ -383,9 +386,9 @@ _COUNT_GOES_ON = re.compile(r"[ \t]+(?:are|were|is|appear\w*|visible|in|on|at|si
 
 def _counted_opening(text: str, n: Number) -> bool:
     """Whether the answer opens by counting things ("3 people are visible; ..."), not rating."""
-    m = _COUNTED.match(text, n.end)
-    return m is not None and m.group("noun") not in _UNITS and (
-        m.group("noun") in _IRREGULAR or _COUNT_GOES_ON.match(text, m.end()) is not None)
+    m = _counted(text, n)
+    return m is not None and (m.group("noun") in _IRREGULAR
+                              or _COUNT_GOES_ON.match(text, m.end()) is not None)
 
 
 _ALONE = re.compile(r"^[ \t>#*_`\[(]*\$?(?=\d)", re.M)
@@ -570,10 +573,15 @@ _UNITS = frozenset({"points", "stars", "marks", "ratings", "scores", "tens", "hu
                     "perhaps", "whereas", "besides", "does", "goes", "seems", "looks"})
 
 
+def _counted(text: str, n: Number) -> re.Match[str] | None:
+    """The plural noun ``n`` counts ("2 dogs"), or None (a scale's unit counts nothing)."""
+    m = _COUNTED.match(text, n.end)
+    return m if m is not None and m.group("noun") not in _UNITS else None
+
+
 def counts_things(text: str, n: Number) -> bool:
     """Whether ``n`` counts things in the picture or the caption ("There are 2 dogs")."""
-    m = _COUNTED.match(text, n.end)
-    return m is not None and m.group("noun") not in _UNITS
+    return _counted(text, n) is not None
 
 
 # A sum worked out to its result: "100 minus 15 for the colour = 85", "100 - 20 - 10 = 70".

@@ -358,9 +358,12 @@ _NOT_DONE = re.compile(r"\b(?:no|not|never|nor|if|whether|unless|consider\w*|mig
                        r"tempted|already|unnecessary|wrong)\b|n['\u2019]t\b|\?$", re.I)
 
 
+_SENTENCE_CLOSE = re.compile(r"[.!?](?=\s|$)|\n")
+
+
 def _whole_sentence(text: str, m: re.Match[str]) -> str:
     """The sentence around a match, with its closing mark ("C." and "H." end none)."""
-    end = re.compile(r"[.!?](?=\s|$)|\n").search(text, m.end())
+    end = _SENTENCE_CLOSE.search(text, m.end())
     return text[_sentence_at(text, m.start()): end.end() if end else len(text)]
 
 
@@ -368,9 +371,11 @@ def _withdrawn_one(out: dict[str, tuple[float | None, str | None]], tail: str
                    ) -> dict[str, tuple[float | None, str | None]]:
     """The counts, less one the judge says after the lines it will change, giving no value."""
     for name in _PATTERNS:
+        if out[name][0] is None:
+            continue
         m = next((m for m in _ADJUSTED_ONE[name].finditer(tail)
                   if not _NOT_DONE.search(_whole_sentence(tail, m))), None)
-        if out[name][0] is not None and m is not None:
+        if m is not None:
             out[name] = (None, f"after its lines the judge takes the {name} points back "
                                f"({' '.join(m.group(0).split())!r}) and gives no other")
     return out

@@ -257,9 +257,13 @@ def _own_rating(text: str, o: Number, slot: ScoreSlot) -> bool:
     return bool(named) and any(named[-1].group(0).lower().startswith(w) for w in own)
 
 
-def ratings_stated(text: str, slot: ScoreSlot) -> list[Number]:
-    """The values the answer rates in its own words ("I'd put this around 40", "deserves 40")."""
-    return [o for o in numbers_in(text, 0, len(text), words=True)
+def ratings_stated(text: str, slot: ScoreSlot, end: int | None = None) -> list[Number]:
+    """The values the answer rates in its own words ("I'd put this around 40", "deserves 40").
+
+    Values of the scale only, none another scale's, a share, a count or a part's; up to
+    ``end`` (the whole answer by default).
+    """
+    return [o for o in numbers_in(text, 0, len(text) if end is None else end, words=True)
             if slot.low <= o.value <= slot.high and not o.value % 1
             and not _DENOMINATOR_BEFORE.search(text, max(0, o.start - 10), o.start)
             and not counts_things(text, o) and not _NOT_A_RATING_AFTER.match(text, o.end)
@@ -277,17 +281,15 @@ def _rated_before(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     if not (slot.label and slot.anchor):
         return None
     n = chosen.number
-    for o in numbers_in(text, 0, sentence_start(text, n.start), words=True):
-        if o.value == n.value or not slot.low <= o.value <= slot.high or o.value % 1 \
-                or _DENOMINATOR_BEFORE.search(text, max(0, o.start - 10), o.start) \
-                or labelled_else(text, o.start, slot) or counts_things(text, o) \
-                or _NOT_A_RATING_AFTER.match(text, o.end) or text[o.start - 1: o.start] == ":" \
-                or not _own_rating(text, o, slot):
+    for o in ratings_stated(text, slot, sentence_start(text, n.start)):
+        if o.value == n.value or labelled_else(text, o.start, slot) \
+                or text[o.start - 1: o.start] == ":" or not _own_rating(text, o, slot):
             continue
-        if (m := _RATED_BEFORE.search(text, max(0, o.start - 40), o.start)) is not None:
-            return (f"before its verdict the answer rates it {o.written.strip()!r} "
-                    f"({' '.join(text[m.start(): o.end].split())!r}): the verdict is stated "
-                    "twice, with two values")
+        m = _RATED_BEFORE.search(text, max(0, o.start - 40), o.start)
+        assert m is not None  # (ratings_stated found it)
+        return (f"before its verdict the answer rates it {o.written.strip()!r} "
+                f"({' '.join(text[m.start(): o.end].split())!r}): the verdict is stated "
+                "twice, with two values")
     return None
 
 
