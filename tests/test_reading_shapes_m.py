@@ -207,7 +207,8 @@ def test_a_number_before_a_scale_unit_is_still_the_first_number() -> None:
     "I'll refine this on a second pass.\n\nPreliminary score: $75$",
     "Tentative rating: 60 (to be confirmed)."])
 def test_a_value_labelled_preliminary_with_no_final_one_abstains(text: str) -> None:
-    assert "not yet its verdict" in _why(text)
+    # (A value marked provisional after it is caught where the number is read: corpus AC.)
+    assert any(why in _why(text) for why in ("not yet its verdict", "marked provisional"))
 
 
 def test_a_preliminary_value_then_a_final_one_reads_the_final() -> None:

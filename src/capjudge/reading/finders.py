@@ -232,8 +232,19 @@ def format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     value = re.compile(rf"[^\d]{{0,80}}?{anchor}{_MARKUP}{_LATEX_OPEN}{_MARKUP}{_DECORATION}"
                        r"(?=[-]?\d)")
     out = []
+    spelled = re.compile(rf"[^\d]{{0,80}}?{anchor}{_MARKUP}(?=[^\W\d_])")
     for m in label.finditer(text):
         v = value.match(text, m.end())
+        w = spelled.match(text, m.end()) if v is None else None
+        if w is not None and not SENTENCE_END.search(w.group(0)) and "\n" not in w.group(0) \
+                and (n := _spelled_in_anchor(text, w.end(), anchor)) is not None \
+                and not _measures_other(text, m.start()):
+            # "最终得分为 $八十五$ 分", "$quatre-vingt-cinq$": the format's place, its value in
+            # words or numerals of another script; read, but not as the format writes it.
+            out.append(make_candidate(text, n, f"label {m.group(0).strip()!r} and "
+                                      f"{slot.anchor!r}, in words", 2, slot,
+                                      _is_final(text, m.start()), source="label"))
+            continue
         if v is None or _measures_other(text, m.start()):
             continue
         filler = text[m.end(): v.end()]
@@ -256,6 +267,14 @@ def format_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
             out.append(replace(make_candidate(text, n, how, 2, slot, _is_final(text, m.start()),
                                           source="label"), contract=True))
     return out
+
+
+def _spelled_in_anchor(text: str, pos: int, anchor: str) -> Number | None:
+    """A number in words (any language) or CJK numerals at ``pos``, closed by the anchor."""
+    n = value_at(text, pos)
+    if n is None or n.kind == "digits" or not re.match(rf"{_MARKUP}{anchor}", text[n.end:]):
+        return None
+    return n
 
 
 # "Confidence in this score:", "Probability of this rating:": the label names another measure

@@ -127,6 +127,14 @@ def number_at(text: str, pos: int) -> Number | None:
     return None
 
 
+# Sino-Korean numerals ("칠십오", "팔십 점"): the CJK numerals' readings in Hangul. Only a run
+# with 십 or 백 (a tens or hundreds number) that is a word of its own (at most 점 after
+# it), since each syllable alone is also part of everyday words.
+_HANGUL_AS_CJK = str.maketrans("일이삼사오육칠팔구십백", "一二三四五六七八九十百")
+_HANGUL_NUMBER = re.compile(r"(?<![\uac00-\ud7a3])[일이삼사오육칠팔구]?[십백]"
+                            r"[일이삼사오육칠팔구십]*(?![\uac00-\ud7a3](?<!점))")
+
+
 def value_at(text: str, pos: int) -> Number | None:
     """:func:`number_at`, or a number spelled out in another language, where a value is due.
 
@@ -136,6 +144,9 @@ def value_at(text: str, pos: int) -> Number | None:
     n = number_at(text, pos)
     if n is not None:
         return n
+    if (h := _HANGUL_NUMBER.match(text, pos)) is not None and (
+            said := cjk_value(h.group(0).translate(_HANGUL_AS_CJK))) is not None:
+        return Number(pos, h.end(), h.end(), float(said), h.group(0), "cjk")
     spelled = spelled_at(text, pos)
     if spelled is None:
         return None

@@ -34,7 +34,7 @@ from capjudge.reading.contract import (
     stated_by_candidate,
 )
 from capjudge.reading.masking import find_decline, mask_text, mask_view
-from capjudge.reading.numbers import number_at
+from capjudge.reading.numbers import NUMBER_WORDS, value_at
 from capjudge.reading.settled import stand_in
 from capjudge.reading.structure import json_fields, table_fields, xml_fields
 from capjudge.reading.view import answer_view
@@ -106,6 +106,9 @@ _TOTAL_LINE = re.compile(r"^\s*(?:[-*\u2022>]|\d+\.)?\s*\**\s*(?:total|sum|overa
                          r"[^:\n=]{0,30}[:=]\s*(?P<rest>[^\n]*)", re.I | re.M)
 
 
+# A count given as a bound or an approximation: "4+", "≥ 3", "at least 3", "~2".
+_BOUNDED = re.compile(rf"^(?:(?:[\u2265\u2264~\u2248]|>=|<=|at\s+(?:least|most)|about|around|"
+                      rf"roughly|approximately)\s*{_SIGNED}|{_SIGNED}\s*\+(?!\s*\d))", re.I)
 # A count with a question mark after it (a revision in between): "1?", "3 → 4?".
 _ARROW = r"(?:-+>|=+>|[\u2192\u21d2\u27f6\u279c\u27a1])"
 _QUESTIONED = re.compile(rf"^{_SIGNED}(?:\s*{_ARROW}\s*{_SIGNED})?\s*\?")
@@ -118,7 +121,9 @@ _RATE = re.compile(rf"^{_SIGNED}\s*(?:points?|pts?\.?)?\s*(?:each|per|apiece|for
 # A parenthetical aside that offers another count ("(possibly 2 if ...)", "(or 3)").
 # The other count may come first: "(2 if "metal" is counted)", "(3 when the lid counts)".
 _ALTERNATIVE_ASIDE = re.compile(r"\([^()]*\b(?:or|possibly|maybe|perhaps|otherwise|arguably|"
-                                r"if)\b[^()\d]{0,40}\d[^()]*\)"
+                                r"if)\b[^()\d]{0,40}(?:\d|\b" + NUMBER_WORDS.pattern + r")[^()]*\)"
+                                r"|\(\s*[+\u00b1]\s*\d(?![^()]*(?:\bnot\b|n't\b|\bexclud|"
+                                r"\bignor))[^()]*\)"
                                 r"|\(\s*(?:or\s+)?\d+(?:\.\d+)?\s+(?:(?:if|unless|assuming|"
                                 r"depending|counting)\b|when\b[^()]*\b(?:counts?|counted|included|"
                                 r"considered)\b)[^()]*\)", re.I)
@@ -161,6 +166,9 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
                       "range or a hedge")
     line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
     line = _NEXT_FIELD.split(line)[0]  # "2, Precision = 50%": the next field ends the value
+    if (bound := _BOUNDED.match(line)) is not None:
+        return None, (f"the {name} points are a bound or an approximation "
+                      f"({bound.group(0).strip()!r}), not a count")
     if (open_ := _QUESTIONED.match(line)) is not None:
         # "3 → 4?", "1?": the count is asked, not stated.
         return None, f"the {name} points are left open ({open_.group(0).strip()!r})"
@@ -194,7 +202,7 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
                         re.split(r"\s*\+\s*", m.group("expr")))
         elif _NONE.match(line):
             value = 0.0  # "None", "zero", "无": no attribute of that kind
-        elif (n := number_at(line, 0)) is not None and n.kind != "digits" and re.match(
+        elif (n := value_at(line, 0)) is not None and n.kind != "digits" and re.match(
                 r"\s*(?:$|[.,;(\-\u2014])", line[n.end:]):
             value = n.value  # "three (chair, wooden, rocking)": a count in words
         else:
@@ -209,6 +217,7 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
 
 
 _NONE = re.compile(r"(?:none|zero|nil|no\s+(?:hallucinat\w*|errors?|incorrect\w*|correct\w*)|"
+                   r"ningun[oa]|nada|aucune?|keine?|nessun[oa]?|nenhum[a]?|"
                    r"无|没有|なし|없음)\s*(?:$|[.,;(\-\u2014])", re.I)
 
 

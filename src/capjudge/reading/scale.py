@@ -37,6 +37,26 @@ _ALTERNATIVE_AFTER = re.compile(r"[\s$*_`]*,\s*(?:or|o|ou|oder|или|maybe|perh
 # "$50$ (strict) / $70$ (lenient)": a value under a qualifier, then another under its own.
 _QUALIFIED_PAIR = re.compile(r"[\s$*_`]*\([^()\n\d]{1,40}\)[\s$*_`]*(?:/|\||,|;|\bor\b|"
                              r"\bvs\.?)[\s$*_`]*\(?[\s$*_`]*\d", re.I)
+# A value given as a bound ("4 or more", "80 at most", "≥ 4") or marked provisional ("$72$,
+# pending the image", "60 (tentative)"): the judge does not commit to the one value (corpus AC).
+# (A spread, "$80 \\pm 10$", is read at its centre: eight corpora's writers read it so, AC's
+# alone abstains.)
+# (Within the value's line: "$72$\n\nPreliminary notes" is the next paragraph.)
+_LEAD = r"(?:[$*_`]|[^\S\n])*"
+_BOUND_AFTER = re.compile(_LEAD + r",?[^\S\n]*(?:or\s+(?:more|higher|above|better|greater|less|"
+                          r"lower|below|worse)|at\s+(?:the\s+)?(?:least|most|minimum|maximum)|"
+                          r"tops|or\s+thereabouts)\b", re.I)
+_BOUND_BEFORE = re.compile(r"(?:[\u2265\u2264\u2a7d\u2a7e]|>=|<=|\bat\s+(?:least|most)|"
+                           r"\b(?:no|not)\s+(?:more|less|fewer|lower|higher)\s+than|"
+                           r"\b(?:more|less|fewer|higher|lower)\s+than|\bupwards\s+of|"
+                           r"\bnorth\s+of|\bsouth\s+of)[\s$*_`]*$", re.I)
+_PROVISIONAL_AFTER = re.compile(_LEAD + r"[,;(\u2014\u2013-]?[^\S\n]*\(?[^\S\n]*(?:"
+                                r"tentative(?:ly)?|provisional(?:ly)?|preliminary|pending|"
+                                r"for\s+now|subject\s+to|until\s+I\b|to\s+be\s+(?:confirmed|"
+                                r"revised|updated)|tbc|tbd|unconfirmed|not\s+final|for\s+the\s+"
+                                r"time\s+being)\b", re.I)
+# "in the high $70$s", "mid-80s": a decade of the scale, not one value of it.
+_DECADE_AFTER = re.compile(r"[$*_`]*['\u2019]?s\b")
 # "$85$ if it's a cake", "4, provided the dog is a husky": a verdict under a condition the
 # answer never settles.
 _CONDITION_AFTER = re.compile(r"[\s$*_`)]*,?\s*(?:if|unless|provided|assuming|depending\s+on|"
@@ -170,6 +190,25 @@ def _taken_back(text: str, end: int) -> tuple[re.Match[str], Number] | None:
 HEDGED = "the score is a range or a hedge"
 
 
+def _uncommitted(n: Number, after: str, before: str, slot: ScoreSlot) -> str | None:
+    """Why ``n`` is a value the judge does not commit to, or None.
+
+    A bound, a decade or a value marked provisional (corpus AC).
+    """
+    written = n.written.strip()
+    if (bound := _BOUND_AFTER.match(after)) is not None:
+        return f"the score is a bound ({written}{bound.group(0)}), not one value"
+    if (bound := _BOUND_BEFORE.search(before)) is not None:
+        return f"the score is a bound ({bound.group(0).strip()} {written}), not one value"
+    if _PROVISIONAL_AFTER.match(after) is not None:
+        return (f"the score {written!r} is marked provisional "
+                f"({after[:40].strip()!r}), not a verdict")
+    if (n.integral and slot.high >= 100 and n.value >= 10 and n.value % 10 == 0
+            and _DECADE_AFTER.match(after)):
+        return f"the score names a decade (the {int(n.value)}s), not one value"
+    return None
+
+
 def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:
     """Why ``n`` is not a reading of ``slot`` (None when it is one), and its scale.
 
@@ -204,6 +243,8 @@ def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, boo
     if (taken := _taken_back(text, n.end)) is not None:
         return (f"the judge takes {n.written.strip()!r} back at once "
                 f"({(n.written + taken[0].group(0)).strip()!r} ...)"), False
+    if (why := _uncommitted(n, after, before, slot)) is not None:
+        return why, False
     if (cond := _CONDITION_AFTER.match(after)) is not None and not _HEADING_AFTER.match(after):
         return (f"the score {n.written.strip()!r} is conditional ({cond.group(0).strip()!r} "
                 "...), and the answer does not settle the condition"), False

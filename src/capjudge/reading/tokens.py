@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 29
+READING_RULES_VERSION = 30
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -99,7 +99,13 @@ Z). 28 (corpus AA): a value carried by a label naming another thing (a frame, a 
 of the picture, the picture's sharpness, the visual context, the judge's own description, a
 reference, the previous caption) is not the caption's, nor are blocks and JSON objects under
 such names or under a counterfactual heading; a value the judge says stands in "so the
-pipeline can continue" abstains."""
+pipeline can continue" abstains. 29 (corpus AB): the asked-for format and what it says. 30
+(corpus AC): a bound ("at least $70$", "≥ 4", "4 or more"), a decade ("the high $70$s") and a
+value marked provisional ("$72$, pending the image") abstain; runs of HTML entities and
+``\\uXXXX`` escapes are their characters, a superscript glued to a number is a footnote
+marker; words or another script's numerals in the format's place are read off-contract; cap3d
+counts given as bounds or with an open aside abstain, counts in other languages' words are
+read."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""

@@ -59,6 +59,10 @@ VULGAR = {"½": 0.5, "¼": 0.25, "¾": 0.75, "⅓": 1 / 3, "⅔": 2 / 3, "⅕": 
 _PLAIN = {"\u2044": "/", "\u2215": "/", "\u2212": "-", "\u2010": "-", "\u2011": "-",
           "\u00d7": "x", "\u3000": " "}
 
+# A superscript digit glued to what precedes it is a footnote marker ("$83$¹", "76¹", "husky²"),
+# not a digit of the number: NFKC would read "76¹" as 761 and "7¹" as 71 (corpus AC).
+_SUPERSCRIPT_DIGITS = frozenset("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+
 _BLOCKS = [
     # (also namespaced: Seed-OSS's "<seed:think>")
     (re.compile(r"<\s*((?:[\w-]+:)?(?:think|thinking|reasoning|thought|reflection))\s*>", re.I),
@@ -147,6 +151,8 @@ def normalise(text: str) -> tuple[str, tuple[int, ...]]:
         if ch in INVISIBLE:
             continue
         plain = ch if ch in VULGAR else _PLAIN.get(ch)
+        if ch in _SUPERSCRIPT_DIGITS and _footnote_marker(text, i):
+            plain = " "
         if plain is None and not ch.isascii() and (digit := unicodedata.decimal(ch, None)) \
                 is not None:
             plain = str(digit)  # "٨٥", "८५", "８５": any script's decimal digits
@@ -158,6 +164,22 @@ def normalise(text: str) -> tuple[str, tuple[int, ...]]:
             index.append(i)
     index.append(len(text))
     return "".join(out), tuple(index)
+
+
+def _footnote_marker(text: str, i: int) -> bool:
+    """Whether the superscript digit at ``i`` is a footnote marker.
+
+    So is a run glued to what precedes it ("76¹"); not a numerator ("⁸⁵⁄₁₀₀") or a number of
+    its own (" ⁸⁵").
+    """
+    start = i
+    while start > 0 and text[start - 1] in _SUPERSCRIPT_DIGITS:
+        start -= 1
+    end = i
+    while end < len(text) and text[end] in _SUPERSCRIPT_DIGITS:
+        end += 1
+    return start > 0 and not text[start - 1].isspace() and text[end: end + 1] not in (
+        "\u2044", "/", "\u2215")
 
 
 def _blank(text: str, start: int, end: int) -> str:
@@ -282,24 +304,42 @@ def plain_math(text: str) -> str:
 
 # "&#36;66&#36;", "&quot;score&quot;", "&lt;answer&gt;", "<br>": an answer passed through
 # an HTML escaper (a web UI's log, a proxy) before it reached us.
-_ENTITY = re.compile(r"&(?:#\d{1,6}|#x[0-9a-f]{1,6}|[a-z]{2,8});|<br\s*/?>", re.I)
+# Content encoded twice shows its escapes: "$\u0037\u0034$" is "$74$" (corpus AC).
+_ENTITY = re.compile(r"(?:&(?:#\d{1,6}|#x[0-9a-f]{1,6}|[a-z]{2,8});|\\u[0-9a-f]{4})+|<br\s*/?>",
+                     re.I)
+_ONE_ENTITY = re.compile(r"&(?:#\d{1,6}|#x[0-9a-f]{1,6}|[a-z]{2,8});|\\u[0-9a-f]{4}", re.I)
+
+
+def _unescaped(written: str) -> str:
+    if written.startswith("\\"):
+        code = int(written[2:], 16)
+        # (A lone surrogate or a control character is no text: the escape stays as written.)
+        return chr(code) if code >= 0x20 and not 0xD800 <= code <= 0xDFFF else written
+    return html.unescape(written)
 
 
 def html_entities(text: str) -> str:
-    """HTML character references as their character, ``<br>`` as a line break (same length).
+    r"""HTML character references and ``\uXXXX`` escapes as their character (same length).
 
-    The character takes the entity's last place, so a number right after it stays next to
-    it ("&#36;66" reads "    $66").
+    ``<br>`` is a line break. A run of them takes the run's last places, so the characters
+    stay together and a number right after stays next to them ("&#36;66" reads "    $66",
+    "&#56;&#50;" reads "        82").
     """
-    def one(m: re.Match[str]) -> str:
+    def run(m: re.Match[str]) -> str:
         written = m.group(0)
-        plain = "\n" if written[0] == "<" else html.unescape(written)
-        if len(plain) != 1 or plain == written:
-            return written
-        return " " * (len(written) - 1) + plain if plain != "\n" else \
-            plain + " " * (len(written) - 1)
+        if written[0] == "<":
+            return "\n" + " " * (len(written) - 1)
+        out, pending, width = [], "", 0
+        for part in (p.group(0) for p in _ONE_ENTITY.finditer(written)):
+            plain = _unescaped(part)
+            if len(plain) == 1 and plain != part:
+                pending, width = pending + plain, width + len(part)
+                continue
+            out += [" " * (width - len(pending)), pending, part]  # kept as written
+            pending, width = "", 0
+        return "".join([*out, " " * (width - len(pending)), pending])
 
-    return _ENTITY.sub(one, text) if "&" in text or "<" in text else text
+    return _ENTITY.sub(run, text) if "&" in text or "<" in text or "\\u" in text else text
 
 
 # gpt-oss's "harmony" format: "<|channel|>analysis<|message|>..." is its reasoning,

@@ -1,0 +1,156 @@
+"""Verdict shapes of reading rules 30 (issue 40, corpus AC): how the number is written, qualified.
+
+A number can carry the verdict in an unusual writing (HTML entities, escapes of content encoded
+twice, footnote markers glued to it, words or another script's numerals in the format's own
+place) or be qualified so that the judge does not commit to it (a bound, a decade, a value
+marked provisional). Each class with its near misses.
+"""
+
+from __future__ import annotations
+
+import pytest
+from reading_probe import value as _value
+from reading_probe import why as _why
+
+from capjudge.methods.cap3d import points_slots
+from capjudge.methods.gveval import score_slot
+from capjudge.methods.harmoniceval import rating_slot as he_slot
+from capjudge.methods.visce2 import rating_slot as visce2_slot
+from capjudge.reading import read_points_slot
+from capjudge.reading.locate import Located, locate
+from capjudge.reading.numbers import value_at
+from capjudge.reading.view import answer_view
+
+VC = visce2_slot()
+GV = score_slot()
+HE = he_slot("correctness")
+_LAMP = "A black metal desk lamp."
+
+
+def _off_contract(answer: str, slot: object) -> str | None:
+    found = locate(answer, slot)  # type: ignore[arg-type]
+    assert isinstance(found, Located), found
+    return found.off_contract
+
+
+@pytest.mark.parametrize(("answer", "slot"), [
+    ("Decent caption. The final score is at least $70$.", GV),
+    ("The final score is $70$ or more.", GV),
+    ("The final score is $80$ at most.", GV),
+    ("\u2265 4. Correct objects; I can't verify the material.", HE),
+    (">= 4. Correct objects.", HE),
+    ("No more than 60 \u2014 the species is wrong.", VC),
+])
+def test_a_bound_is_no_verdict(answer: str, slot: object) -> None:
+    # (Some bounds are masked before a number is read: the reader abstains either way.)
+    assert _value(answer, slot) is None  # type: ignore[arg-type]
+
+
+def test_a_bound_says_so() -> None:
+    assert "bound" in _why("The final score is $70$ or more.")
+    assert "bound" in _why("\u2265 4. Correct objects.", HE)
+
+
+@pytest.mark.parametrize(("answer", "slot"), [
+    ("The final score is $72$, pending the image.", GV),
+    ("Score: 60 (tentative \u2014 pending the full-resolution frame)", GV),
+    ("4, provisionally; I could not zoom in.", HE),
+    ("72 for now. The dog is right.", VC),
+])
+def test_a_value_marked_provisional_is_no_verdict(answer: str, slot: object) -> None:
+    assert "provisional" in _why(answer, slot)  # type: ignore[arg-type]
+
+
+def test_a_decade_is_no_verdict() -> None:
+    assert "decade" in _why("Accurate but incomplete.\n\nThe final score is in the high $70$s.")
+    assert _value("Score: mid-80s. Good caption.") is None
+
+
+@pytest.mark.parametrize(("answer", "slot", "want"), [
+    # near misses: the qualifier is elsewhere, or is no qualifier of the value
+    ("The final score is $72$.\n\nPreliminary notes: the kitchen is right.", GV, 72),
+    ("It deserves no more than 60. The final score is $60$.", GV, 60),
+    ("70, or so I would say: the swans are right.", VC, 70),
+    ("The final score is $70$ seconds after I looked: no, $70$.", GV, 70),
+    ("4. More than three objects are right.", HE, 4),
+    # a spread is read at its centre (eight corpora's writers read it so; AC's abstains)
+    ("The final score is $80 \\pm 10$.", GV, 80),
+])
+def test_near_misses_of_the_qualifiers(answer: str, slot: object, want: float) -> None:
+    assert _value(answer, slot) == want  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("answer", "slot", "want"), [
+    ("Good.\n\nThe final score is &#36;&#56;&#50;&#36;.", GV, 82),
+    ("&#55;&#48; &#8212; the caption is right about the market.", VC, 70),
+    ("Good.\\n\\nThe final score is $\\u0037\\u0034$.", GV, 74),
+])
+def test_entities_and_escapes_are_their_characters(answer: str, slot: object,
+                                                   want: float) -> None:
+    assert _value(answer, slot) == want  # type: ignore[arg-type]
+
+
+def test_a_run_of_entities_keeps_its_characters_together() -> None:
+    text = "a &#36;&#56;&#50;&#36; b &amp;&foo; c"
+    view = answer_view(text).text
+    assert len(view) == len(text)
+    assert "$82$" in view and "&foo;" in view
+    # an escape that is no text (a lone surrogate) stays as written
+    assert "\\ud83d" in answer_view("x \\ud83d y").text
+
+
+@pytest.mark.parametrize(("answer", "slot", "want"), [
+    ("The husky is right.\n\nThe final score is $83$\u00b9.\n\n\u00b9 Reference 4 says wolf.",
+     GV, 83),
+    ("76\u00b9\n\n\u00b9 The harbour is right.", VC, 76),
+    ("Final score: \u2078\u2075\u2044\u2081\u2080\u2080", GV, 85),  # a numerator, not a marker
+])
+def test_a_superscript_glued_to_the_number_is_a_footnote_marker(answer: str, slot: object,
+                                                                want: float) -> None:
+    assert _value(answer, slot) == want  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("answer", "want"), [
+    ("\u63cf\u8ff0\u51c6\u786e\u3002\n\n\u6700\u7ec8\u5f97\u5206\u4e3a $\u516b\u5341\u4e94$ "
+     "\u5206\u3002", 85),
+    ("Bien.\n\nLe score final est de $quatre-vingt-cinq$.", 85),
+    ("\uc88b\uc2b5\ub2c8\ub2e4.\n\n\ucd5c\uc885 \uc810\uc218\ub294 $\uce60\uc2ed\uc624$\uc810"
+     "\uc785\ub2c8\ub2e4.", 75),
+])
+def test_words_in_the_formats_place_are_read_off_contract(answer: str, want: float) -> None:
+    assert _value(answer, GV) == want
+    assert _off_contract(answer, GV) is not None
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("\uce60\uc2ed\uc624$\uc810", 75),  # 칠십오
+    ("\ud314\uc2ed \uc810", 80),  # 팔십 점
+    ("\uad6c\uc2ed\uad6c", 99),  # 구십구
+    ("\uc2ed\uc790\uac00", None),  # 십자가: a cross, no number
+    ("\uc0ac\uacfc", None),  # 사과: an apple
+])
+def test_sino_korean_numerals_where_a_value_is_due(text: str, want: float | None) -> None:
+    n = value_at(text, 0)
+    assert (n.value if n is not None else None) == want
+
+
+@pytest.mark.parametrize("correctness", ["4+", "\u2265 3", "three (maybe four)",
+                                         "3 (+1 partial)", "at least 3"])
+def test_cap3d_a_bounded_or_open_count_abstains(correctness: str) -> None:
+    answer = (f"Correctness Score (C. Score): {correctness}\nHallucination Score (H. Score): 1\n"
+              "Precision Score: 75%")
+    c, h = (read_points_slot(answer, s) for s in points_slots(_LAMP))
+    assert c.status == "parse_failure" and h.printed == 1
+
+
+@pytest.mark.parametrize(("c_text", "h_text", "want"), [
+    ("3 (+1 indeterminable, not counted)", "1", [3, 1]),
+    ("drei", "eins", [3, 1]),
+    ("cuatro", "ninguno", [4, 0]),
+    ("quatre", "aucun", [4, 0]),
+])
+def test_cap3d_counts_in_words_and_asides_that_keep_the_count(c_text: str, h_text: str,
+                                                             want: list[float]) -> None:
+    answer = (f"Correctness Score (C. Score): {c_text}\nHallucination Score (H. Score): "
+              f"{h_text}\nPrecision Score: 75%")
+    assert [read_points_slot(answer, s).printed for s in points_slots(_LAMP)] == want
