@@ -8,6 +8,8 @@ marked provisional). Each class with its near misses.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from reading_probe import value as _value
 from reading_probe import why as _why
@@ -154,3 +156,95 @@ def test_cap3d_counts_in_words_and_asides_that_keep_the_count(c_text: str, h_tex
     answer = (f"Correctness Score (C. Score): {c_text}\nHallucination Score (H. Score): "
               f"{h_text}\nPrecision Score: 75%")
     assert [read_points_slot(answer, s).printed for s in points_slots(_LAMP)] == want
+
+
+def test_escaped_digits_carry_no_token_distribution() -> None:
+    # The view reads "&#55;&#48;" as 70, but the answer's tokens there write the entity: no
+    # digit token is the number's, so the value stands without a distribution (the tokens'
+    # "36" of "&#36;" was once read as the score).
+    from capjudge.reading.tokens import TokenLogprob, read_tree
+
+    text = "Accurate.\n\nThe final score is &#36;&#55;&#48;&#36;."
+    pieces = re.findall(r"&#|\d|;|[^&#\d;]+", text)
+    tokens = [TokenLogprob(p, 0.0, ((p, 0.0),)) for p in pieces]
+    reading = read_tree(tokens, GV)
+    assert reading.failure is not None
+    assert reading.failure.printed == 70 and reading.failure.probs is None
+    assert "escapes" in (reading.failure.reason or "")
+
+
+# -- the review of the first cut (179 probes; 31 worse than rules 29, 9 of them wrong) ----------
+
+
+@pytest.mark.parametrize(("answer", "slot"), [
+    # bounds and provisional marks in other languages, beside words in the format
+    ("\u6700\u7ec8\u5f97\u5206\u4e3a $\u516b\u5341$ \u5206\u4ee5\u4e0a\u3002", GV),  # 分以上
+    ("\u6700\u7ec8\u5f97\u5206\u81f3\u5c11\u4e3a $\u516b\u5341$ \u5206\u3002", GV),  # 至少为
+    ("La note finale est $quatre-vingts$ au moins.", GV),
+    ("La puntuaci\u00f3n final es $ochenta$ o m\u00e1s.", GV),
+    ("\ucd5c\uc885 \uc810\uc218\ub294 $\ud314\uc2ed$\uc810 \uc774\uc0c1\uc785\ub2c8\ub2e4.", GV),
+    ("Score: mindestens 80", VC),
+    ("\u30b9\u30b3\u30a2\uff1a80\u70b9\uff08\u66ab\u5b9a\uff09", VC),  # （暫定）
+    # English siblings
+    ("The final score is $70$ at a minimum.", GV),
+    ("The final score is $85$ or so.", GV),
+    ("Correctness: 4 at best.", HE),
+    ("Correctness: > 3", HE),
+    ("The final score is in the high $70$ range.", GV),
+    ("The final score is $72$ (temporary).", GV),
+])
+def test_siblings_of_the_qualifiers_abstain(answer: str, slot: object) -> None:
+    assert _value(answer, slot) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("answer", "slot", "want"), [
+    # the qualifier opens a clause about something else
+    ("The final score is $85$, at least the dog and the beach are right.", GV, 85),
+    ("Correctness: 4, at most one minor error (the sand colour).", HE, 4),
+    ("The final score is $85$; preliminary observations are below.", GV, 85),
+    ("The final score is $85$; pending questions about the breed do not change it.", GV, 85),
+    ("The final score is $80$ for now-obvious reasons: the dog is right.", GV, 80),
+    ("The final score is $85$ (tentatively 80 before I zoomed in on the sand).", GV, 85),
+    ("Final: 80's fair for this caption.", VC, 80),
+    # a superscript run that is the value itself
+    ("The final score is $\u2078\u2075$.", GV, 85),
+    ("Correctness: **\u2074**", HE, 4),
+    # 백 as the scale, not the value
+    ("\uc810\uc218: \ubc31\uc810 \ub9cc\uc810\uc5d0 85\uc810", VC, 85),
+])
+def test_near_misses_found_by_the_review(answer: str, slot: object, want: float) -> None:
+    assert _value(answer, slot) == want  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("c_text", "want"), [
+    ("3 or more", None), ("3 (tentative)", None), ("3, pending a closer look", None),
+    ("3 (plus one partial)", None), ("3-ish", None),
+    ("3 (dog, beach, running \u2014 clear even if one zooms out)", 3),
+    ("3 (+1 partial, which I left out)", 3),
+])
+def test_cap3d_bounds_and_asides_found_by_the_review(c_text: str, want: float | None) -> None:
+    answer = (f"Correctness Score (C. Score): {c_text}\nHallucination Score (H. Score): 1\n"
+              "Precision Score: 75%")
+    c = read_points_slot(answer, points_slots(_LAMP)[0])
+    assert c.printed == want and (c.status == "parse_failure") == (want is None)
+
+
+@pytest.mark.parametrize("none", ["ning\u00fan", "keiner", "rien"])
+def test_cap3d_none_in_other_languages(none: str) -> None:
+    answer = (f"Correctness Score (C. Score): 3\nHallucination Score (H. Score): {none}\n"
+              "Precision Score: 100%")
+    assert [read_points_slot(answer, s).printed for s in points_slots(_LAMP)] == [3, 0]
+
+
+def test_a_footnote_marker_in_its_own_token_is_no_digit() -> None:
+    # Tokens are normalised after what precedes them: "7" then "¹" is 7 and a marker, as in
+    # the text, never 71.
+    from capjudge.reading.tokens import TokenLogprob, plain_tokens, read_tree
+
+    pieces = ["Score", ":", " ", "7", "\u00b9", "\u00b2", " ", "\u2078", "\u2075", "\u2044", "1"]
+    assert "".join(t.token for t in plain_tokens(
+        [TokenLogprob(p, 0.0, ()) for p in pieces])) == "Score: 7   85/1"
+    tokens = [TokenLogprob(p, 0.0, ((p, 0.0),)) for p in ["4", "\u00b9", " The", " dog", "."]]
+    reading = read_tree(tokens, HE)
+    assert reading.failure is None and reading.located is not None
+    assert reading.located.printed == 4

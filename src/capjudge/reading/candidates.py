@@ -18,7 +18,8 @@ class Located:
         digits_end: offset just after its integer digits (what a token path covers).
         value: the number as written (a float when it had a fractional part).
         how: how it was found ("JSON key 'final_score'", "label 'Accuracy' and '$'" ...).
-        kind: ``digits``, ``words`` or ``cjk`` (only digits have a token distribution).
+        kind: ``digits``, ``words``, ``cjk`` or ``escaped`` (digits the answer wrote as HTML
+            entities or escapes); only digits have a token distribution.
         off_contract: None when the answer states its verdict exactly once in the format
             the method's prompt asks for (on-contract: read as the paper reads it); otherwise
             why it is off-contract (a second channel must agree before it is trusted: see

@@ -115,7 +115,7 @@ from capjudge.reading.settled import (
     own_answer,
     preferred_after,
 )
-from capjudge.reading.view import AnswerView, answer_view
+from capjudge.reading.view import AnswerView, answer_view, normalise
 from capjudge.reading.vocabulary import (
     CRITERIA,
     GENERIC,
@@ -400,8 +400,14 @@ def _lowered(after: str, slot: ScoreSlot) -> re.Match[str] | None:
 def _located(view: AnswerView, chosen: Candidate) -> Located:
     n = chosen.number
     start = n.start + (1 if n.negative else 0)
-    return Located(view.origin(start), view.origin_end(n.digits_end), n.value, chosen.how,
-                   n.kind)
+    begin, end = view.origin(start), view.origin_end(n.digits_end)
+    kind = n.kind
+    if kind == "digits" and re.sub(r"\D", "", normalise(view.original[begin:end])[0]) != \
+            re.sub(r"\D", "", view.text[start: n.digits_end]):
+        # "&#55;&#48;", "\u0037\u0034": the digits are escapes in the answer, so its tokens
+        # there are not the number's digits; the value stands, with no distribution.
+        kind = "escaped"
+    return Located(begin, end, n.value, chosen.how, kind)
 
 
 # ("| Completeness | 2 |": a table's row rates its first cell.)

@@ -132,7 +132,9 @@ def number_at(text: str, pos: int) -> Number | None:
 # it), since each syllable alone is also part of everyday words.
 _HANGUL_AS_CJK = str.maketrans("일이삼사오육칠팔구십백", "一二三四五六七八九十百")
 _HANGUL_NUMBER = re.compile(r"(?<![\uac00-\ud7a3])[일이삼사오육칠팔구]?[십백]"
-                            r"[일이삼사오육칠팔구십]*(?![\uac00-\ud7a3](?<!점))")
+                            r"[일이삼사오육칠팔구십]*(?![\uac00-\ud7a3](?<!점))"
+                            # "백점 만점에", "백 점 중": the scale, not the value
+                            r"(?![ \t]*점[ \t]*(?:만점|중))")
 
 
 def value_at(text: str, pos: int) -> Number | None:

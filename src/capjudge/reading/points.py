@@ -35,6 +35,7 @@ from capjudge.reading.contract import (
 )
 from capjudge.reading.masking import find_decline, mask_text, mask_view
 from capjudge.reading.numbers import NUMBER_WORDS, value_at
+from capjudge.reading.scale import uncommitted_after
 from capjudge.reading.settled import stand_in
 from capjudge.reading.structure import json_fields, table_fields, xml_fields
 from capjudge.reading.view import answer_view
@@ -108,7 +109,8 @@ _TOTAL_LINE = re.compile(r"^\s*(?:[-*\u2022>]|\d+\.)?\s*\**\s*(?:total|sum|overa
 
 # A count given as a bound or an approximation: "4+", "≥ 3", "at least 3", "~2".
 _BOUNDED = re.compile(rf"^(?:(?:[\u2265\u2264~\u2248]|>=|<=|at\s+(?:least|most)|about|around|"
-                      rf"roughly|approximately)\s*{_SIGNED}|{_SIGNED}\s*\+(?!\s*\d))", re.I)
+                      rf"roughly|approximately)\s*{_SIGNED}|{_SIGNED}\s*(?:\+(?!\s*\d)|-?ish\b))",
+                      re.I)
 # A count with a question mark after it (a revision in between): "1?", "3 → 4?".
 _ARROW = r"(?:-+>|=+>|[\u2192\u21d2\u27f6\u279c\u27a1])"
 _QUESTIONED = re.compile(rf"^{_SIGNED}(?:\s*{_ARROW}\s*{_SIGNED})?\s*\?")
@@ -121,9 +123,15 @@ _RATE = re.compile(rf"^{_SIGNED}\s*(?:points?|pts?\.?)?\s*(?:each|per|apiece|for
 # A parenthetical aside that offers another count ("(possibly 2 if ...)", "(or 3)").
 # The other count may come first: "(2 if "metal" is counted)", "(3 when the lid counts)".
 _ALTERNATIVE_ASIDE = re.compile(r"\([^()]*\b(?:or|possibly|maybe|perhaps|otherwise|arguably|"
-                                r"if)\b[^()\d]{0,40}(?:\d|\b" + NUMBER_WORDS.pattern + r")[^()]*\)"
-                                r"|\(\s*[+\u00b1]\s*\d(?![^()]*(?:\bnot\b|n't\b|\bexclud|"
-                                r"\bignor))[^()]*\)"
+                                r"if)\b[^()\d]{0,40}\d[^()]*\)"
+                                # "(maybe four)": a number word right after the hedge ("even
+                                # if one zooms out" and "as if it were one" count nothing)
+                                r"|\([^()]*\b(?:or|possibly|maybe|perhaps|arguably)\s+(?:even\s+)?"
+                                r"(?:" + NUMBER_WORDS.pattern + r")[^()]*\)"
+                                # "(+1 partial)", "(plus one partial)", unless not counted
+                                r"|\(\s*(?:[+\u00b1]|plus\b)\s*(?:\d|" + NUMBER_WORDS.pattern
+                                + r")(?![^()]*(?:\bnot\b|n't\b|\bexclud|\bignor|\bleft\s+out|"
+                                r"\bomit|\bdisregard|\bdrop|\bdiscount))[^()]*\)"
                                 r"|\(\s*(?:or\s+)?\d+(?:\.\d+)?\s+(?:(?:if|unless|assuming|"
                                 r"depending|counting)\b|when\b[^()]*\b(?:counts?|counted|included|"
                                 r"considered)\b)[^()]*\)", re.I)
@@ -133,6 +141,23 @@ _ALTERNATIVE_ASIDE = re.compile(r"\([^()]*\b(?:or|possibly|maybe|perhaps|otherwi
 _OTHER_KIND = {"correctness": re.compile(r"\(\s*(hallucinat\w*|incorrect|wrong|invented)\b",
                                          re.I),
                "hallucination": re.compile(r"\(\s*(correct(?:ly)?|accurate)\b", re.I)}
+
+
+def _not_one_count(name: str, line: str) -> str | None:
+    """Why the value a label's line opens with is not one count of its kind, or None."""
+    if (kind := _OTHER_KIND[name].search(line)) is not None:
+        # "C. Score: 1 (hallucinated: colour)": the count's own breakdown names the other
+        # kind of attribute; the labels may be swapped, and nothing says which it is.
+        return (f"the {name} points' own breakdown lists {kind.group(1)!r} attributes: the "
+                "labels may be swapped")
+    if (first := value_at(line, 0)) is not None and (
+            mark := uncommitted_after(line[first.end:])) is not None:
+        # "3 or more", "3 (tentative)", "3, pending a closer look": no count committed to.
+        return f"the {name} points are a bound or provisional ({mark!r}), not a count"
+    if (aside := _ALTERNATIVE_ASIDE.search(line)) is not None:
+        # "H. Score: 1 (possibly 2 if the handle counts)": the aside offers another count.
+        return f"the {name} points are left open ({aside.group(0).strip()!r}): a range or a hedge"
+    return None
 
 
 def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
@@ -155,15 +180,8 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
     if re.match(r"\(?\s*numerical value", line, re.I):
         return None, f"the {name} score is the template's placeholder {rest.strip()!r}"
     line = _LATEX.sub(r"\1", line).replace("$", " ")
-    if (kind := _OTHER_KIND[name].search(line)) is not None:
-        # "C. Score: 1 (hallucinated: colour)": the count's own breakdown names the other
-        # kind of attribute; the labels may be swapped, and nothing says which it is.
-        return None, (f"the {name} points' own breakdown lists {kind.group(1)!r} attributes: "
-                      "the labels may be swapped")
-    if (aside := _ALTERNATIVE_ASIDE.search(line)) is not None:
-        # "H. Score: 1 (possibly 2 if the handle counts)": the aside offers another count.
-        return None, (f"the {name} points are left open ({aside.group(0).strip()!r}): a "
-                      "range or a hedge")
+    if (why := _not_one_count(name, line)) is not None:
+        return None, why
     line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
     line = _NEXT_FIELD.split(line)[0]  # "2, Precision = 50%": the next field ends the value
     if (bound := _BOUNDED.match(line)) is not None:
@@ -217,7 +235,7 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
 
 
 _NONE = re.compile(r"(?:none|zero|nil|no\s+(?:hallucinat\w*|errors?|incorrect\w*|correct\w*)|"
-                   r"ningun[oa]|nada|aucune?|keine?|nessun[oa]?|nenhum[a]?|"
+                   r"ning[uú]n[oa]?|nada|aucune?|rien|kein(?:e[rsn]?)?|nessun[oa]?|nenhum[a]?|"
                    r"无|没有|なし|없음)\s*(?:$|[.,;(\-\u2014])", re.I)
 
 

@@ -37,26 +37,51 @@ _ALTERNATIVE_AFTER = re.compile(r"[\s$*_`]*,\s*(?:or|o|ou|oder|или|maybe|perh
 # "$50$ (strict) / $70$ (lenient)": a value under a qualifier, then another under its own.
 _QUALIFIED_PAIR = re.compile(r"[\s$*_`]*\([^()\n\d]{1,40}\)[\s$*_`]*(?:/|\||,|;|\bor\b|"
                              r"\bvs\.?)[\s$*_`]*\(?[\s$*_`]*\d", re.I)
-# A value given as a bound ("4 or more", "80 at most", "≥ 4") or marked provisional ("$72$,
-# pending the image", "60 (tentative)"): the judge does not commit to the one value (corpus AC).
+# A value given as a bound ("4 or more", "80 at most", "≥ 4", "至少 $80$", "80점 이상") or marked
+# provisional ("$72$, pending the image", "60 (tentative)"): the judge does not commit to the one
+# value (corpus AC). Only where the qualifier ends its clause or takes its object: "$85$, at
+# least the dog is right" and "preliminary observations are below" qualify something else.
 # (A spread, "$80 \\pm 10$", is read at its centre: eight corpora's writers read it so, AC's
 # alone abstains.)
 # (Within the value's line: "$72$\n\nPreliminary notes" is the next paragraph.)
 _LEAD = r"(?:[$*_`]|[^\S\n])*"
-_BOUND_AFTER = re.compile(_LEAD + r",?[^\S\n]*(?:or\s+(?:more|higher|above|better|greater|less|"
-                          r"lower|below|worse)|at\s+(?:the\s+)?(?:least|most|minimum|maximum)|"
-                          r"tops|or\s+thereabouts)\b", re.I)
-_BOUND_BEFORE = re.compile(r"(?:[\u2265\u2264\u2a7d\u2a7e]|>=|<=|\bat\s+(?:least|most)|"
-                           r"\b(?:no|not)\s+(?:more|less|fewer|lower|higher)\s+than|"
-                           r"\b(?:more|less|fewer|higher|lower)\s+than|\bupwards\s+of|"
-                           r"\bnorth\s+of|\bsouth\s+of)[\s$*_`]*$", re.I)
-_PROVISIONAL_AFTER = re.compile(_LEAD + r"[,;(\u2014\u2013-]?[^\S\n]*\(?[^\S\n]*(?:"
-                                r"tentative(?:ly)?|provisional(?:ly)?|preliminary|pending|"
-                                r"for\s+now|subject\s+to|until\s+I\b|to\s+be\s+(?:confirmed|"
-                                r"revised|updated)|tbc|tbd|unconfirmed|not\s+final|for\s+the\s+"
-                                r"time\s+being)\b", re.I)
-# "in the high $70$s", "mid-80s": a decade of the scale, not one value of it.
-_DECADE_AFTER = re.compile(r"[$*_`]*['\u2019]?s\b")
+_CLAUSE_END = r"(?=[^\S\n]*(?:[.,;:!?)\]\n\u2014\u2013]|$))"
+_BOUND_AFTER = re.compile(
+    _LEAD + r"(?:[分点點점][^\S\n]*)?,?[^\S\n]*(?:and\s+up\b|or\s+(?:more|higher|above|better|"
+    r"greater|less|lower|below|worse)\b(?!\s+(?:precisely|exactly|accurately|specifically|likely))|"
+    r"(?:at\s+(?:the\s+(?:very\s+)?)?|at\s+a\s+)(?:least|most|minimum|maximum)\b" + _CLAUSE_END
+    + r"|(?:tops|minimum|max(?:imum)?|or\s+thereabouts|or\s+so|give\s+or\s+take|"
+    r"at\s+(?:best|worst))\b" + _CLAUSE_END
+    + r"|-plus\b|以上|以下|以内|左右|上下|이상|이하|정도|"
+    r"(?:ou|o|oder|o\s+di|ou\s+mais)\s+(?:plus|más|mehr|mais|più|moins|menos|weniger)\b|"
+    r"(?:au\s+moins|al\s+menos|mindestens|almeno|pelo\s+menos|au\s+plus|höchstens|"
+    r"al\s+massimo)\b" + _CLAUSE_END + ")", re.I)
+_BOUND_BEFORE = re.compile(
+    r"(?:[\u2265\u2264\u2267\u2266\u2273\u2272\u2a7d\u2a7e]|>=|<=|(?:[:=]|\b(?:is|be|of))[^\S\n]*"
+    r"[<>]|\bat\s+(?:least|most|(?:a\s+)?minimum|(?:a\s+)?maximum)|\bat\s+the\s+(?:very\s+)?"
+    r"(?:least|most)|\ba\s+(?:minimum|maximum)\s+of|\b(?:no|not)\s+(?:more|less|fewer|lower|"
+    r"higher)\s+than|\b(?:more|less|fewer|higher|lower)\s+than|\bupwards?\s+of|\bin\s+excess\s+"
+    r"of|\bnorth\s+of|\bsouth\s+of|\bau\s+(?:moins|plus)|\bal\s+menos|\bcomo\s+m[ií]nimo|"
+    r"\bmindestens|\bhöchstens|\balmeno|\bal\s+massimo|\bpelo\s+menos|\bno\s+m[ií]nimo|"
+    r"не\s+(?:менее|более)|как\s+минимум|至少|最少|最多|不低于|不少于|不超过|少なくとも|"
+    r"最低でも|최소|최대|적어도)(?:[^\S\n]*(?:为|為|是|は|는|은|한))?[\s$*_`]*$", re.I)
+_PROVISIONAL_AFTER = re.compile(
+    _LEAD + r"(?:[分点點점][^\S\n]*)?[,;(\u2014\u2013-]?[^\S\n]*[(\uff08]?[^\S\n]*(?:(?:"
+    r"tentative(?:ly)?|provisional(?:ly)?|preliminary|prelim\.?|temporary|unconfirmed|"
+    r"not\s+final|tbc|tbd|may\s+revise|vorläufig|provisoire|предварительно|暂定|暫定|잠정)"
+    + _CLAUSE_END
+    + r"|pending\s+(?:the|a|an|further|more|my|closer|full|review|confirmation|verification|"
+    r"clarification|access|receipt)\b|for\s+(?:now|the\s+moment|the\s+time\s+being)\b(?!-)|"
+    r"as\s+of\s+now\b|subject\s+to\s+(?:the|a|an|change|revision|review|confirmation|"
+    r"verification)\b|until\s+(?:I|the\s+(?:image|picture|frame|photo)s?)\b|awaiting\b|"
+    r"to\s+be\s+(?:confirmed|revised|updated)\b)", re.I)
+# "in the high $70$s", "mid-80s", "80-odd": a decade of the scale, not one value of it ("80's
+# fair" is "80 is fair" unless the decade is named: "the 80's").
+_DECADE_AFTER = re.compile(r"[$*_`]*(?:s\b|-(?:odd|something)\b)")
+_DECADE_RANGE = re.compile(r"[$*_`]*[^\S\n]+range\b", re.I)  # "the high $70$ range"
+_DECADE_NAMED = re.compile(r"[$*_`]*['\u2019]s\b")
+_DECADE_CUE = re.compile(r"(?:\bthe|\bhigh|\blow|\bmid|\bupper|\blower|\bearly|\blate)[\s-]*"
+                         r"[$*_`]*$", re.I)
 # "$85$ if it's a cake", "4, provided the dog is a husky": a verdict under a condition the
 # answer never settles.
 _CONDITION_AFTER = re.compile(r"[\s$*_`)]*,?\s*(?:if|unless|provided|assuming|depending\s+on|"
@@ -204,9 +229,20 @@ def _uncommitted(n: Number, after: str, before: str, slot: ScoreSlot) -> str | N
         return (f"the score {written!r} is marked provisional "
                 f"({after[:40].strip()!r}), not a verdict")
     if (n.integral and slot.high >= 100 and n.value >= 10 and n.value % 10 == 0
-            and _DECADE_AFTER.match(after)):
+            and (_DECADE_AFTER.match(after) or (
+                (_DECADE_NAMED.match(after) or _DECADE_RANGE.match(after))
+                and _DECADE_CUE.search(before)))):
         return f"the score names a decade (the {int(n.value)}s), not one value"
     return None
+
+
+def uncommitted_after(after: str) -> str | None:
+    """The bound or provisional mark right after a value ("or more", "(tentative)"), or None.
+
+    For counts too (cap3d's points: "C. Score: 3 or more", "3, pending a closer look").
+    """
+    m = _BOUND_AFTER.match(after) or _PROVISIONAL_AFTER.match(after)
+    return m.group(0).strip() if m is not None else None
 
 
 def check_number(text: str, n: Number, slot: ScoreSlot) -> tuple[str | None, bool]:

@@ -204,12 +204,24 @@ def plain_tokens(tokens: Sequence[TokenLogprob]) -> list[TokenLogprob]:
 
     A judge that writes "８５" has written 85: its alternatives ("９０") are read as numbers.
     """
-    def plain(text: str) -> str:
-        return text if text.isascii() else normalise_text(text)[0]
+    def plain(text: str, before: str = "") -> str:
+        if text.isascii():
+            return text
+        # Normalised after what precedes it, so a character read by its context (a
+        # superscript glued to a number is a footnote marker, not a digit) reads as in the text.
+        normal, index = normalise_text(before + text)
+        return "".join(c for c, i in zip(normal, index, strict=False) if i >= len(before))
 
-    return [t if t.token.isascii() and all(a.isascii() for a, _ in t.top) else
-            TokenLogprob(plain(t.token), t.logprob, tuple((plain(a), lp) for a, lp in t.top))
-            for t in tokens]
+    out, written = [], ""  # (the tokens as the judge wrote them: the context of the next)
+    for t in tokens:
+        if t.token.isascii() and all(a.isascii() for a, _ in t.top):
+            out.append(t)
+        else:
+            before = written[-8:]
+            out.append(TokenLogprob(plain(t.token, before), t.logprob,
+                                    tuple((plain(a, before), lp) for a, lp in t.top)))
+        written += t.token
+    return out
 
 
 def read_tree(tokens: Sequence[TokenLogprob], slot: ScoreSlot, *, truncated: bool = False
@@ -228,11 +240,14 @@ def read_tree(tokens: Sequence[TokenLogprob], slot: ScoreSlot, *, truncated: boo
     if isinstance(found, Unreadable):
         return TreeReading(slot, None, _failed(slot, found, "logprobs"))
     if found.kind != "digits":
-        # "seventy-five": no digit token carries the scale's distribution; the value stands.
+        # "seventy-five", "&#55;&#48;": no digit token carries the scale's distribution; the
+        # value stands.
+        written = "as escapes" if found.kind == "escaped" else "in words"
         return TreeReading(slot, found, SlotResult(
             slot.name, slot.values, None, None, "text", "text_only",
-            f"the verdict is written in words ({found.printed}, {found.how}): no distribution "
-            "over the scale; the value is kept", found.printed, **contract_fields(found)))
+            f"the verdict is written {written} ({found.printed}, {found.how}): no "
+            "distribution over the scale; the value is kept", found.printed,
+            **contract_fields(found)))
     offsets: list[int] = []
     pos = 0
     for t in tokens:

@@ -178,8 +178,14 @@ def _footnote_marker(text: str, i: int) -> bool:
     end = i
     while end < len(text) and text[end] in _SUPERSCRIPT_DIGITS:
         end += 1
-    return start > 0 and not text[start - 1].isspace() and text[end: end + 1] not in (
-        "\u2044", "/", "\u2215")
+    if text[end: end + 1] in ("\u2044", "/", "\u2215"):
+        return False
+    # Glued to a letter or a digit, or to a closing delimiter right after one ("$83$¹",
+    # "**4**¹"); not a run that is the delimited value itself ("$⁸⁵$", "**⁴**").
+    before = start
+    while before > 0 and text[before - 1] in "$*_)]`":
+        before -= 1
+    return before > 0 and text[before - 1].isalnum() and text[before - 1] not in _SUPERSCRIPT_DIGITS
 
 
 def _blank(text: str, start: int, end: int) -> str:
