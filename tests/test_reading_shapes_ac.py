@@ -248,3 +248,52 @@ def test_a_footnote_marker_in_its_own_token_is_no_digit() -> None:
     reading = read_tree(tokens, HE)
     assert reading.failure is None and reading.located is not None
     assert reading.located.printed == 4
+
+
+# -- the second review (131 probes of ordinary answers: 38 worse than rules 29) ------------------
+
+
+@pytest.mark.parametrize(("answer", "slot", "want"), [
+    ("The final score is $85$, and up close the collar is red too.", GV, 85),
+    ("Correctness: 4, or more to the point, the caption is accurate.", HE, 4),
+    ("Correctness: 5, max. Every detail is right.", HE, 5),
+    ("Final score => 85", VC, 85),
+    ("Score: <85>", VC, 85),
+    ("Score: &lt;85&gt;", VC, 85),
+    ("Correctness: 4; tentatively, I'd say the dog is a retriever.", HE, 4),
+    ("Correctness: 4 \u2014 subject to the same ambiguity as the reference.", HE, 4),
+    ("The final score is $90$ for the moment it describes.", GV, 90),
+    ("Puntuaci\u00f3n: 85, o m\u00e1s bien, una descripci\u00f3n muy buena.", VC, 85),
+    ("Note : 85, ou plus simplement \u00ab bonne l\u00e9gende \u00bb.", VC, 85),
+    ("\u6700\u7ec8\u5f97\u5206\u4e3a $85$ \u5206, \u4ee5\u4e0a\u662f\u6211\u7684\u8bc4\u5206"
+     "\u7406\u7531\u3002", GV, 85),  # 以上是: "the above is"
+    ("\uc810\uc218: 85\uc810, \uc774\ud558 \uadfc\uac70\ub97c \uc124\uba85\ud569\ub2c8\ub2e4.",
+     VC, 85),  # 이하 근거: "the reasons below"
+    ("\uc810\uc218: \ubc31\uc810 \uae30\uc900\uc73c\ub85c 85\uc810", VC, 85),  # 백점 기준으로
+    ("Correctness: 4 (tentatively identified breed aside, everything is right).", HE, 4),
+])
+def test_ordinary_answers_found_by_the_second_review(answer: str, slot: object,
+                                                     want: float) -> None:
+    assert _value(answer, slot) == want  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("answer", "slot"), [
+    ("Score: 80 (at least)", VC),
+    ("Score: 80 (TBD after zoom)", VC),
+    ("Score: 85 (pending)", VC),
+    ("Score: 80 (subject to revision)", VC),
+    ("Score: 80&#43;", VC),
+    ("4 for now; I need a sharper image to check the breed.", HE),
+])
+def test_bracketed_and_escaped_qualifiers_abstain(answer: str, slot: object) -> None:
+    assert _value(answer, slot) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("c_text", "want"), [
+    ("3 (chair, wooden, one or two armrests visible \u2014 counted once)", 3),
+    ("3; tentatively, the material looks like wood (not scored)", 3),
+])
+def test_cap3d_explanations_after_the_count_keep_it(c_text: str, want: float) -> None:
+    answer = (f"Correctness Score (C. Score): {c_text}\nHallucination Score (H. Score): 1\n"
+              "Precision Score: 75%")
+    assert read_points_slot(answer, points_slots(_LAMP)[0]).printed == want

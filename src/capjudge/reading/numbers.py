@@ -133,8 +133,9 @@ def number_at(text: str, pos: int) -> Number | None:
 _HANGUL_AS_CJK = str.maketrans("일이삼사오육칠팔구십백", "一二三四五六七八九十百")
 _HANGUL_NUMBER = re.compile(r"(?<![\uac00-\ud7a3])[일이삼사오육칠팔구]?[십백]"
                             r"[일이삼사오육칠팔구십]*(?![\uac00-\ud7a3](?<!점))"
-                            # "백점 만점에", "백 점 중": the scale, not the value
-                            r"(?![ \t]*점[ \t]*(?:만점|중))")
+                            # "백점 만점에", "백 점 중", "백점 기준으로": the scale
+                            r"(?![ \t]*(?:점[ \t]*)?(?:만점|중|(?:을|를)?[ \t]*기준|"
+                            r"으로[ \t]*환산))")
 
 
 def value_at(text: str, pos: int) -> Number | None:

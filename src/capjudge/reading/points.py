@@ -124,9 +124,10 @@ _RATE = re.compile(rf"^{_SIGNED}\s*(?:points?|pts?\.?)?\s*(?:each|per|apiece|for
 # The other count may come first: "(2 if "metal" is counted)", "(3 when the lid counts)".
 _ALTERNATIVE_ASIDE = re.compile(r"\([^()]*\b(?:or|possibly|maybe|perhaps|otherwise|arguably|"
                                 r"if)\b[^()\d]{0,40}\d[^()]*\)"
-                                # "(maybe four)": a number word right after the hedge ("even
-                                # if one zooms out" and "as if it were one" count nothing)
-                                r"|\([^()]*\b(?:or|possibly|maybe|perhaps|arguably)\s+(?:even\s+)?"
+                                # "(maybe four)": the aside opens with the hedge and a number
+                                # word ("one or two armrests", "even if one zooms out" count
+                                # nothing)
+                                r"|\(\s*(?:or|possibly|maybe|perhaps|arguably)\s+(?:even\s+)?"
                                 r"(?:" + NUMBER_WORDS.pattern + r")[^()]*\)"
                                 # "(+1 partial)", "(plus one partial)", unless not counted
                                 r"|\(\s*(?:[+\u00b1]|plus\b)\s*(?:\d|" + NUMBER_WORDS.pattern

@@ -45,36 +45,55 @@ _QUALIFIED_PAIR = re.compile(r"[\s$*_`]*\([^()\n\d]{1,40}\)[\s$*_`]*(?:/|\||,|;|
 # alone abstains.)
 # (Within the value's line: "$72$\n\nPreliminary notes" is the next paragraph.)
 _LEAD = r"(?:[$*_`]|[^\S\n])*"
-_CLAUSE_END = r"(?=[^\S\n]*(?:[.,;:!?)\]\n\u2014\u2013]|$))"
+# The clause ends right after the qualifier (also in CJK punctuation and Japanese/Korean
+# sentence endings): "$85$ or more." and "80分以上。", not "or more to the point" or "以上是".
+_END = r"(?:[.,;:!?)\]\n\u2014\u2013\u3002\uff0c\uff1b\uff1a\uff01\uff1f\uff09]|$|です|입니다|이다)"
+_CLAUSE_END = r"(?=[^\S\n]*" + _END + ")"
+# (A comma ends a bound's clause, not a provisional word's: "4; tentatively, I'd say the dog
+# is a retriever" qualifies what follows.)
+_CLOSED = r"(?=[^\S\n]*(?:[.;:!?)\]\n\u2014\u2013\u3002\uff1b\uff09]|$))"
 _BOUND_AFTER = re.compile(
-    _LEAD + r"(?:[分点點점][^\S\n]*)?,?[^\S\n]*(?:and\s+up\b|or\s+(?:more|higher|above|better|"
-    r"greater|less|lower|below|worse)\b(?!\s+(?:precisely|exactly|accurately|specifically|likely))|"
-    r"(?:at\s+(?:the\s+(?:very\s+)?)?|at\s+a\s+)(?:least|most|minimum|maximum)\b" + _CLAUSE_END
-    + r"|(?:tops|minimum|max(?:imum)?|or\s+thereabouts|or\s+so|give\s+or\s+take|"
-    r"at\s+(?:best|worst))\b" + _CLAUSE_END
-    + r"|-plus\b|以上|以下|以内|左右|上下|이상|이하|정도|"
-    r"(?:ou|o|oder|o\s+di|ou\s+mais)\s+(?:plus|más|mehr|mais|più|moins|menos|weniger)\b|"
-    r"(?:au\s+moins|al\s+menos|mindestens|almeno|pelo\s+menos|au\s+plus|höchstens|"
-    r"al\s+massimo)\b" + _CLAUSE_END + ")", re.I)
+    _LEAD + r"(?:[分点點점][^\S\n]*)?,?[^\S\n]*(?:(?:and\s+up|or\s+(?:more|higher|above|better|"
+    r"greater|less|lower|below|worse)|(?:at\s+(?:the\s+(?:very\s+)?)?|at\s+a\s+)(?:least|most|"
+    r"minimum|maximum)|tops|minimum|max(?:imum)?|or\s+thereabouts|or\s+so|give\s+or\s+take|"
+    r"at\s+(?:best|worst)|(?:ou|o|oder|o\s+di)\s+(?:plus|más|mehr|mais|più|moins|menos|weniger)|"
+    r"au\s+moins|al\s+menos|mindestens|almeno|pelo\s+menos|au\s+plus|höchstens|al\s+massimo)\b"
+    r"|-plus\b|以上|以下|以内|左右|上下|이상|이하|정도)" + _CLAUSE_END
+    # "80 (at least)", "4 (or more)": the bound alone in brackets
+    + r"|" + _LEAD + r"[(\uff08][^\S\n]*(?:at\s+(?:least|most|best|worst)|or\s+(?:more|less|so)|"
+    r"max(?:imum)?|min(?:imum)?)[^\S\n]*[)\uff09]", re.I)
+# An upper bound at the scale's top is its value: "5, max", "100, tops".
+_UPPER = re.compile(r"max|tops|at\s+most|less|lower|below|worse|au\s+plus|höchstens|massimo|"
+                    r"以下|이하|以内", re.I)
 _BOUND_BEFORE = re.compile(
-    r"(?:[\u2265\u2264\u2267\u2266\u2273\u2272\u2a7d\u2a7e]|>=|<=|(?:[:=]|\b(?:is|be|of))[^\S\n]*"
-    r"[<>]|\bat\s+(?:least|most|(?:a\s+)?minimum|(?:a\s+)?maximum)|\bat\s+the\s+(?:very\s+)?"
-    r"(?:least|most)|\ba\s+(?:minimum|maximum)\s+of|\b(?:no|not)\s+(?:more|less|fewer|lower|"
-    r"higher)\s+than|\b(?:more|less|fewer|higher|lower)\s+than|\bupwards?\s+of|\bin\s+excess\s+"
-    r"of|\bnorth\s+of|\bsouth\s+of|\bau\s+(?:moins|plus)|\bal\s+menos|\bcomo\s+m[ií]nimo|"
-    r"\bmindestens|\bhöchstens|\balmeno|\bal\s+massimo|\bpelo\s+menos|\bno\s+m[ií]nimo|"
-    r"не\s+(?:менее|более)|как\s+минимум|至少|最少|最多|不低于|不少于|不超过|少なくとも|"
-    r"最低でも|최소|최대|적어도)(?:[^\S\n]*(?:为|為|是|は|는|은|한))?[\s$*_`]*$", re.I)
+    r"(?:[\u2265\u2264\u2267\u2266\u2273\u2272\u2a7d\u2a7e]|>=|<=|(?:(?<![=-]):|\b(?:is|be|of))"
+    r"[^\S\n]*(?:>|<(?=[\s$*_`]*$))|\bat\s+(?:least|most|(?:a\s+)?minimum|(?:a\s+)?maximum)|"
+    r"\bat\s+the\s+(?:very\s+)?(?:least|most)|\ba\s+(?:minimum|maximum)\s+of|\b(?:no|not)\s+"
+    r"(?:more|less|fewer|lower|higher)\s+than|\b(?:more|less|fewer|higher|lower)\s+than|"
+    r"\bupwards?\s+of|\bin\s+excess\s+of|\bnorth\s+of|\bsouth\s+of|\bau\s+(?:moins|plus)|"
+    r"\bal\s+menos|\bcomo\s+m[ií]nimo|\bmindestens|\bhöchstens|\balmeno|\bal\s+massimo|"
+    r"\bpelo\s+menos|\bno\s+m[ií]nimo|не\s+(?:менее|более)|как\s+минимум|至少|最少|最多|不低于|"
+    r"不少于|不超过|少なくとも|最低でも|최소|최대|적어도)(?:[^\S\n]*(?:为|為|是|は|는|은|한))?"
+    r"[\s$*_`]*$", re.I)
+_PROVISIONAL_WORD = (r"(?:tentative(?:ly)?|provisional(?:ly)?|preliminary|prelim\.?|temporary|"
+                     r"unconfirmed|not\s+final|tbc|tbd|may\s+revise|vorläufig|provisoire|"
+                     r"предварительно|暂定|暫定|잠정)")
 _PROVISIONAL_AFTER = re.compile(
-    _LEAD + r"(?:[分点點점][^\S\n]*)?[,;(\u2014\u2013-]?[^\S\n]*[(\uff08]?[^\S\n]*(?:(?:"
-    r"tentative(?:ly)?|provisional(?:ly)?|preliminary|prelim\.?|temporary|unconfirmed|"
-    r"not\s+final|tbc|tbd|may\s+revise|vorläufig|provisoire|предварительно|暂定|暫定|잠정)"
-    + _CLAUSE_END
-    + r"|pending\s+(?:the|a|an|further|more|my|closer|full|review|confirmation|verification|"
-    r"clarification|access|receipt)\b|for\s+(?:now|the\s+moment|the\s+time\s+being)\b(?!-)|"
-    r"as\s+of\s+now\b|subject\s+to\s+(?:the|a|an|change|revision|review|confirmation|"
-    r"verification)\b|until\s+(?:I|the\s+(?:image|picture|frame|photo)s?)\b|awaiting\b|"
-    r"to\s+be\s+(?:confirmed|revised|updated)\b)", re.I)
+    _LEAD + r"(?:[分点點점][^\S\n]*)?[,;\u2014\u2013-]?[^\S\n]*(?:" + _PROVISIONAL_WORD
+    + _CLOSED + r"|pending\s+(?:the|a|an|further|more|my|closer|full|review|confirmation|"
+    r"verification|clarification|access|receipt)\b|(?:for\s+(?:now|the\s+moment|the\s+time\s+"
+    r"being)|as\s+of\s+now)" + _CLAUSE_END + r"|subject\s+to\s+(?:change|revision|review|"
+    r"confirmation|verification|(?:the\s+)?(?:full\s+)?(?:image|picture|frame|photo)s?)\b|"
+    r"until\s+(?:I|the\s+(?:image|picture|frame|photo)s?)\b|awaiting\b|to\s+be\s+(?:confirmed|"
+    r"revised|updated)\b)"
+    # "(TBD after zoom)", "(pending)", "(tentative, pending a look)": in brackets, with no
+    # other value in them ("(tentatively 80 before I zoomed in)" names an earlier one)
+    # ("(tentatively identified breed aside, ...)": an adverb qualifies the words after it.)
+    + r"|" + _LEAD + r"(?:[分点點점][^\S\n]*)?[(\uff08][^\S\n]*(?:(?:tentatively|"
+    r"provisionally)(?=[^\S\n]*[,;:)\u2014\u2013\uff09])|(?!tentatively|provisionally)"
+    + _PROVISIONAL_WORD + r"|pending|for\s+now|awaiting|subject\s+to\s+(?:change|revision|review|"
+    r"confirmation|verification)|to\s+be\s+(?:confirmed|revised|updated))\b"
+    r"(?![^()\n\uff09]*\d)", re.I)
 # "in the high $70$s", "mid-80s", "80-odd": a decade of the scale, not one value of it ("80's
 # fair" is "80 is fair" unless the decade is named: "the 80's").
 _DECADE_AFTER = re.compile(r"[$*_`]*(?:s\b|-(?:odd|something)\b)")
@@ -221,9 +240,12 @@ def _uncommitted(n: Number, after: str, before: str, slot: ScoreSlot) -> str | N
     A bound, a decade or a value marked provisional (corpus AC).
     """
     written = n.written.strip()
-    if (bound := _BOUND_AFTER.match(after)) is not None:
-        return f"the score is a bound ({written}{bound.group(0)}), not one value"
-    if (bound := _BOUND_BEFORE.search(before)) is not None:
+    if (bound := _BOUND_AFTER.match(after)) is not None and not (
+            _UPPER.search(bound.group(0)) and n.value >= slot.high):
+        return f"the score is a bound ({written}{bound.group(0).rstrip()}), not one value"
+    if (bound := _BOUND_BEFORE.search(before)) is not None and not (
+            bound.group(0).rstrip(" $*_`").endswith("<") and re.match(r"[\s$*_`]*>", after)):
+        # ("Score: <85>": the value in angle brackets.)
         return f"the score is a bound ({bound.group(0).strip()} {written}), not one value"
     if _PROVISIONAL_AFTER.match(after) is not None:
         return (f"the score {written!r} is marked provisional "

@@ -343,7 +343,14 @@ def html_entities(text: str) -> str:
                 continue
             out += [" " * (width - len(pending)), pending, part]  # kept as written
             pending, width = "", 0
-        return "".join([*out, " " * (width - len(pending)), pending])
+        if out or not pending:
+            return "".join([*out, " " * (width - len(pending)), pending])
+        # Right after a number, the run's characters stay next to it ("80&#43;" is "80+").
+        text_ = m.string
+        glued = m.start() > 0 and text_[m.start() - 1].isalnum() and not (
+            m.end() < len(text_) and text_[m.end()].isalnum())
+        return pending + " " * (width - len(pending)) if glued else \
+            " " * (width - len(pending)) + pending
 
     return _ENTITY.sub(run, text) if "&" in text or "<" in text or "\\u" in text else text
 
