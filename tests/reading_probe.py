@@ -20,3 +20,10 @@ def why(text: str, slot: ScoreSlot = GV) -> str:
     found = locate(text, slot)
     assert isinstance(found, Unreadable), found
     return found.reason
+
+
+def off_contract(text: str, slot: ScoreSlot = GV) -> str | None:
+    """Why the value read is off the method's contract, None when on it (fails on abstention)."""
+    found = locate(text, slot)
+    assert isinstance(found, Located), found
+    return found.off_contract

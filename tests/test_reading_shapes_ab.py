@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from reading_probe import off_contract as _off_contract
 from reading_probe import value as _value
 from reading_probe import why as _why
 
@@ -26,12 +27,6 @@ VC = visce2_slot()
 GV = score_slot()
 HE = he_slot("correctness")
 _TABLE = "A round wooden table with three legs and a glass top."
-
-
-def _off_contract(answer: str, slot: object) -> str | None:
-    found = locate(answer, slot)  # type: ignore[arg-type]
-    assert isinstance(found, Located), found
-    return found.off_contract
 
 
 @pytest.mark.parametrize("answer", [

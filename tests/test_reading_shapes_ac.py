@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from reading_probe import off_contract as _off_contract
 from reading_probe import value as _value
 from reading_probe import why as _why
 
@@ -19,7 +20,6 @@ from capjudge.methods.gveval import score_slot
 from capjudge.methods.harmoniceval import rating_slot as he_slot
 from capjudge.methods.visce2 import rating_slot as visce2_slot
 from capjudge.reading import read_points_slot
-from capjudge.reading.locate import Located, locate
 from capjudge.reading.numbers import value_at
 from capjudge.reading.view import answer_view
 
@@ -27,12 +27,6 @@ VC = visce2_slot()
 GV = score_slot()
 HE = he_slot("correctness")
 _LAMP = "A black metal desk lamp."
-
-
-def _off_contract(answer: str, slot: object) -> str | None:
-    found = locate(answer, slot)  # type: ignore[arg-type]
-    assert isinstance(found, Located), found
-    return found.off_contract
 
 
 @pytest.mark.parametrize(("answer", "slot"), [

@@ -47,11 +47,11 @@ _QUALIFIED_PAIR = re.compile(r"[\s$*_`]*\([^()\n\d]{1,40}\)[\s$*_`]*(?:/|\||,|;|
 _LEAD = r"(?:[$*_`]|[^\S\n])*"
 # The clause ends right after the qualifier (also in CJK punctuation and Japanese/Korean
 # sentence endings): "$85$ or more." and "80分以上。", not "or more to the point" or "以上是".
-_END = r"(?:[.,;:!?)\]\n\u2014\u2013\u3002\uff0c\uff1b\uff1a\uff01\uff1f\uff09]|$|です|입니다|이다)"
-_CLAUSE_END = r"(?=[^\S\n]*" + _END + ")"
+_STOPS = r".;!?)\]\n\u2014\u2013\u3002\uff1b\uff09"
+_CLAUSE_END = (r"(?=[^\S\n]*(?:[" + _STOPS + r",:\uff0c\uff1a\uff01\uff1f]|$|です|입니다|이다))")
 # (A comma ends a bound's clause, not a provisional word's: "4; tentatively, I'd say the dog
 # is a retriever" qualifies what follows.)
-_CLOSED = r"(?=[^\S\n]*(?:[.;:!?)\]\n\u2014\u2013\u3002\uff1b\uff09]|$))"
+_CLOSED = r"(?=[^\S\n]*(?:[" + _STOPS + r":]|$))"
 _BOUND_AFTER = re.compile(
     _LEAD + r"(?:[分点點점][^\S\n]*)?,?[^\S\n]*(?:(?:and\s+up|or\s+(?:more|higher|above|better|"
     r"greater|less|lower|below|worse)|(?:at\s+(?:the\s+(?:very\s+)?)?|at\s+a\s+)(?:least|most|"
@@ -78,21 +78,22 @@ _BOUND_BEFORE = re.compile(
 _PROVISIONAL_WORD = (r"(?:tentative(?:ly)?|provisional(?:ly)?|preliminary|prelim\.?|temporary|"
                      r"unconfirmed|not\s+final|tbc|tbd|may\s+revise|vorläufig|provisoire|"
                      r"предварительно|暂定|暫定|잠정)")
+# Said to await a review, in a clause or in brackets: "(subject to revision)", "to be confirmed".
+_UNDER_REVIEW = (r"subject\s+to\s+(?:change|revision|review|confirmation|verification)|"
+                 r"to\s+be\s+(?:confirmed|revised|updated)|awaiting")
 _PROVISIONAL_AFTER = re.compile(
     _LEAD + r"(?:[分点點점][^\S\n]*)?[,;\u2014\u2013-]?[^\S\n]*(?:" + _PROVISIONAL_WORD
     + _CLOSED + r"|pending\s+(?:the|a|an|further|more|my|closer|full|review|confirmation|"
     r"verification|clarification|access|receipt)\b|(?:for\s+(?:now|the\s+moment|the\s+time\s+"
-    r"being)|as\s+of\s+now)" + _CLAUSE_END + r"|subject\s+to\s+(?:change|revision|review|"
-    r"confirmation|verification|(?:the\s+)?(?:full\s+)?(?:image|picture|frame|photo)s?)\b|"
-    r"until\s+(?:I|the\s+(?:image|picture|frame|photo)s?)\b|awaiting\b|to\s+be\s+(?:confirmed|"
-    r"revised|updated)\b)"
+    r"being)|as\s+of\s+now)" + _CLAUSE_END + r"|(?:" + _UNDER_REVIEW + r"|subject\s+to\s+"
+    r"(?:the\s+)?(?:full\s+)?(?:image|picture|frame|photo)s?|until\s+(?:I|the\s+(?:image|picture|"
+    r"frame|photo)s?))\b)"
     # "(TBD after zoom)", "(pending)", "(tentative, pending a look)": in brackets, with no
     # other value in them ("(tentatively 80 before I zoomed in)" names an earlier one)
     # ("(tentatively identified breed aside, ...)": an adverb qualifies the words after it.)
     + r"|" + _LEAD + r"(?:[分点點점][^\S\n]*)?[(\uff08][^\S\n]*(?:(?:tentatively|"
     r"provisionally)(?=[^\S\n]*[,;:)\u2014\u2013\uff09])|(?!tentatively|provisionally)"
-    + _PROVISIONAL_WORD + r"|pending|for\s+now|awaiting|subject\s+to\s+(?:change|revision|review|"
-    r"confirmation|verification)|to\s+be\s+(?:confirmed|revised|updated))\b"
+    + _PROVISIONAL_WORD + r"|pending|for\s+now|" + _UNDER_REVIEW + r")\b"
     r"(?![^()\n\uff09]*\d)", re.I)
 # "in the high $70$s", "mid-80s", "80-odd": a decade of the scale, not one value of it ("80's
 # fair" is "80 is fair" unless the decade is named: "the 80's").

@@ -311,9 +311,8 @@ def plain_math(text: str) -> str:
 # "&#36;66&#36;", "&quot;score&quot;", "&lt;answer&gt;", "<br>": an answer passed through
 # an HTML escaper (a web UI's log, a proxy) before it reached us.
 # Content encoded twice shows its escapes: "$\u0037\u0034$" is "$74$" (corpus AC).
-_ENTITY = re.compile(r"(?:&(?:#\d{1,6}|#x[0-9a-f]{1,6}|[a-z]{2,8});|\\u[0-9a-f]{4})+|<br\s*/?>",
-                     re.I)
 _ONE_ENTITY = re.compile(r"&(?:#\d{1,6}|#x[0-9a-f]{1,6}|[a-z]{2,8});|\\u[0-9a-f]{4}", re.I)
+_ENTITY = re.compile(rf"(?:{_ONE_ENTITY.pattern})+|<br\s*/?>", re.I)  # a run of them, or <br>
 
 
 def _unescaped(written: str) -> str:
