@@ -42,12 +42,10 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, ClassVar
 
-from PIL import Image
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from replay import MEDIA, METHOD_ARGS, _is_scoring_request, load  # noqa: E402
+from replay import criterion, is_scoring_request, load, score_args  # noqa: E402
 
 from capjudge.cli import main as cli_main  # noqa: E402
 from capjudge.testing.openai_server import (  # noqa: E402
@@ -133,25 +131,15 @@ def _serve(gguf: str | None, port: int) -> tuple[subprocess.Popen[str], str]:
 
 
 def _score(entry: dict[str, Any], proxy: _Proxy, work: Path) -> dict[str, Any]:
-    method = entry["method"]
     answer = Scripted(text=entry["text"], tokens=_tokens(entry["text"]), logprobs=True,
                       reasoning_content=entry.get("reasoning_content"),
                       finish_reason=entry.get("finish_reason"))
 
     def script(body: Any) -> Scripted:  # noqa: ANN401
-        return answer if _is_scoring_request(method, prompt_text(body)) else default_script(body)
+        return answer if is_scoring_request(entry, prompt_text(body)) else default_script(body)
 
     proxy.script = script
-    args = [*METHOD_ARGS[method], "--caption", entry.get("candidate") or "A caption."]
-    for ref in entry.get("references") or ["A reference caption."]:
-        args += ["--ref", ref]
-    if MEDIA.get(method):
-        pictures = []
-        for i, colour in enumerate([(200, 40, 40), (40, 40, 200)]):
-            pictures.append(work / f"img{i}.png")
-            Image.new("RGB", (64, 48), colour).save(pictures[-1])
-        args += ["--image", str(pictures[0])] if MEDIA[method] == "image" else [
-            "--views", *map(str, pictures)]
+    args = score_args(entry, work)
     buffer = io.StringIO()
     with redirect_stdout(buffer):
         cli_main(["score", "--backend", "openai/gemma-3-270m", "--base-url", proxy.url,
@@ -168,7 +156,7 @@ def _judged(entry: dict[str, Any], out: dict[str, Any]) -> tuple[bool, bool, lis
     """Right, wrong-valid, and each criterion's confirmation."""
     want = entry["expect"]
     if entry["method"] == "harmoniceval":
-        crit = out["criteria"].get("correctness") or {}
+        crit = out["criteria"].get(criterion(entry)) or {}
         status, score = crit.get("status"), crit.get("printed")
         confirmations = [str(crit.get("confirmation"))]
     else:

@@ -4,8 +4,10 @@ An entry (``tests/data/*_answers.json``) is what the judge's API returned: its `
 its ``tokens`` with alternatives), optionally the message's ``reasoning_content`` and the
 ``finish_reason``. The stand-in OpenAI-protocol server answers the method's scoring request
 with exactly that; the other requests of the method (VisCE²'s context extraction, HarmonicEval's
-other criteria) get ordinary answers. What ``capjudge score`` prints is then compared with the
-entry's hand-worked reading.
+other criteria) get ordinary answers. An entry may name the prompt it answers: HarmonicEval's
+``criterion`` (default correctness), G-VEval's ``mode`` (default ref-only) and ``media``
+(``video``: a short clip whose sampled frames the prompt shows; default an image). What
+``capjudge score`` prints is then compared with the entry's hand-worked reading.
 """
 
 from __future__ import annotations
@@ -22,14 +24,10 @@ from PIL import Image
 
 from capjudge.cli import main as cli_main
 from capjudge.testing.openai_server import MockOpenAIServer, Scripted, default_script, prompt_text
+from helpers import grey_video
 
-METHOD_ARGS = {
-    "gveval": ["--method", "gveval", "--mode", "ref-only"],
-    "gveval-accr": ["--method", "gveval-accr", "--mode", "ref-only"],
-    "visce2": ["--method", "visce2"],
-    "harmoniceval": ["--method", "harmoniceval"],
-    "cap3d": ["--method", "cap3d"],
-}
+MODES = ("gveval", "gveval-accr")
+"""The methods whose entries may name a ``mode`` (default ref-only) and ``media``."""
 MEDIA = {"visce2": "image", "harmoniceval": "image", "cap3d": "views"}
 VALID = ("ok", "low_mass", "text_only", "partial")
 
@@ -46,13 +44,53 @@ def scripted(entry: dict[str, Any]) -> Scripted:
                     finish_reason=entry.get("finish_reason"))
 
 
-def _is_scoring_request(method: str, text: str) -> bool:
+def criterion(entry: dict[str, Any]) -> str:
+    """The HarmonicEval criterion whose prompt the entry answers."""
+    return str(entry.get("criterion") or "correctness")
+
+
+def is_scoring_request(entry: dict[str, Any], text: str) -> bool:
+    method = entry["method"]
     if method == "visce2":
         return not ("Analyze the uploaded image" in text
                     or "Generate a detailed description" in text)
     if method == "harmoniceval":
-        return "- Correctness:" in text and not text.strip().endswith("Why? Tell me the reason.")
+        label = f"- {criterion(entry).capitalize()}:"
+        return label in text and not text.strip().endswith("Why? Tell me the reason.")
     return True
+
+
+def score_args(entry: dict[str, Any], work: Path) -> list[str]:
+    """``capjudge score``'s arguments for the entry: method, mode, caption, references, media."""
+    method = entry["method"]
+    args = ["--method", method, "--caption", entry.get("candidate") or "A caption."]
+    if method in MODES:
+        args += ["--mode", entry.get("mode") or "ref-only"]
+    for ref in entry.get("references") or ["A reference caption."]:
+        args += ["--ref", ref]
+    return args + _media_args(entry, work)
+
+
+def _media_args(entry: dict[str, Any], work: Path) -> list[str]:
+    method = entry["method"]
+    if method in MODES:  # the reference-only prompt needs no picture, the others do
+        media = entry.get("media") or (None if (entry.get("mode") or "ref-only") == "ref-only"
+                                       else "image")
+    else:
+        media = MEDIA.get(method)
+    if media is None:
+        return []
+    picture = work / "img.png"
+    Image.new("RGB", (64, 48), (200, 40, 40)).save(picture)
+    if media == "image":
+        return ["--image", str(picture)]
+    if media == "video":
+        clip = work / "clip.mp4"
+        grey_video(clip, n_frames=12, size=(64, 48), fps=6)
+        return ["--video", str(clip)]
+    other = work / "img2.png"
+    Image.new("RGB", (64, 48), (40, 40, 200)).save(other)
+    return ["--views", str(picture), str(other)]
 
 
 def _is_question(body: dict[str, Any]) -> bool:
@@ -70,7 +108,6 @@ def replay(entry: dict[str, Any], workdir: Path | None = None, *,
     without one gets an empty answer: no confirmation).
     """
     work = Path(workdir or tempfile.mkdtemp(prefix="capjudge-replay-"))
-    method = entry["method"]
     answer = scripted(entry)
     sent = {"requests": 0, "questions": 0}
 
@@ -79,23 +116,11 @@ def replay(entry: dict[str, Any], workdir: Path | None = None, *,
         if confirm and _is_question(body):
             sent["questions"] += 1
             return Scripted(text=entry.get("follow_up") or "", logprobs=False)
-        if _is_scoring_request(method, prompt_text(body)):
+        if is_scoring_request(entry, prompt_text(body)):
             return answer
         return default_script(body)
 
-    args = [*METHOD_ARGS[method], "--caption", entry.get("candidate") or "A caption."]
-    for ref in entry.get("references") or ["A reference caption."]:
-        args += ["--ref", ref]
-    media = MEDIA.get(method)
-    if media:
-        picture = work / "img.png"
-        Image.new("RGB", (64, 48), (200, 40, 40)).save(picture)
-        if media == "image":
-            args += ["--image", str(picture)]
-        else:
-            other = work / "img2.png"
-            Image.new("RGB", (64, 48), (40, 40, 200)).save(other)
-            args += ["--views", str(picture), str(other)]
+    args = score_args(entry, work)
     if confirm:
         args += ["--backend-option", "confirm=follow_up"]
     with MockOpenAIServer(script) as server:
@@ -126,11 +151,12 @@ class Outcome:
 def judged(entry: dict[str, Any], out: dict[str, Any]) -> Outcome:
     """Compare ``replay``'s output with the entry's ``expect``.
 
-    HarmonicEval entries are answers to its correctness prompt: that criterion is compared.
+    HarmonicEval entries answer one criterion's prompt (``criterion``, default correctness):
+    that criterion is compared.
     """
     want = entry["expect"]
     if entry["method"] == "harmoniceval":
-        crit = out["criteria"].get("correctness") or {}
+        crit = out["criteria"].get(criterion(entry)) or {}
         status, score, reason = crit.get("status"), crit.get("score"), crit.get("reason")
     else:
         status, score, reason = out["status"], out["score"], out.get("reason")
