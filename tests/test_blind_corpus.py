@@ -345,10 +345,18 @@ CORPUS_AC = _present("blind_answers_ac.json")
 KNOWN_WRONG_AC = {"AC-gv-plus-minus-spread", "AC-gv-tok-plus-minus-after-number",
                   "AC-accr-pm-on-completeness", "AC-vc-plus-minus"}
 
+# Corpus AD (208, a writer blind to the reader and to A-AC, asked for the other prompts:
+# HarmonicEval's five criteria, G-VEval's ref-free, combined and video prompts, ACCR in those
+# modes, VisCE² with its visual context, cap3d's views), committed before it was measured with
+# rules 30: 200/208 read right and 2 wrong values returned as valid (a score for one frame of
+# the video, a score of the visual context), 199 and 3 without the follow-up.
+CORPUS_AD = _present("blind_answers_ad.json")
+KNOWN_WRONG_AD: set[str] = set()
+
 
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
-             ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 144),
+             ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 145),
              ("I", CORPUS_I, KNOWN_WRONG_I, 137), ("J", CORPUS_J, KNOWN_WRONG_J, 135),
              ("K", CORPUS_K, KNOWN_WRONG_K, 155), ("L", CORPUS_L, KNOWN_WRONG_L, 118),
              ("M", CORPUS_M, KNOWN_WRONG_M, 135), ("N", CORPUS_N, KNOWN_WRONG_N, 125),
@@ -359,7 +367,8 @@ CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F,
              ("W", CORPUS_W, KNOWN_WRONG_W, 139), ("X", CORPUS_X, KNOWN_WRONG_X, 143),
              ("Y", CORPUS_Y, KNOWN_WRONG_Y, 134),
              ("Z", CORPUS_Z, KNOWN_WRONG_Z, 138), ("AA", CORPUS_AA, KNOWN_WRONG_AA, 190),
-             ("AB", CORPUS_AB, KNOWN_WRONG_AB, 165), ("AC", CORPUS_AC, KNOWN_WRONG_AC, 228)]
+             ("AB", CORPUS_AB, KNOWN_WRONG_AB, 165), ("AC", CORPUS_AC, KNOWN_WRONG_AC, 230),
+             ("AD", CORPUS_AD, KNOWN_WRONG_AD, 208)]
 
 
 @pytest.mark.heavy(seconds=15)

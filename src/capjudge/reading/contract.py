@@ -377,7 +377,10 @@ _PART = (r"(?:frame|segment|clip|shot|scene|view|part|sentence|claim|object|regi
 _PICTURE_MEASURE = (r"(?:quality|clarity|sharpness|resolution|composition|aesthetics?|lighting|"
                     r"exposure)")
 FOREIGN_LABEL = re.compile(
-    r"[\s*_#>\u2022-]*(?:(?:the\s+)?(?:first|second|third|fourth|fifth|last|opening|closing|"
+    # ("Accuracy of the visual context:", "Score for the first frame:": a measure of it)
+    r"[\s*_#>\u2022-]*(?:(?:[^\W\d_]+\s+)?(?:accuracy|quality|correctness|completeness|"
+    r"relevance|fidelity|precision|score|rating|grade|assessment|evaluation)\s+(?:of|for)\s+)?"
+    r"(?:(?:the\s+)?(?:first|second|third|fourth|fifth|last|opening|closing|"
     r"middle|left|right|top|bottom|upper|lower|front|back|rear)\s+" + _PART + r"s?\b|"
     + _PART + r"\s*#?\d+\b|(?:the\s+)?(?:(?:extracted|provided|given)\s+)?visual\s+context\b|"
     r"(?:the\s+)?(?:image|photo|picture|video|render(?:ing)?)(?:['\u2019]s)?\s+(?:itself\s+)?"
@@ -415,6 +418,15 @@ _OWN_VALUE = re.compile(r"[\s*_`]*[:=][\s*_`$]*\d")
 _NAMES_CAPTION = re.compile(r"\b(?:caption|candidate|answer|response)\b", re.I)
 
 
+# A value scoped to one part in its own clause: "..., and for that frame the score is $90$",
+# "For Frame 2 alone I'd give 90" (not "for that frame, and overall the final score is 85").
+_SCOPED = re.compile(r"\b(?:for|in|on)\s+(?:(?:that|this|the\s+(?:first|second|third|middle|"
+                     r"last|opening|closing))\s+" + _PART + r"|" + _PART + r"\s*#?\d+)\b"
+                     r"(?:\s+(?:alone|only))?(?=[^.;:!?\n]{0,40}$)", re.I)
+_WHOLE = re.compile(r"\b(?:final|overall|whole|entire|all\s+(?:the\s+)?(?:frames|parts)|"
+                    r"in\s+total|video|clip)\b", re.I)
+
+
 # (Not "object 5", "scene 5": sub-scores are named so; nor "this picture 88": a verdict.)
 _PART_NUMBER = re.compile(r"\b(?:frame|segment|clip|shot|view|sentence|panel|keyframe|reference)s?"
                           r"[^\S\n]*(?:no\.|#)?[^\S\n]*$", re.I)
@@ -441,6 +453,8 @@ def rates_another(text: str, n: Number) -> str | None:
         if _CARRIED.fullmatch(rest) or (_QUALITY.fullmatch(rest) and re.search(
                 r"context|image|photo|picture|video|render", m.group(0), re.I)):
             return m.group(0).strip(" *_#>-\u2022")
+    if (m := _SCOPED.search(prefix)) is not None and not _WHOLE.search(prefix, m.end()):
+        return m.group(0).strip()
     if (m := _MEASURE_AFTER.match(text, n.end)) is not None and (
             m.group("pictured") or text.rfind("(", line_start, n.start) > text.rfind(
                 ")", line_start, n.start)):

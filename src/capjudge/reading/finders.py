@@ -341,8 +341,8 @@ def opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     m = re.match(r"[\s*_`#>:\[(]*", text)
     start = m.end() if m else 0
     n = value_at(text, start)
-    if n is None or (n.kind == "digits" and re.match(r"[.)]\s+\D", text[n.end:])) or _summed(
-            text, n) or _counted_opening(text, n) or rubric_entry(text, n):
+    if n is None or (n.kind in ("digits", "roman") and re.match(r"[.)]\s+\D", text[n.end:])) \
+            or _summed(text, n) or _counted_opening(text, n) or rubric_entry(text, n):
         # A list marker ("1. The caption ..."), not a rating ("Seventy-five. ..."); the first
         # term of a sum worked out ("100 minus 15 for the colour = 85"); a count of things
         # ("3 people are visible; the caption says two."); the rubric restated ("1 = Very Low
@@ -496,7 +496,17 @@ def _is_final(text: str, pos: int) -> bool:
         return True
     above = text[max(0, line_start - 80): line_start]
     heading = [h for h in above.split("\n") if h.strip()][-1:] if above.strip() else []
-    return bool(heading) and len(heading[0]) < 40 and bool(FINAL_WORDS.search(heading[0]))
+    if heading and len(heading[0]) < 40 and FINAL_WORDS.search(heading[0]):
+        return True
+    # A block's heading over its lines ("Final (both considered):\nAccuracy: $80$\n
+    # Completeness: $65$"): the first line after a blank one, a heading ending in a colon.
+    block = text.rfind("\n\n", 0, line_start)
+    first = text[block + 2 if block >= 0 else 0: line_start].lstrip("\n").split("\n")
+    return len(first) > 1 and len(first[0]) < 40 and bool(_BLOCK_HEADING.fullmatch(
+        first[0])) and bool(FINAL_WORDS.search(first[0]))
+
+
+_BLOCK_HEADING = re.compile(r"[\s#*_>]*[^\d:\n]+:[\s*_]*")
 
 
 # -- 5. phrases --------------------------------------------------------------------------------

@@ -277,16 +277,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
             return revised
         if revised is not None:
             chosen = revised
-        elif (named := [c for c in levels if c.number.start > chosen.number.end
-                        and c.number.value != chosen.number.value and c.problem is None]) and len(
-                {c.number.value for c in levels}) == 1:
-            # "5 ... so I'd put it at High Correctness (4)": the opening rating and the level
-            # the answer names later compete, and nothing says which stands (several levels
-            # named are the scale restated, not a verdict).
-            return Unreadable("parse_failure", f"the opening rating "
-                              f"{chosen.number.written.strip()!r} and {named[0].how} "
-                              f"({int(named[0].number.value)}) "
-                              "disagree, and nothing says which stands", printed_value(chosen))
+        elif (disagree := _level_disagrees(chosen, levels, cleaned)) is not None:
+            return disagree
     if (vetoed := _vetoed(chosen, cleaned, slot, view.text)
             or reopened(chosen, cleaned, truncated)):
         return vetoed
@@ -395,6 +387,40 @@ def _lowered(after: str, slot: ScoreSlot) -> re.Match[str] | None:
         if not named or is_generic(slot) or slot.name.lower() in named:
             return m
     return None
+
+
+# A level's name said of a part of the text after a verb ("although the rest (fountain,
+# park) is clear"): a description, not the level given as the rating ("The text is very
+# clear." after a 2 still competes with it).
+_PREDICATE = re.compile(r"\b(?:is|are|was|were|be|been|being|seems?|looks?|reads?|remains?|"
+                        r"feels?|sounds?|stays?)[^\S\n]+(?:(?:\w+ly|quite|fairly|pretty|also|"
+                        r"still|otherwise|mostly|generally)[^\S\n]+)?$", re.I)
+_PART_OF_IT = re.compile(r"\b(?:although|though|but|while|whereas|rest|otherwise|except|apart\s+"
+                         r"from|aside\s+from|other\s+than|mostly|largely|partly|partially)\b",
+                         re.I)
+
+
+def _level_disagrees(chosen: Candidate, levels: Sequence[Candidate], text: str
+                     ) -> Unreadable | None:
+    """The opening rating against a level the answer names later, when they differ.
+
+    "5 ... so I'd put it at High Correctness (4)": they compete, and nothing says which
+    stands (several levels named are the scale restated, not a verdict).
+    """
+    named = [c for c in levels if c.number.start > chosen.number.end
+             and c.number.value != chosen.number.value and c.problem is None
+             and not _said_of_a_part(text, c.number.start)]
+    if not named or len({c.number.value for c in levels}) != 1:
+        return None
+    return Unreadable("parse_failure", f"the opening rating {chosen.number.written.strip()!r} "
+                      f"and {named[0].how} ({int(named[0].number.value)}) disagree, and "
+                      "nothing says which stands", printed_value(chosen))
+
+
+def _said_of_a_part(text: str, start: int) -> bool:
+    """Whether the level named at ``start`` describes a part of the text (:data:`_PREDICATE`)."""
+    return _PREDICATE.search(text, 0, start) is not None and _PART_OF_IT.search(
+        text, sentence_start(text, start), start) is not None
 
 
 def _located(view: AnswerView, chosen: Candidate) -> Located:

@@ -326,10 +326,16 @@ def mask_hypotheticals(text: str) -> str:
                 and not (_CORRECTION.search(sentence) and not _CONDITION.search(sentence)):
             start, end = m.start(), m.end()
             aside = _ASIDE.search(sentence)
+            head = _HEAD_CLAUSE.match(sentence)
             if aside is not None and _HYPOTHETICAL.search(aside.group(0)) and not \
                     _HYPOTHETICAL.search(sentence[:aside.start()] + sentence[aside.end():]):
                 # "3 (the main object alone would merit 5, but ...)": only the aside is.
                 start, end = start + aside.start(), start + aside.end()
+            elif head is not None and _DIGITS.search(head.group(0)) and not (
+                    _HYPOTHETICAL.search(head.group(0)) or _CONDITION.search(head.group(0))):
+                # "Concise (4) — the repeated phrase could be replaced ...": the rating's own
+                # clause states it; only what follows the break is hypothetical.
+                start += head.end()
             text = _blank(text, start, end)
     return text
 
@@ -339,6 +345,7 @@ def mask_hypotheticals(text: str) -> str:
 _FIRST_PERSON = re.compile(r"\bI(?:\s+would|'d|\u2019d)\s+(?:score|rate|grade|give|assign|put)"
                            r"\b(?![^.]*\b(?:if|had|unless|were)\b)", re.I)
 _ASIDE = re.compile(r"\([^()]*\)")
+_HEAD_CLAUSE = re.compile(r"[^;\u2014\n]*?(?=[^\S\n]*(?:;|\u2014|\s-\s))")
 
 
 # "Correction: on a second look ... completeness should be higher — Completeness: $75$": a
@@ -397,6 +404,10 @@ _DECLINE = re.compile(
     r"(?:filter|system|policy)\b", re.I)
 
 
+_WORKED_AROUND = re.compile(r"[^.\n;]{0,30}?,?\s+but\s+(?:(?:based\s+on|from|using|with|going\s+"
+                           r"by)\s+)?the\s+references?(?:\s+captions?)?\b(?:\s+(?:alone|"
+                           r"provided|given))?(?:\s*,|\s+(?:give|are|is|provide|offer|"
+                           r"suffice|let|allow)\b)", re.I)
 _SUPPOSED = re.compile(r"\b(?:if|had|would|at\s+first|normally|usually|otherwise)\b", re.I)
 
 
@@ -410,9 +421,11 @@ def find_decline(text: str, original: str | None = None) -> str | None:
     """
     # (Not a decline the sentence only supposes or takes back: "Had the image failed to load,
     # I would answer: I cannot ...", "At first I thought I cannot ...".)
+    # (Nor one the judge works around: "I can't see the video itself, but the references give
+    # enough to judge.")
     m = next((d for d in _DECLINE.finditer(text) if not _SUPPOSED.search(
         text, max(text.rfind(".", 0, d.start()), text.rfind("\n", 0, d.start())) + 1,
-        d.start())), None)
+        d.start()) and not _WORKED_AROUND.match(text, d.end())), None)
     if m is None:
         return None
     start = max(text.rfind(".", 0, m.start()), text.rfind("\n", 0, m.start())) + 1

@@ -82,7 +82,7 @@ class Number:
             to ``end`` for words.
         value: the number (a float when it has a fractional part).
         written: the text as written.
-        kind: ``digits``, ``words`` or ``cjk``.
+        kind: ``digits``, ``words``, ``cjk`` or ``roman``.
         negative: written with a minus sign.
     """
 
@@ -152,9 +152,28 @@ def value_at(text: str, pos: int) -> Number | None:
         return Number(pos, h.end(), h.end(), float(said), h.group(0), "cjk")
     spelled = spelled_at(text, pos)
     if spelled is None:
-        return None
+        return roman_at(text, pos)
     end, value = spelled
     return Number(pos, end, end, float(value), text[pos:end], "words")
+
+
+# A Roman numeral where a value is due ("Rating: IV (high)", "C. Score: III", "Ⅲ —" after
+# NFKC): upper case, with an I or a V (a lone "X" or "XX" is a placeholder), a word of its
+# own that ends its clause ("Score: I think 4" is the pronoun, "IV." the numeral).
+_ROMAN = re.compile(r"(?<![^\W\d_])(X{0,2}(?:IX|IV|VI{0,3}|I{1,3}))(?![\w'\u2019])"
+                    r"(?=[^\S\n]*(?:[.,;:!?)\]/(\u2014\u2013*_`$-]|\n|$|out\s+of\b))")
+_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10}
+
+
+def roman_at(text: str, pos: int) -> Number | None:
+    """The Roman numeral (1-29, with an I or a V) that starts at ``pos``, or None."""
+    m = _ROMAN.match(text, pos)
+    if m is None:
+        return None
+    digits = [_ROMAN_VALUES[c] for c in m.group(1)]
+    value = sum(-d if i + 1 < len(digits) and d < digits[i + 1] else d
+                for i, d in enumerate(digits))
+    return Number(pos, m.end(), m.end(), float(value), m.group(1), "roman")
 
 
 def numbers_in(text: str, start: int = 0, end: int | None = None, *, words: bool = False

@@ -350,6 +350,9 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
         out[name] = (None, over) if over else _decide(name, masked, values, places)
         if (said := _count_in_words(name, masked, out[name][0])) is not None:
             out[name] = (None, said)
+    if not last_end and all(value is None for value, _ in out.values()) and (
+            tallied := _tally_only(masked)) is not None:
+        out = {name: (tallied[name], None) for name in _PATTERNS}
     tail = masked[last_end:] if last_end else ""
     if (gone := WITHDRAWN.search(tail) or _ADJUSTED.search(tail)) is not None \
             and not re.search(r"\d", tail[gone.end():]):
@@ -407,6 +410,21 @@ def _withdrawn_one(out: dict[str, tuple[float | None, str | None]], tail: str
             out[name] = (None, f"after its lines the judge takes the {name} points back "
                                f"({' '.join(m.group(0).split())!r}) and gives no other")
     return out
+
+
+def _tally_only(masked: str) -> dict[str, float] | None:
+    """Both counts from the answer's one tally line ("Totals: C = 5, H = 2").
+
+    For an answer without the prompt's labelled lines; None when no line holds both counts
+    once, or when such lines disagree.
+    """
+    said: set[tuple[float, ...]] = set()
+    for line in masked.splitlines():
+        found = [[float(m.group("n")) for m in _TALLY[name].finditer(line)]
+                 for name in _PATTERNS]
+        if all(len(v) == 1 for v in found) and not _OTHER_CAPTION.search(line):
+            said.add(tuple(v[0] for v in found))
+    return dict(zip(_PATTERNS, said.pop(), strict=True)) if len(said) == 1 else None
 
 
 def _tallied_after(out: dict[str, tuple[float | None, str | None]], tail: str

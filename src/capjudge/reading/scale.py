@@ -56,7 +56,8 @@ _BOUND_AFTER = re.compile(
     _LEAD + r"(?:[分点點점][^\S\n]*)?,?[^\S\n]*(?:(?:and\s+up|or\s+(?:more|higher|above|better|"
     r"greater|less|lower|below|worse)|(?:at\s+(?:the\s+(?:very\s+)?)?|at\s+a\s+)(?:least|most|"
     r"minimum|maximum)|tops|minimum|max(?:imum)?|or\s+thereabouts|or\s+so|give\s+or\s+take|"
-    r"at\s+(?:best|worst)|(?:ou|o|oder|o\s+di)\s+(?:plus|más|mehr|mais|più|moins|menos|weniger)|"
+    r"at\s+(?:best|worst)|at\s+(?:the|my|its)\s+most\s+(?:generous|lenient|charitable)|"
+    r"(?:ou|o|oder|o\s+di)\s+(?:plus|más|mehr|mais|più|moins|menos|weniger)|"
     r"au\s+moins|al\s+menos|mindestens|almeno|pelo\s+menos|au\s+plus|höchstens|al\s+massimo)\b"
     r"|-plus\b|以上|以下|以内|左右|上下|이상|이하|정도)" + _CLAUSE_END
     # "80 (at least)", "4 (or more)": the bound alone in brackets
@@ -85,7 +86,7 @@ _PROVISIONAL_AFTER = re.compile(
     _LEAD + r"(?:[分点點점][^\S\n]*)?[,;\u2014\u2013-]?[^\S\n]*(?:" + _PROVISIONAL_WORD
     + _CLOSED + r"|pending\s+(?:the|a|an|further|more|my|closer|full|review|confirmation|"
     r"verification|clarification|access|receipt)\b|(?:for\s+(?:now|the\s+moment|the\s+time\s+"
-    r"being)|as\s+of\s+now)" + _CLAUSE_END + r"|(?:" + _UNDER_REVIEW + r"|subject\s+to\s+"
+    r"being)|as\s+of\s+now|so\s+far)" + _CLAUSE_END + r"|(?:" + _UNDER_REVIEW + r"|subject\s+to\s+"
     r"(?:the\s+)?(?:full\s+)?(?:image|picture|frame|photo)s?|until\s+(?:I|the\s+(?:image|picture|"
     r"frame|photo)s?))\b)"
     # "(TBD after zoom)", "(pending)", "(tentative, pending a look)": in brackets, with no

@@ -490,7 +490,8 @@ def _self_doubt_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
 # The rating restated as the prompt's "single digit" (VisCE²): "I rate it 85. Since the final
 # rating must be a single digit: 9".
 _SINGLE_DIGIT = re.compile(r"\b(?:single|one)[ -]digit\b(?P<between>[^\n\d]{0,40}?)(?<![\d.])"
-                           r"(?P<n>\d+)\b", re.I)
+                           r"(?P<n>\d+)\b(?![ \t]*(?:[-\u2013/]|to\b)[ \t]*\d)", re.I)
+# (Not a scale: '"single digit" but also a 0-100 scale'.)
 # The instruction echoed ("a single digit between 0 and 100"), or the digit only offered
 # ("as a single digit, that would be 7"): no second rating.
 _NOT_RESTATED = re.compile(r"\b(?:between|from|would|could|might|if|e\.g\.|like)\b", re.I)

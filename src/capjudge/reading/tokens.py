@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 30
+READING_RULES_VERSION = 31
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -105,7 +105,13 @@ value marked provisional ("$72$, pending the image") abstain; runs of HTML entit
 ``\\uXXXX`` escapes are their characters, a superscript glued to a number is a footnote
 marker; words or another script's numerals in the format's place are read off-contract; cap3d
 counts given as bounds or with an open aside abstain, counts in other languages' words are
-read."""
+read. 31 (corpus AD, the other prompts): a measure of another thing ("Accuracy of the visual
+context: 90") or a value scoped to one frame ("for that frame the score is $90$") is not the
+candidate's; a block headed final over blocks per source is the verdict; a level name said of
+a part of the text does not compete with the rating; a hypothetical after the rating's own
+clause leaves the rating; a decline worked around with the references is none; cap3d's one
+tally line stands in for missing labels; Roman numerals where a value is due; "so far" and
+"at the most generous" leave a value open."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
@@ -240,9 +246,10 @@ def read_tree(tokens: Sequence[TokenLogprob], slot: ScoreSlot, *, truncated: boo
     if isinstance(found, Unreadable):
         return TreeReading(slot, None, _failed(slot, found, "logprobs"))
     if found.kind != "digits":
-        # "seventy-five", "&#55;&#48;": no digit token carries the scale's distribution; the
+        # "seventy-five", "&#55;&#48;", "IV": no digit token carries the scale's distribution; the
         # value stands.
-        written = "as escapes" if found.kind == "escaped" else "in words"
+        written = {"escaped": "as escapes", "roman": "as a Roman numeral"}.get(found.kind,
+                                                                            "in words")
         return TreeReading(slot, found, SlotResult(
             slot.name, slot.values, None, None, "text", "text_only",
             f"the verdict is written {written} ({found.printed}, {found.how}): no "
