@@ -353,6 +353,16 @@ KNOWN_WRONG_AC = {"AC-gv-plus-minus-spread", "AC-gv-tok-plus-minus-after-number"
 CORPUS_AD = _present("blind_answers_ad.json")
 KNOWN_WRONG_AD: set[str] = set()
 
+# Corpus AE (227, a writer blind to the reader and to A-AD, asked for one realistic day across
+# every prompt from twelve named judges, two thirds their ordinary answers), committed before
+# it was measured with rules 31: 225/227, 1 wrong value returned as valid, the same without the
+# follow-up. The one is a ruling: "4 ... However, looking more closely ... **Final rating: 3**",
+# which AE's writer reads as two verdicts and the writers of D ("Revised score: 4") and AB ("my
+# final answer is 3"), unprompted, read at the labelled final; the reader follows them, off
+# the contract, and the judge's own follow-up says 3.
+CORPUS_AE = _present("blind_answers_ae.json")
+KNOWN_WRONG_AE = {"AE-q3t-he-two-verdicts"}
+
 
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
@@ -368,7 +378,7 @@ CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F,
              ("Y", CORPUS_Y, KNOWN_WRONG_Y, 134),
              ("Z", CORPUS_Z, KNOWN_WRONG_Z, 138), ("AA", CORPUS_AA, KNOWN_WRONG_AA, 190),
              ("AB", CORPUS_AB, KNOWN_WRONG_AB, 165), ("AC", CORPUS_AC, KNOWN_WRONG_AC, 230),
-             ("AD", CORPUS_AD, KNOWN_WRONG_AD, 208)]
+             ("AD", CORPUS_AD, KNOWN_WRONG_AD, 208), ("AE", CORPUS_AE, KNOWN_WRONG_AE, 226)]
 
 
 @pytest.mark.heavy(seconds=15)

@@ -130,9 +130,20 @@ def test_a_level_name_said_of_a_part_of_the_text() -> None:
     assert _value(answer, CLARITY) == 2
 
 
+@pytest.mark.parametrize(("answer", "want"), [
+    ("3\n\nThe setting is clear, but whether the animal is a dog or a wolf is not.", 3),
+    ("3\n\nMost of the text is clear, but 'a dog or a wolf' leaves the animal open.", 3),
+    ("2\n\nThe text is mostly clear, except that 'it' could refer to the dog or the ball.", 2),
+])
+def test_a_level_word_limited_to_a_part(answer: str, want: int) -> None:
+    assert _value(answer, CLARITY) == want
+
+
 @pytest.mark.parametrize("answer", [
     "2\n\nOn reflection, I'd call it Clear.",
     "2\n\nThe text is very clear.",  # said of the whole text: the rating and it disagree
+    "2\n\nI was too strict at first, but on reflection the text is very clear.",
+    "2\n\nThe grammar slips once, but the rest is clear, so the text is clear overall.",
 ])
 def test_a_level_that_contradicts_the_rating(answer: str) -> None:
     assert "disagree" in _why(answer, CLARITY)
@@ -151,7 +162,10 @@ def test_a_hypothetical_after_the_rating_clause() -> None:
 @pytest.mark.parametrize(("answer", "declined"), [
     ("I can't see the video itself, but the references give enough to judge. The final score "
      "is $80$.", False),
-    ("I cannot see the image, but based on the references, the caption is fine.", False),
+    # (Only with words of sufficiency, and never beside a refusal to rate.)
+    ("I cannot see the image, but based on the references, the caption is fine.", True),
+    ("I'm unable to see the image, but the references are only 3 short sentences, which is "
+     "not enough for a fair judgement. Please attach the image.", True),
     ("I cannot see the image, so I cannot rate it.", True),
     ("I can't see the image, but here is a guess: 50", True),
 ])
@@ -185,3 +199,27 @@ def test_single_digit_quoted_beside_the_scale() -> None:
     assert _value(answer, VC) == 85
     assert "single digit" in _why("I rate it 85. Since the final rating must be a single "
                                   "digit: 9", VC)
+
+
+def test_values_per_source_with_no_verdict_over_them() -> None:
+    # (On the llama.cpp server the forced anchor copied the first: the rules abstain first.)
+    answer = "Based on the image: 80. Based on the visual context: 60, since it omits the sign."
+    assert "per source" in _why(answer, VC)
+    assert _value("Based on the image: 80. Based on the visual context: 80.", VC) == 80
+    assert _value("Against the references: 80\nAgainst the image: 60\nThe final score is "
+                  "$70$.") == 70
+
+
+CONCISE_LEVELS = replace(CONCISE, levels=(
+    ("Excessively verbose", 1), ("Overly verbose", 2), ("Moderately verbose", 3), ("Concise", 4),
+    ("Optimally concise", 5)))
+
+
+@pytest.mark.parametrize(("answer", "want"), [
+    ("The text is concise and to the point.", None),  # described in prose: 4 or 5?
+    ("Concise.", 4),
+    ("Rating: Concise", 4),
+    ("The text is Optimally concise.", 5),  # the level's own capital: named
+])
+def test_a_level_word_in_prose_is_no_reading(answer: str, want: int | None) -> None:
+    assert _value(answer, CONCISE_LEVELS) == want

@@ -320,6 +320,26 @@ def _line_value(rest: str, slot: ScoreSlot) -> int | None:
     return named[0] if len(set(named)) == 1 else None
 
 
+# A value per source the judge looked at, each under its own label: "Based on the image: 80.
+# Based on the visual context: 60." With no verdict over them, neither is the rating.
+_PER_SOURCE = re.compile(
+    r"(?:^|(?<=[.;!?\n]))[ \t*_#>\u2022-]*(?:based\s+on|according\s+to|against|judging\s+"
+    r"(?:by|from)|from|using|with\s+respect\s+to|relative\s+to|compared\s+(?:to|with)|vs\.?|"
+    r"versus)\s+(?:the\s+)?(?P<src>image|picture|photo|video|frames?|references?(?:\s+captions?)?|"
+    r"(?:visual\s+)?context)(?:\s+alone|\s+only)?[\s*_]*[:=\u2013\u2014-][\s*_$]*(?P<n>\d+)\b",
+    re.I)
+
+
+def per_source(text: str, chosen: Candidate) -> str | None:
+    """Why the reading is one of several values given per source, none over the others."""
+    found = {m.start("n"): (m.group("src").lower(), m.group("n"))
+             for m in _PER_SOURCE.finditer(text)}
+    if chosen.number.start not in found or len({v for _, v in found.values()}) < 2:
+        return None
+    given = ", ".join(f"{src}: {v}" for src, v in found.values())
+    return f"the answer rates it per source ({given}) and gives no verdict over them"
+
+
 def other_target(text: str, chosen: Candidate) -> str | None:
     """Why the verdict's own sentence scores something other than the candidate, or None."""
     if (named := rates_another(text, chosen.number)) is not None:
@@ -420,9 +440,12 @@ _NAMES_CAPTION = re.compile(r"\b(?:caption|candidate|answer|response)\b", re.I)
 
 # A value scoped to one part in its own clause: "..., and for that frame the score is $90$",
 # "For Frame 2 alone I'd give 90" (not "for that frame, and overall the final score is 85").
-_SCOPED = re.compile(r"\b(?:for|in|on)\s+(?:(?:that|this|the\s+(?:first|second|third|middle|"
+# ("for this scene", "in this view" is the whole picture; "holds up in frame 3 as well, so I
+# give it 80" concludes about the whole.)
+_SCOPED = re.compile(r"\b(?:for|in|on)\s+(?:(?:that|the\s+(?:first|second|third|middle|"
                      r"last|opening|closing))\s+" + _PART + r"|" + _PART + r"\s*#?\d+)\b"
-                     r"(?:\s+(?:alone|only))?(?=[^.;:!?\n]{0,40}$)", re.I)
+                     r"(?:\s+(?:alone|only))?(?=[^.;:!?\n]{0,40}$)(?![^.;:!?\n]*\b(?:so|as\s+"
+                     r"well|too|also|therefore|hence|thus)\b)", re.I)
 _WHOLE = re.compile(r"\b(?:final|overall|whole|entire|all\s+(?:the\s+)?(?:frames|parts)|"
                     r"in\s+total|video|clip)\b", re.I)
 
@@ -453,7 +476,7 @@ def rates_another(text: str, n: Number) -> str | None:
         if _CARRIED.fullmatch(rest) or (_QUALITY.fullmatch(rest) and re.search(
                 r"context|image|photo|picture|video|render", m.group(0), re.I)):
             return m.group(0).strip(" *_#>-\u2022")
-    if (m := _SCOPED.search(prefix)) is not None and not _WHOLE.search(prefix, m.end()):
+    if (m := _SCOPED.search(prefix)) is not None and not _WHOLE.search(prefix):
         return m.group(0).strip()
     if (m := _MEASURE_AFTER.match(text, n.end)) is not None and (
             m.group("pictured") or text.rfind("(", line_start, n.start) > text.rfind(

@@ -341,7 +341,7 @@ def opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     m = re.match(r"[\s*_`#>:\[(]*", text)
     start = m.end() if m else 0
     n = value_at(text, start)
-    if n is None or (n.kind in ("digits", "roman") and re.match(r"[.)]\s+\D", text[n.end:])) \
+    if n is None or (n.kind in ("digits", "roman") and re.match(r"[.)][*_]*\s+\D", text[n.end:])) \
             or _summed(text, n) or _counted_opening(text, n) or rubric_entry(text, n):
         # A list marker ("1. The caption ..."), not a rating ("Seventy-five. ..."); the first
         # term of a sum worked out ("100 minus 15 for the colour = 85"); a count of things
@@ -499,14 +499,19 @@ def _is_final(text: str, pos: int) -> bool:
     if heading and len(heading[0]) < 40 and FINAL_WORDS.search(heading[0]):
         return True
     # A block's heading over its lines ("Final (both considered):\nAccuracy: $80$\n
-    # Completeness: $65$"): the first line after a blank one, a heading ending in a colon.
+    # Completeness: $65$"): the first line after a blank one, a verdict's heading and nothing
+    # else ("Final frame:", "Overall notes:", "Overall, against the references:" are not),
+    # with only value lines between it and the label.
     block = text.rfind("\n\n", 0, line_start)
-    first = text[block + 2 if block >= 0 else 0: line_start].lstrip("\n").split("\n")
-    return len(first) > 1 and len(first[0]) < 40 and bool(_BLOCK_HEADING.fullmatch(
-        first[0])) and bool(FINAL_WORDS.search(first[0]))
+    lines = text[block + 2 if block >= 0 else 0: line_start].lstrip("\n").split("\n")[:-1]
+    return len(lines) > 0 and bool(_VERDICT_HEADING.fullmatch(lines[0])) and all(
+        _VALUE_LINE.match(line) for line in lines[1:])
 
 
-_BLOCK_HEADING = re.compile(r"[\s#*_>]*[^\d:\n]+:[\s*_]*")
+_VERDICT_HEADING = re.compile(r"[\s#*_>]*(?:final|overall|combined)(?:\s+(?:scores?|ratings?|"
+                              r"verdicts?|results?|evaluation))?[\s*_]*(?:\([^()\n]{0,40}\))?"
+                              r"[\s*_]*:?[\s*_]*", re.I)
+_VALUE_LINE = re.compile(r"[\s*_#>-]*[^\W\d_][^:\n]{0,40}:[\s*_$]*\d")
 
 
 # -- 5. phrases --------------------------------------------------------------------------------

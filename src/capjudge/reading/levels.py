@@ -87,6 +87,19 @@ def level_span(text: str, start: int) -> str | None:
     return None
 
 
+# A level's word after a verb, in lower case: the text described in prose ("The text is
+# concise", "reads very fluently"), not the rubric's level named ("Rating: Concise").
+PREDICATE = re.compile(r"\b(?:is|are|was|were|be|been|being|seems?|looks?|reads?|remains?|"
+                       r"feels?|sounds?|stays?)[^\S\n]+(?:(?:\w+ly|quite|fairly|pretty|also|"
+                       r"still|otherwise|mostly|generally)[^\S\n]+)?$", re.I)
+
+
+def said_in_prose(text: str, n: Number) -> bool:
+    """Whether the level word ``n`` describes the text in prose (:data:`PREDICATE`)."""
+    return n.written.islower() and PREDICATE.search(text, max(0, n.start - 60), n.start) \
+        is not None
+
+
 # "where 5 means extremely high correctness", "5 = High": the scale described, not a verdict.
 _DESCRIBED = re.compile(r"(?P<n>\d+)[\s*_`]*(?:=|:|-|means|is|stands\s+for|represents|"
                         r"being|for|denotes|indicates)[\s*_`\"']*$", re.I)

@@ -67,6 +67,7 @@ from capjudge.reading.contract import (
     opens,
     other_criterion,
     other_target,
+    per_source,
     rates_another,
     reopened,
     revised_later,
@@ -91,7 +92,13 @@ from capjudge.reading.finders import (
     star_candidates,
     structured_candidates,
 )
-from capjudge.reading.levels import glossed_level, level_candidates, position_candidates
+from capjudge.reading.levels import (
+    PREDICATE,
+    glossed_level,
+    level_candidates,
+    position_candidates,
+    said_in_prose,
+)
 from capjudge.reading.masking import find_decline, mask_view
 from capjudge.reading.numbers import (
     Number,
@@ -210,7 +217,7 @@ def _cut(text: str, n: Number, slot: ScoreSlot, truncated: bool) -> str | None:
     if slot.anchor and head.endswith(slot.anchor):
         return (f"the answer ends at {slot.anchor}{n.written} with no closing "
                 f"{slot.anchor!r}: the number may be unfinished (cut answer)")
-    if truncated:
+    if truncated and "\n" not in rest:  # (a line break after it: the number is finished)
         return (f"the answer was cut at max_tokens right after {n.written!r}: the number may "
                 "be unfinished")
     return None
@@ -258,7 +265,10 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
                                view.text)
     levels = level_candidates(cleaned, slot)
     if chosen is None:
-        chosen = decide(levels or position_candidates(cleaned, slot), cleaned, slot)
+        # (A level's word said of the text in prose, "The text is concise and to the point.",
+        # is no reading of its own: "Concise" is 4, "Optimally concise" 5.)
+        named = [c for c in levels if not said_in_prose(cleaned, c.number)]
+        chosen = decide(named or position_candidates(cleaned, slot), cleaned, slot)
     if chosen is None:
         return _nothing(masked, cleaned, slot, truncated)
     if isinstance(chosen, Unreadable):
@@ -352,6 +362,7 @@ def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot, written: str
     rating, or withdraws it with no other.
     """
     if (other := _restated(chosen, cleaned, slot) or other_target(cleaned, chosen)
+            or per_source(cleaned, chosen)
             or labelled_target(cleaned, chosen, slot) or other_criterion(cleaned, chosen, slot)
             or faint_praise(cleaned, chosen, slot)) is not None:
         return Unreadable("parse_failure", other, printed_value(chosen))
@@ -392,12 +403,9 @@ def _lowered(after: str, slot: ScoreSlot) -> re.Match[str] | None:
 # A level's name said of a part of the text after a verb ("although the rest (fountain,
 # park) is clear"): a description, not the level given as the rating ("The text is very
 # clear." after a 2 still competes with it).
-_PREDICATE = re.compile(r"\b(?:is|are|was|were|be|been|being|seems?|looks?|reads?|remains?|"
-                        r"feels?|sounds?|stays?)[^\S\n]+(?:(?:\w+ly|quite|fairly|pretty|also|"
-                        r"still|otherwise|mostly|generally)[^\S\n]+)?$", re.I)
 _PART_OF_IT = re.compile(r"\b(?:although|though|but|while|whereas|rest|otherwise|except|apart\s+"
-                         r"from|aside\s+from|other\s+than|mostly|largely|partly|partially)\b",
-                         re.I)
+                         r"from|aside\s+from|other\s+than|mostly|largely|partly|partially|most\s+"
+                         r"of|only|first|setting|opening)\b", re.I)
 
 
 def _level_disagrees(chosen: Candidate, levels: Sequence[Candidate], text: str
@@ -418,9 +426,27 @@ def _level_disagrees(chosen: Candidate, levels: Sequence[Candidate], text: str
 
 
 def _said_of_a_part(text: str, start: int) -> bool:
-    """Whether the level named at ``start`` describes a part of the text (:data:`_PREDICATE`)."""
-    return _PREDICATE.search(text, 0, start) is not None and _PART_OF_IT.search(
-        text, sentence_start(text, start), start) is not None
+    """Whether the level word at ``start`` describes a part of the text (:data:`PREDICATE`).
+
+    In prose (lower case, after a verb), in a sentence that limits it ("although the rest is
+    clear", "The setting is clear, but ...", "mostly clear, except ...") and concludes nothing
+    ("but on reflection the text is very clear", "..., so the text is fluent overall" say it
+    of the whole; "The text is very clear." after a 2 is said of the whole and competes).
+    """
+    if not text[start:start + 1].islower() or PREDICATE.search(text, 0, start) is None:
+        return False
+    begin = sentence_start(text, start)
+    stop = _SENTENCE_STOP.search(text, start)
+    sentence = _ASIDES.sub(lambda m: " " * len(m.group(0)),
+                           text[begin: stop.start() if stop else len(text)])
+    return _PART_OF_IT.search(sentence) is not None and _CONCLUDED.search(sentence) is None
+
+
+_SENTENCE_STOP = re.compile(r"[.!?](?=\s|$)|\n")
+# (Brackets and quotations aside: "(fountain, park)", "'a dog or a wolf'".)
+_ASIDES = re.compile(r"\([^()\n]*\)|[\"\u201c'\u2018][^\"\u201d'\u2019\n]*[\"\u201d'\u2019]")
+_CONCLUDED = re.compile(r"\b(?:so|overall|reflection|all\s+in\s+all|in\s+fact|actually|after\s+"
+                        r"all|really|truly)\b", re.I)
 
 
 def _located(view: AnswerView, chosen: Candidate) -> Located:

@@ -331,11 +331,16 @@ def mask_hypotheticals(text: str) -> str:
                     _HYPOTHETICAL.search(sentence[:aside.start()] + sentence[aside.end():]):
                 # "3 (the main object alone would merit 5, but ...)": only the aside is.
                 start, end = start + aside.start(), start + aside.end()
-            elif head is not None and _DIGITS.search(head.group(0)) and not (
-                    _HYPOTHETICAL.search(head.group(0)) or _CONDITION.search(head.group(0))):
-                # "Concise (4) — the repeated phrase could be replaced ...": the rating's own
-                # clause states it; only what follows the break is hypothetical.
-                start += head.end()
+            elif head is not None and _RATING_HEAD.fullmatch(head.group(0)) and (
+                    hypo := _HYPOTHETICAL.search(sentence, head.end())) is not None:
+                # "Concise (4) — the repeated phrase could be replaced ...": a rating alone
+                # before the break; only the hypothetical clause after it is masked ("My
+                # first impression was 90 — ..." is no rating alone). A value after the clause
+                # ("..., and it is blue, so 4") leaves the sentence as before: masked whole.
+                stop = _HYPOTHETICAL_END.search(sentence, hypo.end())
+                if stop is None or not _DIGITS.search(sentence, stop.start()):
+                    start, end = start + head.end(), start + (stop.start() if stop else
+                                                              len(sentence))
             text = _blank(text, start, end)
     return text
 
@@ -346,6 +351,9 @@ _FIRST_PERSON = re.compile(r"\bI(?:\s+would|'d|\u2019d)\s+(?:score|rate|grade|gi
                            r"\b(?![^.]*\b(?:if|had|unless|were)\b)", re.I)
 _ASIDE = re.compile(r"\([^()]*\)")
 _HEAD_CLAUSE = re.compile(r"[^;\u2014\n]*?(?=[^\S\n]*(?:;|\u2014|\s-\s))")
+_HYPOTHETICAL_END = re.compile(r",\s*(?:so|but|and|hence|thus|therefore|yet)\b|;|[.!?](?=\s|$)")
+_RATING_HEAD = re.compile(r"[\s*_#>-]*(?:[^\W\d_]+(?:[^\S\n][^\W\d_]+)?[\s:*_]*)?[(\[$*_\s]*"
+                          r"\d+(?:\s*/\s*\d+)?[)\]$*_\s]*")
 
 
 # "Correction: on a second look ... completeness should be higher — Completeness: $75$": a
@@ -404,10 +412,17 @@ _DECLINE = re.compile(
     r"(?:filter|system|policy)\b", re.I)
 
 
-_WORKED_AROUND = re.compile(r"[^.\n;]{0,30}?,?\s+but\s+(?:(?:based\s+on|from|using|with|going\s+"
-                           r"by)\s+)?the\s+references?(?:\s+captions?)?\b(?:\s+(?:alone|"
-                           r"provided|given))?(?:\s*,|\s+(?:give|are|is|provide|offer|"
-                           r"suffice|let|allow)\b)", re.I)
+# "..., but the references give enough to judge": the judge says it can judge without the
+# picture. Only with words of sufficiency, and never where the answer also declines to rate.
+_WORKED_AROUND = re.compile(r"[^.\n;]{0,30}?,?\s+but\s+(?:the\s+)?references?(?:\s+captions?)?"
+                            r"(?:\s+(?:alone|provided|given))?\s+(?:(?:give|provide|offer)\s+"
+                            r"(?:me\s+)?(?:more\s+than\s+)?enough|(?:are|is)\s+(?:more\s+than\s+)?"
+                            r"(?:enough|sufficient)|suffice|let\s+me\s+judge|allow\s+me\s+to\s+"
+                            r"(?:judge|rate|score))\b", re.I)
+_STILL_DECLINED = re.compile(r"\bnot\s+enough\b|\b(?:won['\u2019]?t|will\s+not|cannot|"
+                             r"can['\u2019]t)\s+(?:give|provide|assign|rate|score|guess)\b|"
+                             r"\bplease\s+(?:attach|"
+                             r"provide|upload|send)\b", re.I)
 _SUPPOSED = re.compile(r"\b(?:if|had|would|at\s+first|normally|usually|otherwise)\b", re.I)
 
 
@@ -425,7 +440,8 @@ def find_decline(text: str, original: str | None = None) -> str | None:
     # enough to judge.")
     m = next((d for d in _DECLINE.finditer(text) if not _SUPPOSED.search(
         text, max(text.rfind(".", 0, d.start()), text.rfind("\n", 0, d.start())) + 1,
-        d.start()) and not _WORKED_AROUND.match(text, d.end())), None)
+        d.start()) and not (_WORKED_AROUND.match(text, d.end())
+                            and not _STILL_DECLINED.search(text, d.end()))), None)
     if m is None:
         return None
     start = max(text.rfind(".", 0, m.start()), text.rfind("\n", 0, m.start())) + 1

@@ -157,11 +157,17 @@ def value_at(text: str, pos: int) -> Number | None:
     return Number(pos, end, end, float(value), text[pos:end], "words")
 
 
-# A Roman numeral where a value is due ("Rating: IV (high)", "C. Score: III", "Ⅲ —" after
+# A Roman numeral where a value is due ("Rating: IV (High)", "C. Score: III", "Ⅲ —" after
 # NFKC): upper case, with an I or a V (a lone "X" or "XX" is a placeholder), a word of its
-# own that ends its clause ("Score: I think 4" is the pronoun, "IV." the numeral).
-_ROMAN = re.compile(r"(?<![^\W\d_])(X{0,2}(?:IX|IV|VI{0,3}|I{1,3}))(?![\w'\u2019])"
-                    r"(?=[^\S\n]*(?:[.,;:!?)\]/(\u2014\u2013*_`$-]|\n|$|out\s+of\b))")
+# own that ends its clause ("Score: I think 4" is the pronoun, "IV." the numeral). Not before
+# a word that goes on ("V-neck", "I: Analysis", "IV (having checked"); a lone "I" only at a
+# line's or sentence's end, or before "/" or "out of" ("Rating: I, for one, find ..." and
+# "I (having checked ...) find" are the pronoun).
+_ROMAN = re.compile(
+    r"(?<![^\W\d_])(?:(?P<one>I)|(?P<n>X{0,2}(?:IX|IV|VI{0,3}|I{2,3})|X{1,2}I))"
+    r"(?![\w'\u2019])(?=[^\S\n]*(?:[.!?](?=\s|$|[*_)])|/|\n|$|out\s+of\b|(?(one)(?!)|(?:"
+    r"[;)\]\u2014\u2013*_`$]|,(?![^\S\n]*[a-z])|:(?![^\S\n]*[^\W\d_])|\((?![^\S\n]*[a-z])|"
+    r"-(?![^\W\d_])))))")
 _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10}
 
 
@@ -170,10 +176,10 @@ def roman_at(text: str, pos: int) -> Number | None:
     m = _ROMAN.match(text, pos)
     if m is None:
         return None
-    digits = [_ROMAN_VALUES[c] for c in m.group(1)]
+    digits = [_ROMAN_VALUES[c] for c in m.group("one") or m.group("n")]
     value = sum(-d if i + 1 < len(digits) and d < digits[i + 1] else d
                 for i, d in enumerate(digits))
-    return Number(pos, m.end(), m.end(), float(value), m.group(1), "roman")
+    return Number(pos, m.end(), m.end(), float(value), m.group(0), "roman")
 
 
 def numbers_in(text: str, start: int = 0, end: int | None = None, *, words: bool = False

@@ -334,7 +334,9 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
                      (start, end)) for start, end in _occurrences(_PARAPHRASES[name], masked)]
             values = [v for v, _ in read if v[0] is not None]
             places = [p for v, p in read if v[0] is not None]
-        if truncated and places and not masked[places[-1][1]:].strip():
+        # (A line break after it: the judge went on past the number, which is finished.)
+        if truncated and places and not masked[places[-1][1]:].strip() \
+                and "\n" not in masked[places[-1][1]:]:
             values[-1] = (None, f"the answer was cut at max_tokens right after the {name} "
                                 "points: the number may be unfinished")
         if places:
@@ -416,7 +418,8 @@ def _tally_only(masked: str) -> dict[str, float] | None:
     """Both counts from the answer's one tally line ("Totals: C = 5, H = 2").
 
     For an answer without the prompt's labelled lines; None when no line holds both counts
-    once, or when such lines disagree.
+    once, when such lines disagree, or when a line gives one count again ("I missed the
+    armrests, so H = 2").
     """
     said: set[tuple[float, ...]] = set()
     for line in masked.splitlines():
@@ -424,6 +427,8 @@ def _tally_only(masked: str) -> dict[str, float] | None:
                  for name in _PATTERNS]
         if all(len(v) == 1 for v in found) and not _OTHER_CAPTION.search(line):
             said.add(tuple(v[0] for v in found))
+        elif any(found):
+            return None  # "..., so H = 2": one count given again on its own
     return dict(zip(_PATTERNS, said.pop(), strict=True)) if len(said) == 1 else None
 
 

@@ -83,10 +83,13 @@ _PROVISIONAL_WORD = (r"(?:tentative(?:ly)?|provisional(?:ly)?|preliminary|prelim
 _UNDER_REVIEW = (r"subject\s+to\s+(?:change|revision|review|confirmation|verification)|"
                  r"to\s+be\s+(?:confirmed|revised|updated)|awaiting")
 _PROVISIONAL_AFTER = re.compile(
-    _LEAD + r"(?:[分点點점][^\S\n]*)?[,;\u2014\u2013-]?[^\S\n]*(?:" + _PROVISIONAL_WORD
+    # "$72$ so far.": right after the value, closing its clause ("80; so far, every caption
+    # ..." and "85 — so far, the only one ..." say something else)
+    _LEAD + r"so\s+far" + _CLOSED + r"|"
+    + _LEAD + r"(?:[分点點점][^\S\n]*)?[,;\u2014\u2013-]?[^\S\n]*(?:" + _PROVISIONAL_WORD
     + _CLOSED + r"|pending\s+(?:the|a|an|further|more|my|closer|full|review|confirmation|"
     r"verification|clarification|access|receipt)\b|(?:for\s+(?:now|the\s+moment|the\s+time\s+"
-    r"being)|as\s+of\s+now|so\s+far)" + _CLAUSE_END + r"|(?:" + _UNDER_REVIEW + r"|subject\s+to\s+"
+    r"being)|as\s+of\s+now)" + _CLAUSE_END + r"|(?:" + _UNDER_REVIEW + r"|subject\s+to\s+"
     r"(?:the\s+)?(?:full\s+)?(?:image|picture|frame|photo)s?|until\s+(?:I|the\s+(?:image|picture|"
     r"frame|photo)s?))\b)"
     # "(TBD after zoom)", "(pending)", "(tentative, pending a look)": in brackets, with no
