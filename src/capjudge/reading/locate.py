@@ -93,7 +93,6 @@ from capjudge.reading.finders import (
     structured_candidates,
 )
 from capjudge.reading.levels import (
-    PREDICATE,
     glossed_level,
     level_candidates,
     position_candidates,
@@ -417,7 +416,7 @@ def _level_disagrees(chosen: Candidate, levels: Sequence[Candidate], text: str
     """
     named = [c for c in levels if c.number.start > chosen.number.end
              and c.number.value != chosen.number.value and c.problem is None
-             and not _said_of_a_part(text, c.number.start)]
+             and not _said_of_a_part(text, c.number)]
     if not named or len({c.number.value for c in levels}) != 1:
         return None
     return Unreadable("parse_failure", f"the opening rating {chosen.number.written.strip()!r} "
@@ -425,18 +424,18 @@ def _level_disagrees(chosen: Candidate, levels: Sequence[Candidate], text: str
                       "nothing says which stands", printed_value(chosen))
 
 
-def _said_of_a_part(text: str, start: int) -> bool:
-    """Whether the level word at ``start`` describes a part of the text (:data:`PREDICATE`).
+def _said_of_a_part(text: str, level: Number) -> bool:
+    """Whether the level word ``level`` describes a part of the text.
 
-    In prose (lower case, after a verb), in a sentence that limits it ("although the rest is
+    In prose (:func:`said_in_prose`), in a sentence that limits it ("although the rest is
     clear", "The setting is clear, but ...", "mostly clear, except ...") and concludes nothing
     ("but on reflection the text is very clear", "..., so the text is fluent overall" say it
     of the whole; "The text is very clear." after a 2 is said of the whole and competes).
     """
-    if not text[start:start + 1].islower() or PREDICATE.search(text, 0, start) is None:
+    if not said_in_prose(text, level):
         return False
-    begin = sentence_start(text, start)
-    stop = _SENTENCE_STOP.search(text, start)
+    begin = sentence_start(text, level.start)
+    stop = _SENTENCE_STOP.search(text, level.start)
     sentence = _ASIDES.sub(lambda m: " " * len(m.group(0)),
                            text[begin: stop.start() if stop else len(text)])
     return _PART_OF_IT.search(sentence) is not None and _CONCLUDED.search(sentence) is None

@@ -335,8 +335,8 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
             values = [v for v, _ in read if v[0] is not None]
             places = [p for v, p in read if v[0] is not None]
         # (A line break after it: the judge went on past the number, which is finished.)
-        if truncated and places and not masked[places[-1][1]:].strip() \
-                and "\n" not in masked[places[-1][1]:]:
+        if truncated and places and not (rest := masked[places[-1][1]:]).strip() \
+                and "\n" not in rest:
             values[-1] = (None, f"the answer was cut at max_tokens right after the {name} "
                                 "points: the number may be unfinished")
         if places:
@@ -423,13 +423,27 @@ def _tally_only(masked: str) -> dict[str, float] | None:
     """
     said: set[tuple[float, ...]] = set()
     for line in masked.splitlines():
-        found = [[float(m.group("n")) for m in _TALLY[name].finditer(line)]
-                 for name in _PATTERNS]
-        if all(len(v) == 1 for v in found) and not _OTHER_CAPTION.search(line):
-            said.add(tuple(v[0] for v in found))
-        elif any(found):
+        found = _tallied(line)
+        if _is_tally(line, found):
+            said.add(tuple(v[0] for v in found.values()))
+        elif any(found.values()):
             return None  # "..., so H = 2": one count given again on its own
     return dict(zip(_PATTERNS, said.pop(), strict=True)) if len(said) == 1 else None
+
+
+def _tallied(line: str) -> dict[str, list[float]]:
+    """Each count's values in ``line`` under its initial (:data:`_TALLY`)."""
+    return {name: [float(m.group("n")) for m in _TALLY[name].finditer(line)]
+            for name in _PATTERNS}
+
+
+def _is_tally(line: str, found: dict[str, list[float]]) -> bool:
+    """Whether ``line`` is a tally: each count once.
+
+    Not attributes' marks ("red C = 1, wooden C = 1 ... H = 1"), nor another caption's ("The
+    previous caption had C = 2, H = 2").
+    """
+    return all(len(v) == 1 for v in found.values()) and not _OTHER_CAPTION.search(line)
 
 
 def _tallied_after(out: dict[str, tuple[float | None, str | None]], tail: str
@@ -444,11 +458,7 @@ def _tallied_after(out: dict[str, tuple[float | None, str | None]], tail: str
     start = mark.end() if mark else 0
     tallies: dict[str, list[float]] = {name: [] for name in _PATTERNS}
     for line in tail[tail.rfind("\n", 0, start) + 1:].splitlines():
-        found = {name: [float(m.group("n")) for m in _TALLY[name].finditer(line)]
-                 for name in _PATTERNS}
-        # Each count once on one line: a tally (not attributes' marks "red C = 1, wooden C = 1
-        # ... H = 1", nor another caption's "The previous caption had C = 2, H = 2").
-        if all(len(v) == 1 for v in found.values()) and not _OTHER_CAPTION.search(line):
+        if _is_tally(line, found := _tallied(line)):
             for name in _PATTERNS:
                 tallies[name] += found[name]
     for name in _PATTERNS:
