@@ -209,7 +209,7 @@ GV, VIS, HE1 = score_slot(), visce2_slot(), he_slot("correctness")
      "Mostly right: three are lit, not two. The final score is $50$.", 50),
     # A label on the line above the number, after the copy of the caption.
     (VIS, "Three dogs sit on 2 benches in a park.",
-     'Caption: "Three dogs sit on 2 benches in a park."\n\nScore:\n2\n\nOnly one bench.', 2),
+     'Caption: "Three dogs sit on 2 benches in a park."\n\nScore:\n20\n\nOnly one bench.', 20),
     # The candidate named in the judge's own words beside a praised reference.
     (GV, "A dog on a beach.",
      "Reference 1 is accurate and detailed. The text being evaluated, however, is much "

@@ -340,6 +340,34 @@ def per_source(text: str, chosen: Candidate) -> str | None:
     return f"the answer rates it per source ({given}) and gives no verdict over them"
 
 
+# The things a pairwise judge compares, by number: "Response 2", "Assistant 1", "Output (1)".
+_NUMBERED_THING = re.compile(r"\b(?:response|output|assistant|answer|model|system|option)"
+                             r"[ \t]*(?:#|no\.?[ \t]*)?\(?(?P<i>\d)\)?(?![\d,/]|\.\d)", re.I)
+_OTHER_ONE = re.compile(r"\b(?:the\s+)?other\s+(?:response|output|assistant|answer|model|one)\b",
+                        re.I)
+
+
+def preference(text: str, chosen: Candidate) -> str | None:
+    """Why the reading names one of two things the answer compares, or None.
+
+    Pairwise judges (PandaLM's "1", "2" or "Tie") answer which response is better: "2 ...
+    Reason: Response 2 (the reference) mentions the storm, while Response 1 ...". The value is
+    a pick between numbered responses, not a rating of the candidate.
+    """
+    n = chosen.number
+    named = list(_NUMBERED_THING.finditer(text))
+    indices = {m.group("i") for m in named}
+    if n.kind != "digits" or n.written.strip() not in indices:
+        return None
+    # ("Output (2) is better.", "Preference: Response 1": the value is a response's name.)
+    if not (len(indices) > 1 or _OTHER_ONE.search(text)
+            or any(m.start("i") == n.start for m in named)):
+        return None
+    shown = ", ".join(sorted(indices))
+    return (f"the value {n.written.strip()!r} names one of the responses the answer compares "
+            f"({shown}): a preference between them, not a rating of the candidate")
+
+
 def other_target(text: str, chosen: Candidate) -> str | None:
     """Why the verdict's own sentence scores something other than the candidate, or None."""
     if (named := rates_another(text, chosen.number)) is not None:
@@ -1121,6 +1149,74 @@ def faint_praise(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
     return (f"the rating {n.written.strip()!r} sits in the bottom tenth of "
             f"{slot.low}-{slot.high} while the answer finds no serious fault "
             f"({praise.group(0)!r}): it may be on a 1-5 or 0-10 scale instead; nothing says "
+            "which")
+
+
+# What puts a whole caption at the bottom of 0-100: it is of something else, or all wrong.
+# Said of one detail ("completely wrong about the weather", "wrong about the dog's colour"),
+# of some details ("unrelated details such as the sky"), denied or supposed ("not unrelated",
+# "would be completely wrong if ...", "nothing in it is wrong") it is not (:func:`_at_bottom`).
+_LIMITED = r"(?![ \t]+(?:about|regarding|in\s+(?:its|the|one)|on\s+(?:the|one)|for\s+(?:the|one)|" \
+           r"with\s+(?:the|one)|except|apart|but|details?|elements?|objects?|things?|parts?|" \
+           r"information|words?|content|additions?|mentions?))"
+_THE_CAPTION = r"(?:the\s+)?(?:candidate\s+)?(?:caption|description)"
+_PICTURE = r"(?:the\s+|this\s+)?(?:image|picture|photo|video|scene)"
+_DIRE = re.compile(
+    rf"\b(?:(?:unrelated|irrelevant|nonsens\w*|garbled|useless|off[- ]topic){_LIMITED}|"
+    r"nothing\s+to\s+do\s+with|no\s+(?:relation|resemblance|connection)|"
+    r"(?:completely|entirely|totally|wholly|utterly|fundamentally|almost\s+entirely)\s+"
+    rf"(?:\w+\s+)?(?:wrong|incorrect|inaccurate|different|fabricated|hallucinated|mismatched|"
+    rf"false){_LIMITED}|"
+    r"(?:wrong|different|another)\s+(?:\w+\s+)?(?:scene|image|picture|photo|video|subject|"
+    r"setting|place)|"
+    r"nothing\s+(?:\w+\s+){0,4}?(?:match\w*|correct|right|fits?|correspond\w*)|"
+    rf"(?:does|do)\s*(?:not|n't)\s+(?:\w+\s+)?(?:describe|match|depict|correspond\s+to)\s+"
+    rf"(?:{_PICTURE}(?:\s+at\s+all)?|at\s+all)\b|"
+    rf"but\s+{_PICTURE}\s+(?:actually\s+)?(?:is|was)\s+of\b|"
+    r"(?:is|was)\s+(?:empty|blank)|"
+    # the caption as a whole: "The caption is wrong: it shows a cat", "the candidate caption is
+    # not appropriate for the image"
+    rf"{_THE_CAPTION}\s+(?:is|was)\s+(?:\w+\s+)?(?:wrong|incorrect|inaccurate|false|misleading)"
+    r"(?=\s*(?:[.:;!,\u2014\u2013]|$|\s+(?:and|because|since|as)\b))|"
+    rf"{_THE_CAPTION}\s+(?:is|was)\s*(?:not|n't)\s+(?:\w+\s+)?(?:appropriate|accurate|correct|"
+    rf"relevant|related|suitable)\s+(?:for|to)\s+{_PICTURE})", re.I)
+# Before it in its sentence: a denial or a supposition.
+_DENIED = re.compile(r"\b(?:not|no|nothing|never|without|if|would|could|might|unless|whether|"
+                     r"hardly|barely)\b|n't\b", re.I)
+
+
+def _at_bottom(said: str) -> bool:
+    """Whether the answer puts the whole caption at the bottom (:data:`_DIRE`, not denied)."""
+    for m in _DIRE.finditer(said):
+        start = max(said.rfind(c, 0, m.start()) for c in ".!?\n") + 1
+        # (A sentence opening "No," answers the prompt's question: "No, the caption is not
+        # appropriate for the image.")
+        prefix = re.sub(r"^\W*no\b\W*", "", said[start: m.start()], flags=re.I)
+        if not _DENIED.search(prefix):
+            return True
+    return False
+
+
+def bottom_off_contract(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """Why a rating of 1-10 on 0-100, outside the method's format, is no verdict; or None.
+
+    Evaluator models trained on their own scales answer in them ("[RESULT] 3", "<score>4
+    </score>", "- Appropriateness: 4", a preference "2"), and asked again they say the same
+    number: a second channel cannot tell 3 of 100 from 3 of 5. Off the contract, a value in the
+    bottom tenth is read only where the answer puts the whole caption at the bottom ("of
+    another scene", "completely wrong"), or writes it on the scale ("3/100"); 0 is the
+    bottom on every scale. (On the contract, :func:`faint_praise` alone applies.)
+    """
+    n = chosen.number
+    if slot.high < 50 or chosen.own_scale or not slot.low < n.value <= slot.high / 10:
+        return None
+    if (den := denominator(text[n.end:])) is not None and den.value == slot.high:
+        return None
+    if _at_bottom(text[:n.start] + " " + text[n.end:]):
+        return None
+    return (f"the rating {n.written.strip()!r} sits in the bottom tenth of {slot.low}-"
+            f"{slot.high}, outside the method's format, and the answer does not put the caption "
+            "at the bottom: it may be on another scale (1-5, 1-10, a preference); nothing says "
             "which")
 
 

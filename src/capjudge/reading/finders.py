@@ -598,8 +598,13 @@ def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
 # scale's unit ("85 points", "4 stars" are ratings).
 _IRREGULAR = ("people", "men", "women", "children", "sheep", "deer", "fish", "geese", "mice",
               "feet", "teeth")
+# (And one of a fault or a thing, in the singular: "contains 1 error", "1 hallucination".)
+_SINGULAR = ("error", "mistake", "issue", "problem", "omission", "hallucination", "inaccuracy",
+             "typo", "flaw", "fault", "object", "person", "attribute", "detail", "word",
+             "sentence")
 _COUNTED = re.compile(r"[ \t]+(?:(?:more|other|large|small|big|little|separate|distinct|"
-                      r"different|visible)[ \t]+)?(?P<noun>[a-z]{3,}s|" + "|".join(_IRREGULAR)
+                      r"different|visible|minor|major|critical|severe|grammatical|factual)"
+                      r"[ \t]+)?(?P<noun>[a-z]{3,}s|" + "|".join(_IRREGULAR + _SINGULAR)
                       + r")\b")
 # Words ending in "s" after a number that count nothing: a scale's units and function words.
 _UNITS = frozenset({"points", "stars", "marks", "ratings", "scores", "tens", "hundreds",
@@ -626,6 +631,22 @@ _WORKED = re.compile(r"(?<![\d.])\d+(?:[^\S\n]*(?:minus|less|plus|times|[-\u2212
 def _summed(text: str, n: Number) -> bool:
     """Whether ``n`` is a term of a sum the answer works out ("100 minus 15 ... = 85")."""
     return any(m.start() <= n.start < m.end() for m in _WORKED.finditer(text))
+
+
+# An amount taken off, right before a number: "score reduction of 3.0", "Penalty: 2",
+# "Score reduction 1: 1.0" (the penalty's index, then its amount).
+_PENALTY_BEFORE = re.compile(r"\b(?:reductions?|deductions?|penalt(?:y|ies)|deducted|minus)"
+                             r"(?:[ \t]+(?:of|\d+))?[ \t]*[:=]?[ \t]*$", re.I)
+_INDEXED_FIELD = re.compile(r"^[ \t*_#>-]*(?P<word>[^\W\d_]+(?:[ \t/][^\W\d_]+){0,3})[ \t]+$",
+                            re.M)
+
+
+def _field_index(text: str, n: Number) -> bool:
+    """Whether ``n`` numbers a field ("Error location 1: ...", not "Score 4: ...")."""
+    if not re.match(r"[ \t]*:", text[n.end:]):
+        return False
+    m = _INDEXED_FIELD.search(text, text.rfind("\n", 0, n.start) + 1, n.start)
+    return m is not None and not matches(m.group("word").split()[-1], ANY_VERDICT)
 
 
 # How sure the judge is: "85% confident", "90 percent sure".
@@ -687,6 +708,10 @@ def first_integer(text: str) -> Number | None:
     numbers = [n for n in numbers if not _summed(text, n)] or numbers
     # "I'm about 85% confident it's a 4": how sure the judge is, not its rating.
     numbers = [n for n in numbers if not _SURE_AFTER.match(text, n.end)] or numbers
+    # "with a total score reduction of 3.0" (TIGERScore): a penalty, not the rating; "Error
+    # location 1:", "Error type 1:": the index of a field in a list of errors.
+    numbers = [n for n in numbers if not _PENALTY_BEFORE.search(text, 0, n.start)
+               and not _field_index(text, n)]
     # "Image quality: 2 (blurry). Correctness of the caption: 4": another thing's value, when
     # a value labelled as the caption's or as a verdict follows (else the first number's veto
     # decides: "Visual context 90\nThe caption lists 3 of the 4 objects" is no 3).
@@ -696,7 +721,8 @@ def first_integer(text: str) -> Number | None:
         numbers = mine
     # "The caption matches frame 2 well: 80": a part's number names it.
     numbers = [n for n in numbers if not names_part(text, n)] or numbers
-    labelled = [n for m in _SCORE_LABEL.finditer(text) if (n := number_at(text, m.end()))]
+    labelled = [n for m in _SCORE_LABEL.finditer(text) if (n := number_at(text, m.end()))
+                and not _PENALTY_BEFORE.search(text, 0, n.start)]
     if not numbers:
         return None
     if not labelled:

@@ -52,6 +52,7 @@ from capjudge.reading.contract import (
     REVISION,
     UNDECIDED,
     WITHDRAWN,
+    bottom_off_contract,
     checklist,
     doubted,
     echoed_number,
@@ -68,6 +69,7 @@ from capjudge.reading.contract import (
     other_criterion,
     other_target,
     per_source,
+    preference,
     rates_another,
     reopened,
     revised_later,
@@ -294,9 +296,11 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if (open_ := _not_on_the_candidate(chosen, cleaned, view.text, slot)) is not None:
         return Unreadable("parse_failure", open_, printed_value(chosen))
     after = cleaned[chosen.number.end:]
-    return replace(_located(view, chosen), off_contract=off_contract(
-        chosen, cleaned, slot, after, len({c.number.start for c in formats}))
-        or doubtful(chosen, cleaned, slot, view.text))
+    why_off = off_contract(chosen, cleaned, slot, after, len({c.number.start for c in formats})
+                           ) or doubtful(chosen, cleaned, slot, view.text)
+    if why_off is not None and (low := bottom_off_contract(chosen, masked, slot)) is not None:
+        return Unreadable("parse_failure", f"{low} ({why_off})", printed_value(chosen))
+    return replace(_located(view, chosen), off_contract=why_off)
 
 
 def _not_on_the_candidate(chosen: Candidate, cleaned: str, written: str, slot: ScoreSlot
@@ -361,7 +365,7 @@ def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot, written: str
     rating, or withdraws it with no other.
     """
     if (other := _restated(chosen, cleaned, slot) or other_target(cleaned, chosen)
-            or per_source(cleaned, chosen)
+            or per_source(cleaned, chosen) or preference(cleaned, chosen)
             or labelled_target(cleaned, chosen, slot) or other_criterion(cleaned, chosen, slot)
             or faint_praise(cleaned, chosen, slot)) is not None:
         return Unreadable("parse_failure", other, printed_value(chosen))

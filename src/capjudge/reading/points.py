@@ -33,6 +33,7 @@ from capjudge.reading.contract import (
     sentence_of,
     stated_by_candidate,
 )
+from capjudge.reading.counts_said import counts_said
 from capjudge.reading.masking import find_decline, mask_text, mask_view
 from capjudge.reading.numbers import NUMBER_WORDS, value_at
 from capjudge.reading.scale import uncommitted_after
@@ -41,7 +42,9 @@ from capjudge.reading.structure import json_fields, table_fields, xml_fields
 from capjudge.reading.view import answer_view
 from capjudge.reading.vocabulary import TRANSLATIONS, key
 
-_NUMBER = r"(?:\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?|\d*\.\d+|\d+\s*[½¼¾]|[½¼¾]|\d+)"
+# (A mixed number first: "2 1/2" is two and a half, partial credit the prompt allows.)
+_NUMBER = (r"(?:\d+[ \t]+\d+[ \t]*/[ \t]*[1-9]\d*(?![\d.])|"
+           r"\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?|\d*\.\d+|\d+\s*[½¼¾]|[½¼¾]|\d+)")
 _SCORE_WORDS = (r"(?:[\s_]*(?:score|points?|得分|分数|分數|スコア|点数|점수|puntuación|"
                 r"punktzahl))?")
 
@@ -84,10 +87,13 @@ _RANGE = re.compile(rf"^{_NUMBER}\s*(?:-|\u2013|\u2014|to|or|~)\s*{_NUMBER}", re
 
 
 def parse_points(value: str) -> float:
-    """'2' -> 2.0, '2.5' -> 2.5, '1/2' -> 0.5, '1½' -> 1.5, '-2' -> -2.0."""
+    """'2' -> 2.0, '2.5' -> 2.5, '1/2' -> 0.5, '1½' -> 1.5, '2 1/2' -> 2.5, '-2' -> -2.0."""
     value = value.strip().replace("\u2212", "-")
     sign = -1.0 if value.startswith("-") else 1.0
     value = value.lstrip("-").strip()
+    if (mixed := re.fullmatch(r"(\d+)\s+(\d+)\s*/\s*(\d+)", value)) is not None:
+        whole, num, den = (int(x) for x in mixed.groups())
+        return sign * float(whole + Fraction(num, den))
     if "/" in value:
         num, den = (float(x) for x in value.split("/"))
         if den == 0:
@@ -355,6 +361,12 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
     if not last_end and all(value is None for value, _ in out.values()) and (
             tallied := _tally_only(masked)) is not None:
         out = {name: (tallied[name], None) for name in _PATTERNS}
+    elif not last_end and out["correctness"][0] is None:
+        said, how = counts_said(masked, out["hallucination"][0])
+        if said is not None:
+            out = {name: (said[name], how) for name in _PATTERNS}
+        elif how is not None:
+            out = {name: (None, how) for name in _PATTERNS}
     tail = masked[last_end:] if last_end else ""
     if (gone := WITHDRAWN.search(tail) or _ADJUSTED.search(tail)) is not None \
             and not re.search(r"\d", tail[gone.end():]):

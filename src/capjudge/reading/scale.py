@@ -411,7 +411,9 @@ def make_candidate(text: str, n: Number, how: str, rank: int, slot: ScoreSlot,
 FOREIGN_SCALE = re.compile(
     r"\bscale\s*(?:of\s+|from\s+|:\s*)?\$?(\d+)\$?\s*(?:to|-|\u2013)\s*\$?(\d+)\$?"
     r"|\bon\s+an?\s+(\d+)\s*(?:-|\u2013|to)\s*(\d+)\s+scale"
-    r"|\b(?:an?\s+)?(\d+)[- ]point\s+(?:scale|rating)", re.I)
+    r"|\b(?:an?\s+)?(\d+)[- ]point\s+(?:scale|rating)"
+    # A label's own range before its colon: "Fluency (1-3): 3" (G-Eval's form).
+    r"|[(\[]\s*(\d+)\s*(?:-|\u2013|to)\s*(\d+)\s*[)\]][ \t*_]*[:=]", re.I)
 
 
 def foreign_top(cleaned: str, slot: ScoreSlot) -> float:
@@ -419,7 +421,7 @@ def foreign_top(cleaned: str, slot: ScoreSlot) -> float:
     m = FOREIGN_SCALE.search(cleaned)
     if m is None or foreign_scale(cleaned, slot) is None:
         return -1
-    return float(m.group(5) or m.group(2) or m.group(4))
+    return float(m.group(5) or m.group(2) or m.group(4) or m.group(7))
 
 
 def foreign_scale(cleaned: str, slot: ScoreSlot) -> str | None:
@@ -431,7 +433,10 @@ def foreign_scale(cleaned: str, slot: ScoreSlot) -> str | None:
         low, high = (slot.low, int(m.group(5))) if int(m.group(5)) != slot.high else (
             slot.low, slot.high)
     else:
-        low, high = (int(x) for x in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
+        low, high = (int(x) for x in (m.group(1, 2) if m.group(1) else m.group(3, 4)
+                                      if m.group(3) else m.group(6, 7)))
+    if m.group(7) and high == slot.high:
+        return None  # "Score (0-5): 4" on 1-5: the same top, the same 4
     if (low, high) != (slot.low, slot.high) and high > low:
         return (f"the judge answered on another scale ({m.group(0).strip()!r}), not "
                 f"{slot.low}-{slot.high}")

@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 31
+READING_RULES_VERSION = 32
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -111,7 +111,10 @@ candidate's; a block headed final over blocks per source is the verdict; a level
 a part of the text does not compete with the rating; a hypothetical after the rating's own
 clause leaves the rating; a decline worked around with the references is none; cap3d's one
 tally line stands in for missing labels; Roman numerals where a value is due; "so far" and
-"at the most generous" leave a value open."""
+"at the most generous" leave a value open. 32: cap3d's counts said without the labels, in
+prose ("three correct attributes and one hallucination") or in the precision formula ("3 / (3 +
+1)"), are read when settled and agreeing with a stated precision
+(:mod:`capjudge.reading.counts_said`; off-contract)."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""

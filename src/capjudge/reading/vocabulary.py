@@ -108,8 +108,16 @@ TRANSLATIONS: dict[str, tuple[str, ...]] = {
         "حتمی اسکور", "અંતિમ સ્કોર"),
 }
 
+# Aspects other evaluation schemes rate that no method here asks for (G-Eval's coherence and
+# consistency, reward models' helpfulness ...; not appropriateness, VisCE²'s own): a value under
+# one of their names rates that aspect, not the slot (corpus AF: "- Coherence: 4" answering
+# HarmonicEval's clarity prompt). Their English names only: "consistent" is everyday prose.
+OTHER_ASPECTS = ("coherence", "consistency", "informativeness",
+                 "faithfulness", "groundedness", "helpfulness", "harmlessness", "naturalness",
+                 "engagingness", "specificity", "creativity", "aesthetics", "descriptiveness")
+
 # The criteria the vocabulary knows by name (a verdict under another's name rates that one).
-CRITERIA = tuple(w for w in TRANSLATIONS if w != "final score")
+CRITERIA = (*(w for w in TRANSLATIONS if w != "final score"), *OTHER_ASPECTS)
 
 # The names of a verdict as such (for a slot that is its request's only one).
 GENERIC = ("score", "final", "final score", "rating", "final rating", "overall", "overall score",
