@@ -92,8 +92,8 @@ def parse_points(value: str) -> float:
     sign = -1.0 if value.startswith("-") else 1.0
     value = value.lstrip("-").strip()
     if (mixed := re.fullmatch(r"(\d+)\s+(\d+)\s*/\s*(\d+)", value)) is not None:
-        whole, num, den = (int(x) for x in mixed.groups())
-        return sign * float(whole + Fraction(num, den))
+        units, part, parts = (int(x) for x in mixed.groups())
+        return sign * float(units + Fraction(part, parts))
     if "/" in value:
         num, den = (float(x) for x in value.split("/"))
         if den == 0:
@@ -362,9 +362,9 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
             tallied := _tally_only(masked)) is not None:
         out = {name: (tallied[name], None) for name in _PATTERNS}
     elif not last_end and out["correctness"][0] is None:
-        said, how = counts_said(masked, out["hallucination"][0])
-        if said is not None:
-            out = {name: (said[name], how) for name in _PATTERNS}
+        counted, how = counts_said(masked, out["hallucination"][0])
+        if counted is not None:
+            out = {name: (counted[name], how) for name in _PATTERNS}
         elif how is not None:
             out = {name: (None, how) for name in _PATTERNS}
     tail = masked[last_end:] if last_end else ""
