@@ -125,3 +125,15 @@ def test_a_mixed_number_of_points(c_line: str, want: float | None) -> None:
     answer = (f"Correctness Score (C. Score): {c_line}\nHallucination Score (H. Score): 1\n"
               "Precision Score: 71%")
     assert read_points_slot(answer, points_slots("A leather shoe.")[0]).printed == want
+
+
+def test_a_bottom_rating_its_own_reasoning_praises_abstains() -> None:
+    clarity = he_slot("clarity")
+    glider = ("<reasoning>\n- The text names the subject and the action unambiguously.\n- The "
+              "text passes the clarity criterion.\n</reasoning>\n<score>\n1\n</score>")
+    assert "in its reasoning" in _why(glider, clarity)
+    # A fault in the reasoning leaves the bottom rating standing; the reasoning is never read
+    # for the verdict itself.
+    assert _value("<think>Looks good at first, but it names the wrong animal.</think>\n1",
+                  clarity) == 1
+    assert _value("<think>The text is clear and well written.</think>\n5", clarity) == 5

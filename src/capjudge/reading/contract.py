@@ -1078,12 +1078,15 @@ def other_criterion(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
 _PRAISE = re.compile(r"\b(?:perfect(?:ly)?|excellent|flawless(?:ly)?|accurate(?:ly)?|"
                      r"correct(?:ly)?|fully|exactly|precisely|spot[- ]on|great|match(?:es)?|"
                      r"faithful(?:ly)?|complete(?:ly)?|well|good|strong|solid|right|nice|fine|"
-                     r"decent|sound|impressive|captures?|high[- ]quality|"
+                     r"decent|sound|impressive|captures?|high[- ]quality|unambiguous(?:ly)?|"
+                     r"fluent(?:ly)?|concise(?:ly)?|pass(?:es|ed)|"
                      r"(?<!not\s)(?<!n't\s)(?:appropriate|suitable)(?:ly)?)\b", re.I)
 # A fault that could earn a caption the bottom of the scale: it is wrong, not merely short.
 # ("misses the snow", "only", "but", "vague" are small faults: beside praise they do not
 # make 4 of 100 the plain reading.)
 _SERIOUS = re.compile(r"\b(?:wrong(?:ly)?|incorrect(?:ly)?|inaccura\w+|fail(?:s|ed|ure)?|unrelated|"
+                      # "The generated caption is empty, so there is nothing to credit"
+                      r"(?:is|was)\s+(?:empty|blank)|"
                       # "says nothing about what is in the kitchen: almost entirely incomplete"
                       r"(?:largely|mostly|very|highly|severely|entirely|completely|totally|"
                       r"extremely|grossly|hopelessly)\s+incomplete|"

@@ -293,6 +293,8 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if (vetoed := _vetoed(chosen, cleaned, slot, view.text)
             or reopened(chosen, cleaned, truncated)):
         return vetoed
+    if (praised := _praised_in_reasoning(view, chosen, slot)) is not None:
+        return Unreadable("parse_failure", praised, printed_value(chosen))
     if (open_ := _not_on_the_candidate(chosen, cleaned, view.text, slot)) is not None:
         return Unreadable("parse_failure", open_, printed_value(chosen))
     after = cleaned[chosen.number.end:]
@@ -387,6 +389,23 @@ def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot, written: str
                               f"{moved.group('n')} only as a possibility "
                               f"({' '.join(moved.group(0).split())!r})", printed_value(chosen))
     return None
+
+
+def _praised_in_reasoning(view: AnswerView, chosen: Candidate, slot: ScoreSlot) -> str | None:
+    """Why a bottom rating the answer's own reasoning block praises is no verdict, or None.
+
+    The reasoning is never read for a verdict, but it is what the judge said of the caption:
+    "<reasoning>... The text passes the clarity criterion.</reasoning> <score>1</score>" (a
+    pass flag, Glider's) is the bottom of 1-5 beside praise alone, as
+    :func:`~capjudge.reading.contract.faint_praise` reads it in the answer.
+    """
+    if not view.had_reasoning:
+        return None
+    n = chosen.number
+    at = replace(n, start=view.origin(n.start), end=view.origin_end(n.end),
+                 digits_end=view.origin_end(n.digits_end))
+    found = faint_praise(view.original, replace(chosen, number=at), slot)
+    return None if found is None else f"{found} (in its reasoning)"
 
 
 def _lowered(after: str, slot: ScoreSlot) -> re.Match[str] | None:

@@ -111,10 +111,14 @@ candidate's; a block headed final over blocks per source is the verdict; a level
 a part of the text does not compete with the rating; a hypothetical after the rating's own
 clause leaves the rating; a decline worked around with the references is none; cap3d's one
 tally line stands in for missing labels; Roman numerals where a value is due; "so far" and
-"at the most generous" leave a value open. 32: cap3d's counts said without the labels, in
-prose ("three correct attributes and one hallucination") or in the precision formula ("3 / (3 +
-1)"), are read when settled and agreeing with a stated precision
-(:mod:`capjudge.reading.counts_said`; off-contract)."""
+"at the most generous" leave a value open. 32 (corpus AF, judges trained to judge): off the
+method's format a rating of 1-10 on 0-100 ("[RESULT] 3", "<score>4</score>") abstains unless
+the answer puts the whole caption at the bottom; a number naming one of the responses
+compared is a preference; another evaluation aspect's value ("Coherence: 4") rates that
+aspect; a label's own range ("Fluency (1-3):") is its scale; penalties, field indices and
+singular counts are no first number; a bottom rating its reasoning block praises abstains;
+"C. Score: 2 1/2" is 2.5; cap3d's counts said in prose or in the precision formula are read
+when settled (:mod:`capjudge.reading.counts_said`; off-contract)."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
