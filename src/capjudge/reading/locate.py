@@ -300,7 +300,7 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     after = cleaned[chosen.number.end:]
     why_off = off_contract(chosen, cleaned, slot, after, len({c.number.start for c in formats})
                            ) or doubtful(chosen, cleaned, slot, view.text)
-    if why_off is not None and (low := bottom_off_contract(chosen, masked, slot)) is not None:
+    if why_off is not None and (low := _bottom_outside_format(chosen, cleaned, masked, slot)):
         return Unreadable("parse_failure", f"{low} ({why_off})", printed_value(chosen))
     return replace(_located(view, chosen), off_contract=why_off)
 
@@ -389,6 +389,19 @@ def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot, written: str
                               f"{moved.group('n')} only as a possibility "
                               f"({' '.join(moved.group(0).split())!r})", printed_value(chosen))
     return None
+
+
+def _bottom_outside_format(chosen: Candidate, cleaned: str, masked: str, slot: ScoreSlot
+                           ) -> str | None:
+    """:func:`~capjudge.reading.contract.bottom_off_contract` for a value outside the format.
+
+    Only there: "The final score is $7$." with prose after it is off-contract, but the judge
+    used the prompt's own format, and so its scale.
+    """
+    if chosen.contract or (slot.position == "first" and (
+            chosen.source == "opening" or opens(cleaned, chosen))):
+        return None
+    return bottom_off_contract(chosen, masked, slot)
 
 
 def _praised_in_reasoning(view: AnswerView, chosen: Candidate, slot: ScoreSlot) -> str | None:
