@@ -637,6 +637,15 @@ def _summed(text: str, n: Number) -> bool:
 # "Score reduction 1: 1.0" (the penalty's index, then its amount).
 _PENALTY_BEFORE = re.compile(r"\b(?:reductions?|deductions?|penalt(?:y|ies)|deducted|minus)"
                              r"(?:[ \t]+(?:of|\d+))?[ \t]*[:=]?[ \t]*$", re.I)
+
+
+def _penalised(text: str, n: Number) -> bool:
+    """Whether a penalty ("score reduction of", "Penalty:") stands right before ``n``."""
+    # (Searched from the line's start: the pattern never crosses a line, and from the text's
+    # start it would scan the whole answer again for every number.)
+    return _PENALTY_BEFORE.search(text, text.rfind("\n", 0, n.start) + 1, n.start) is not None
+
+
 _INDEXED_FIELD = re.compile(r"^[ \t*_#>-]*(?P<word>[^\W\d_]+(?:[ \t/][^\W\d_]+){0,3})[ \t]+$",
                             re.M)
 
@@ -710,8 +719,7 @@ def first_integer(text: str) -> Number | None:
     numbers = [n for n in numbers if not _SURE_AFTER.match(text, n.end)] or numbers
     # "with a total score reduction of 3.0" (TIGERScore): a penalty, not the rating; "Error
     # location 1:", "Error type 1:": the index of a field in a list of errors.
-    numbers = [n for n in numbers if not _PENALTY_BEFORE.search(text, 0, n.start)
-               and not _field_index(text, n)]
+    numbers = [n for n in numbers if not _penalised(text, n) and not _field_index(text, n)]
     # "Image quality: 2 (blurry). Correctness of the caption: 4": another thing's value, when
     # a value labelled as the caption's or as a verdict follows (else the first number's veto
     # decides: "Visual context 90\nThe caption lists 3 of the 4 objects" is no 3).
@@ -722,7 +730,7 @@ def first_integer(text: str) -> Number | None:
     # "The caption matches frame 2 well: 80": a part's number names it.
     numbers = [n for n in numbers if not names_part(text, n)] or numbers
     labelled = [n for m in _SCORE_LABEL.finditer(text) if (n := number_at(text, m.end()))
-                and not _PENALTY_BEFORE.search(text, 0, n.start)]
+                and not _penalised(text, n)]
     if not numbers:
         return None
     if not labelled:
