@@ -32,6 +32,7 @@ from capjudge.reading.numbers import (
     number_at,
     value_at,
 )
+from capjudge.reading.pictured import owned_elsewhere, picture_value
 from capjudge.reading.scale import make_candidate
 from capjudge.reading.structure import (
     Field,
@@ -298,9 +299,19 @@ _LINE_FIX = re.compile(r"\b(?:actually|correction|make\s+(?:that|it)|change\s+(?
 # "Score ⇒ 70", "Score -> 70", "Score → 70": an arrow from the label to its value.
 _ARROW = r"(?:-+>|=+>|[\u2192\u21d2\u21e8\u27f6\u27f9\u2794\u279c\u27a1\u2b95])"
 _SEPARATOR = (r"(?:\s*\([^()\n]{0,40}\))?" + _MARKUP
+              # ("最终得分为72分", "最終スコアは72点", "최종 점수는 72점": the copula, or the
+              # topic particle, joined to the label: CJK scripts have no word boundary.)
               + r"(?:" + _ARROW + r"|[:=]|\b(?:is|ist|es|est|era|war|è|é)\b|\bof\b|\bwould\s+be\b|"
+              r"[ \t]*(?:[为為是]|は|[는은])|"
               r"\u2014|\u2013|-(?!\d))?"
               + _MARKUP + _LATEX_OPEN + r"\$?" + _MARKUP + _DECORATION)
+
+
+# "a total of 17.00", "in total 4": a quantity, not a verdict's total.
+_A_TOTAL = re.compile(r"\b(?:a|in)[ \t]+total\b", re.I)
+# "最終スコアは60点ではなく、72点です": the value denied right after it ("not 60").
+_NOT_THIS = re.compile(r"[ \t]*[点分점]?[ \t]*(?:ではなく|じゃなく|でなく|ではない|じゃない|"
+                       r"이[ \t]*아니|가[ \t]*아니)")
 
 
 def label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
@@ -324,8 +335,12 @@ def label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
                     or _measures_other(text, m.start()) or (
                         "\n" in text[m.start(): n.start] and rubric_entry(text, n)):
                 continue  # "Conciseness: One clear sentence": a word, not the value
+            if owned_elsewhere(text, m.start()) or (rank == 1 and _A_TOTAL.search(
+                    text, max(0, m.start() - 12), m.start() + 6)) or _NOT_THIS.match(
+                    text, n.end) or picture_value(text, n):
+                continue  # "The screenshot's rating is 4/5", "a total of 17.00", "60点ではなく"
             if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|ist|es|est|of|be)\b|"
-                                           + _ARROW,
+                                           r"[为為是]|は|[는은]|" + _ARROW,
                                            m.group(0)):
                 continue  # "Overall 3 objects ...": a generic word without a separator
             label = re.sub(r"[\s*_`:$\\{]+$", "", m.group(0)).strip()
@@ -342,11 +357,12 @@ def opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     start = m.end() if m else 0
     n = value_at(text, start)
     if n is None or (n.kind in ("digits", "roman") and re.match(r"[.)][*_]*\s+\D", text[n.end:])) \
-            or _summed(text, n) or _counted_opening(text, n) or rubric_entry(text, n):
+            or _summed(text, n) or _counted_opening(text, n) or rubric_entry(text, n) \
+            or picture_value(text, n):
         # A list marker ("1. The caption ..."), not a rating ("Seventy-five. ..."); the first
         # term of a sum worked out ("100 minus 15 for the colour = 85"); a count of things
         # ("3 people are visible; the caption says two."); the rubric restated ("1 = Very Low
-        # Correctness, 2 = Low, ...").
+        # Correctness, 2 = Low, ..."); the picture's own value ("87/100 is what the app shows").
         return []
     return [make_candidate(text, n, "the number the answer opens with", 1, slot,
                        source="opening")]
@@ -405,6 +421,8 @@ _COUNT_GOES_ON = re.compile(r"[ \t]+(?:are|were|is|appear\w*|visible|in|on|at|si
 
 def _counted_opening(text: str, n: Number) -> bool:
     """Whether the answer opens by counting things ("3 people are visible; ..."), not rating."""
+    if _share(text, n):
+        return True
     m = _counted(text, n)
     return m is not None and (m.group("noun") in _IRREGULAR
                               or _COUNT_GOES_ON.match(text, m.end()) is not None)
@@ -475,7 +493,8 @@ def own_scale_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
                 continue
             c = make_candidate(text, n, f"a value on the {slot.low}-{slot.high} scale", 0, slot,
                            source="own_scale")
-            if c.own_scale:
+            if c.own_scale and not picture_value(text, n) and not _share(text, n):
+                # (Not "the app shows 4/5", nor "4 of 5 items on the receipt are named".)
                 out.append(c)
     # "My description: '...' (5/5). The candidate: 3/5": another thing's value.
     return [c for c in out if rates_another(text, c.number) is None]
@@ -537,9 +556,11 @@ def rating_phrases(text: str, slot: ScoreSlot) -> list[Candidate]:
     """
     found = [*_RATING_PHRASE.finditer(text), *_CHANGED_TO.finditer(text),
              *_NAMED_AFTER.finditer(text)]
+    # ("87:12 is the score on the board", "the app's score is 87": the picture's.)
     return [make_candidate(text, n, "a rating phrase", 0, slot, source="phrase")
             for m in sorted(found, key=lambda m: m.end())
-            if (n := number_at(text, m.end())) is not None]
+            if (n := number_at(text, m.end())) is not None and not picture_value(text, n)
+            and not owned_elsewhere(text, m.start())]
 
 
 # A rating phrase negated or under a condition: "I wouldn't give it 5", "would earn 95 if ...".
@@ -618,9 +639,27 @@ def _counted(text: str, n: Number) -> re.Match[str] | None:
     return m if m is not None and m.group("noun") not in _UNITS else None
 
 
+# A share of counted things: "3 of the 4 prices", "two of its five labels" (not "4 of 5", a
+# rating's scale, nor "3 of the 5 points").
+_SHARE = re.compile(r"[ \t]+(?:out[ \t]+)?of[ \t]+(?P<article>(?:the|its|all)[ \t]+)?(?:\d+|"
+                    + NUMBER_WORDS.pattern
+                    + r")(?P<counted>[ \t]+(?:[a-z]+[ \t]+)?[a-z]{3,}s)\b", re.I)
+# Without an article, the things must go on to be said of ("4 of 5 items on the receipt are
+# named correctly"), not the scale's words ("4 out of 5 makes sense").
+_SAID_OF = re.compile(r"[ \t]+(?:are|were|is|was|on|in|from|named|listed|shown|visible|read|"
+                      r"correct\w*|match\w*|appear\w*|check\w*|get|got)\b", re.I)
+
+
+def _share(text: str, n: Number) -> bool:
+    """Whether ``n`` is a share of things ("3 of the 4 prices are correct")."""
+    m = _SHARE.match(text, n.end)
+    return m is not None and m.group("counted").split()[-1].lower() not in _UNITS and (
+        m.group("article") is not None or _SAID_OF.match(text, m.end()) is not None)
+
+
 def counts_things(text: str, n: Number) -> bool:
     """Whether ``n`` counts things in the picture or the caption ("There are 2 dogs")."""
-    return _counted(text, n) is not None
+    return _counted(text, n) is not None or _share(text, n)
 
 
 # A sum worked out to its result: "100 minus 15 for the colour = 85", "100 - 20 - 10 = 70".
@@ -707,7 +746,7 @@ def first_integer(text: str) -> Number | None:
                if (n := number_at(text, m.start())) and not counts_things(text, n)]
     # "1. The caption names ...\n2. It says ...": the items of a numbered list count the
     # judge's points; none is a rating (nor is there one when nothing else is written).
-    numbers = [n for n in numbers if not list_item(text, n)]
+    numbers = [n for n in numbers if not list_item(text, n) and not picture_value(text, n)]
     # "1 -> Very Low ... 5 -> Extremely High\n\nThis caption: 4": the rubric restated.
     numbers = [n for n in numbers if not rubric_entry(text, n)]
     # "Mean of my sub-scores (object 90, attributes 75): 82.5": a part named in an aside is

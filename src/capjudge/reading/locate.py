@@ -206,7 +206,24 @@ def _decide_uncut(cands: Sequence[Candidate], text: str, slot: ScoreSlot, trunca
     # not the candidate's; when every block is, the veto says so. (Headings are read as
     # written: masking blanks "Reference 1 would score:" as hypothetical.)
     own = [c for c in cands if foreign_heading(written, c.number.start) is None]
-    return decide(own if own and len(own) < len(cands) else cands, text, slot)
+    cands = own if own and len(own) < len(cands) else cands
+    # A value off the scale that the answer quotes from the picture in its prose (the display
+    # "FINAL SCORE $12,400") is the picture's text, not a verdict that competes (corpus AG).
+    mine = [c for c in cands if c.problem is None or not _quoted_in_prose(text, c.number)]
+    return decide(mine if mine and len(mine) < len(cands) else cands, text, slot)
+
+
+# Quotation marks opened after a word of prose ('the display "FINAL SCORE $12,400"'), not a
+# structure's string (after ':', '{', '[' or ',').
+_PROSE_QUOTE = re.compile(r"(?<=[^\W\d_] )(?:\"[^\"\n]{1,120}\"|\u201c[^\u201d\n]{1,120}\u201d)")
+
+
+def _quoted_in_prose(text: str, n: Number) -> bool:
+    """Whether ``n`` stands inside a quotation the answer makes in its prose."""
+    line = text.rfind("\n", 0, n.start) + 1
+    end = text.find("\n", n.end)
+    return any(q.start() < n.start and n.end < q.end()
+               for q in _PROSE_QUOTE.finditer(text, line, end if end >= 0 else len(text)))
 
 
 def _cut(text: str, n: Number, slot: ScoreSlot, truncated: bool) -> str | None:

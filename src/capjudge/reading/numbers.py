@@ -37,6 +37,33 @@ CJK_NUMBER = re.compile(r"[零〇一二两兩三四五六七八九十百]+")
 # number (ASCII word characters only: "α80α", the official ACCR wrapping, stands alone).
 DIGITS = re.compile(r"(?<![\w.])([-]?)(\d+)(\.\d+)?(?![\w])", re.ASCII)
 _MIXED = re.compile(r"[ \t]+(\d+)[ \t]*/[ \t]*(\d+)(?!\d|\.\d)")
+# "12,400", "$1,250.00", "56,780 km": digits grouped by thousands are one number (not a list:
+# "80,100,90" has a group of two; nor an array: "[85,100]").
+_THOUSANDS = re.compile(r"(?:,\d{3})+(?:\.\d+)?(?![\d\]]|,\d)", re.ASCII)
+
+
+_GROUPS_BEFORE = re.compile(r"(?:^|[^\d.,\[-])(\d{1,3})(?:,\d{3})*,$", re.ASCII)
+
+
+def _in_thousands(text: str, pos: int) -> bool:
+    """Whether the digits at ``pos`` are a later group of a number grouped by thousands."""
+    before = _GROUPS_BEFORE.search(text, max(0, pos - 40), pos)
+    if before is None:
+        return False
+    return _THOUSANDS.match(text, before.end(1)) is not None
+
+
+def _grouped(text: str, m: re.Match[str]) -> Number | None:
+    """The number grouped by thousands that ``m``'s digits open ("12,400"), or None."""
+    if len(m.group(2)) > 3 or m.group(3) is not None or m.group(1) == "-" \
+            or text[max(0, m.start() - 1): m.start()] in ("[", ","):
+        return None
+    groups = _THOUSANDS.match(text, m.end())
+    if groups is None:
+        return None
+    written = text[m.start(): groups.end()]
+    return Number(m.start(), groups.end(), groups.end(), float(written.replace(",", "")),
+                  written)
 
 
 def word_value(words: str) -> int | None:
@@ -103,6 +130,10 @@ class Number:
 def number_at(text: str, pos: int) -> Number | None:
     """The number that starts at ``pos`` (digits, words or CJK numerals), or None."""
     m = DIGITS.match(text, pos)
+    if m is not None and _in_thousands(text, m.start()):
+        return None  # "400" of "12,400"
+    if m is not None and (grouped := _grouped(text, m)) is not None:
+        return grouped
     if m is not None:
         value = float(m.group(2) + (m.group(3) or ""))
         end = m.end()

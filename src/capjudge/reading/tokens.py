@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 32
+READING_RULES_VERSION = 33
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -118,7 +118,12 @@ compared is a preference; another evaluation aspect's value ("Coherence: 4") rat
 aspect; a label's own range ("Fluency (1-3):") is its scale; penalties, field indices and
 singular counts are no first number; a bottom rating its reasoning block praises abstains;
 "C. Score: 2 1/2" is 2.5; cap3d's counts said in prose or in the precision formula are read
-when settled (:mod:`capjudge.reading.counts_said`; off-contract)."""
+when settled (:mod:`capjudge.reading.counts_said`; off-contract). 33 (corpus AG, number-dense
+pictures): the picture's numbers are no rating (a clock time "4:50", an identifier "jersey
+number 23", a value the answer says the picture shows, a share "3 of the 4 prices", "a total
+of 17.00", a label the picture owns: "the app's rating is 4/5"); "12,400" is one number; an
+off-scale value the answer quotes in its prose does not compete; a CJK copula or topic
+particle joins a label to its value ("最终得分为72分", "최종 점수는 72점")."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
