@@ -382,6 +382,16 @@ KNOWN_WRONG_AF: set[str] = set()
 CORPUS_AG = _present("blind_answers_ag.json")
 KNOWN_WRONG_AG: set[str] = set()
 
+# Corpus AH (264, a writer blind to the reader and to A-AG, asked for how people talk around a
+# number: litotes, rhetorical questions, sarcasm, slang and emoji, softening, counterfactuals,
+# idioms in other languages, figurative numbers), committed before it was measured with rules
+# 33: 222/264 and 6 wrong values returned as valid with the follow-up ("anything but $100$",
+# sarcasm, "better than a 3, not quite a 4", "a high five", a cap3d count under a condition,
+# stars), 218 and 19 without it. Rules 34: 234/264, one known: "⭐⭐⭐☆☆" alone on 1-5, which
+# AH's writer reads as no number and the writers of AC, D, E and F, unprompted, read as 3 or 4.
+CORPUS_AH = _present("blind_answers_ah.json")
+KNOWN_WRONG_AH = {"AH-he-cor-stars-only"}
+
 
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
@@ -398,7 +408,8 @@ CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F,
              ("Z", CORPUS_Z, KNOWN_WRONG_Z, 138), ("AA", CORPUS_AA, KNOWN_WRONG_AA, 190),
              ("AB", CORPUS_AB, KNOWN_WRONG_AB, 166), ("AC", CORPUS_AC, KNOWN_WRONG_AC, 230),
              ("AD", CORPUS_AD, KNOWN_WRONG_AD, 208), ("AE", CORPUS_AE, KNOWN_WRONG_AE, 226),
-             ("AF", CORPUS_AF, KNOWN_WRONG_AF, 230), ("AG", CORPUS_AG, KNOWN_WRONG_AG, 229)]
+             ("AF", CORPUS_AF, KNOWN_WRONG_AF, 230), ("AG", CORPUS_AG, KNOWN_WRONG_AG, 229),
+             ("AH", CORPUS_AH, KNOWN_WRONG_AH, 234)]
 
 
 @pytest.mark.heavy(seconds=15)

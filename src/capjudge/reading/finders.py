@@ -541,11 +541,14 @@ _VALUE_LINE = re.compile(r"[\s*_#>-]*[^\W\d_][^:\n]{0,40}:[\s*_$]*\d")
 _CHANGED_TO = re.compile(CHANGED_TO + r"(?=\d+(?:\.\d+)?[$*_`]*(?:\s*(?:/|out\s+of\b|points?\b|"
                          r"pts\b)|\s*[.,;:!)\n]|\s*$|\s+(?:and|because|since|as|for|given|"
                          r"overall)\b))", re.I)
-# The value named as the verdict after it: "68 is the fairer score", "4 is my final rating"
+# The value named as the verdict after it: "68 is the fairer score", "4 is my final rating",
+# "so 70 it is"
 # (not a point of the scale: "5 is the highest rating").
 _NAMED_AFTER = re.compile(r"(?<![\w.$/])(?=\d+[$*_`]*\s+is\s+(?:the|my)\s+(?!(?:highest|lowest|"
                           r"maximum|minimum|max|min|top|bottom|perfect|best|worst|possible)\b)"
-                          r"(?:\w+\s+)?(?:score|rating|verdict|grade)\b)")
+                          r"(?:\w+\s+)?(?:score|rating|verdict|grade)\b"
+                          # "so 70 it is": the judge settling on it
+                          r"|\d+[$*_`]*\s+it\s+is\b(?!\s+not\b)[\s*_`]*(?:[.!;\n]|$))")
 
 
 def rating_phrases(text: str, slot: ScoreSlot) -> list[Candidate]:

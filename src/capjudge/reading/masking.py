@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
+from capjudge.reading.figurative import mask_figurative
 from capjudge.reading.numbers import WORD_VALUES
 from capjudge.reading.view import as_viewed
 
@@ -460,7 +461,12 @@ _NEGATED = re.compile(
     # ("n't" inside its word: "wouldn't give it 5", "doesn't deserve 4".)
     r"(?:n't|n\u2019t|\b(?:not|never|rather\s+than|instead\s+of|no\s+longer|at\s+least|at\s+most|"
     r"more\s+than|less\s+than|higher\s+than|lower\s+than|above|below|over|under|"
-    r"up\s+to|exceeds?|nor))"
+    r"up\s+to|exceeds?|nor|"
+    # Said around the value in other words (corpus AH): "anything but $100$", "hardly a 90",
+    # "far from a 5", "better than a 3, not quite a 4", "I'm tempted by a 4, but ... 3".
+    r"anything\s+but|far\s+from|hardly|scarcely|nowhere\s+near|by\s+no\s+means|"
+    r"a\s+far\s+cry\s+from|(?:just\s+)?(?:short|shy)\s+of|better\s+than|worse\s+than|"
+    r"beyond|tempted\s+(?:by|to\s+give(?:\s+it)?)))"
     r"(?:\s+(?:rate|rated|give|given|score|scored|assign|award|be|a|an|it|this|that|the|"
     r"caption|text|as|quite|even|worth|deserve|deserves|deserving|of|merit|merits|"
     r"really|get|gets|receive|full|perfect))*\s*\$?\s*(?=\d)", re.I)
@@ -568,9 +574,10 @@ def mask_other_items(text: str) -> str:
 def mask_text(text: str, quotes: Sequence[str] = ()) -> str:
     """Everything a careful reader skips blanked.
 
-    Quotations, rubrics, examples of the format, hypotheticals, rejected alternatives and
-    bounds.
+    Quotations, rubrics, examples of the format, figures of speech and irony, hypotheticals,
+    rejected alternatives and bounds.
     """
     text = mask_quotes(text, [q for q in quotes if q and q.strip()])
     text = mask_examples(mask_rubric(text))
+    text = mask_figurative(text)  # "a high five", "Sure, let's give it a 100 🙄"
     return mask_negated(mask_hypotheticals(mask_scale_points(mask_other_items(text))))

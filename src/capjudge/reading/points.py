@@ -144,6 +144,10 @@ _ALTERNATIVE_ASIDE = re.compile(r"\([^()]*\b(?:or|possibly|maybe|perhaps|otherwi
                                 r"considered)\b)[^()]*\)", re.I)
 
 
+# A condition right after the count: "0 if that line is a shadow", "2 — if the lid counts".
+_CONDITIONAL = re.compile(r"[ \t]*(?:[,\u2014\u2013-][ \t]*)?(?:if|unless|assuming|provided|"
+                          r"depending\s+on)\b", re.I)
+
 # The other kind of attribute named at the start of a breakdown in parentheses.
 _OTHER_KIND = {"correctness": re.compile(r"\(\s*(hallucinat\w*|incorrect|wrong|invented)\b",
                                          re.I),
@@ -161,6 +165,10 @@ def _not_one_count(name: str, line: str) -> str | None:
             mark := uncommitted_after(line[first.end:])) is not None:
         # "3 or more", "3 (tentative)", "3, pending a closer look": no count committed to.
         return f"the {name} points are a bound or provisional ({mark!r}), not a count"
+    if (first := value_at(line, 0)) is not None and _CONDITIONAL.match(line, first.end):
+        # "H. Score: 0 if that line is a shadow, 1 if it's a crack": a count under a condition
+        # the judge does not settle.
+        return f"the {name} points hang on a condition ({line[first.end:].strip()[:60]!r})"
     if (aside := _ALTERNATIVE_ASIDE.search(line)) is not None:
         # "H. Score: 1 (possibly 2 if the handle counts)": the aside offers another count.
         return f"the {name} points are left open ({aside.group(0).strip()!r}): a range or a hedge"

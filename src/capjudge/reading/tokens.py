@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 33
+READING_RULES_VERSION = 34
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -123,7 +123,12 @@ pictures): the picture's numbers are no rating (a clock time "4:50", an identifi
 number 23", a value the answer says the picture shows, a share "3 of the 4 prices", "a total
 of 17.00", a label the picture owns: "the app's rating is 4/5"); "12,400" is one number; an
 off-scale value the answer quotes in its prose does not compete; a CJK copula or topic
-particle joins a label to its value ("最终得分为72分", "최종 점수는 72점")."""
+particle joins a label to its value ("最终得分为72分", "최종 점수는 72점"). 34 (corpus AH, how
+people talk around a number): a value said around in other words is rejected or a bound ("anything
+but $100$", "hardly a 90", "better than a 3", "tempted by a 4"); numbers in fixed phrases ("a
+high five", "Ocean's 11", "one in a hundred") and in sentences marked as irony ("🙄", "/s",
+"Oh, sure", ", obviously") are blanked (:mod:`capjudge.reading.figurative`); "so 70 it is"
+settles a value; a cap3d count under a condition ("0 if that is a shadow") abstains."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
