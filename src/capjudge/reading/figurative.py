@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from capjudge.reading.view import blank
+
 # Fixed phrases holding a number that counts or rates nothing.
 _IDIOMS = re.compile(
     r"\bhigh[\s-]+(?:five|5)s?\b|\btake\s+five\b|\bcloud\s+nine\b|\bcatch[\s-]+22\b|\b24/7\b|"
@@ -47,14 +49,10 @@ _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
-def _blank(text: str, start: int, end: int) -> str:
-    return text[:start] + re.sub(r"\S", " ", text[start:end]) + text[end:]
-
-
 def mask_figurative(text: str) -> str:
     """Numbers in fixed phrases, denied ("72 it is not") or said in irony, blanked."""
     for m in [*_IDIOMS.finditer(text), *_TITLE.finditer(text), *_DENIED_AFTER.finditer(text)]:
-        text = _blank_numbers(text, m.start(), m.end(), words=True)
+        text = blank(text, m.start(), m.end())
     if _IRONY.search(text) is None and _WEAK_IRONY.search(text) is None:
         return text
     for s in _SENTENCE.finditer(text):
@@ -62,20 +60,12 @@ def mask_figurative(text: str) -> str:
         if not sentence.strip():
             continue
         if _IRONY.search(sentence) is not None:
-            text = _blank_numbers(text, s.start(), s.end(), words=False)
+            for n in list(_NUMBER.finditer(text, s.start(), s.end())):
+                text = blank(text, n.start(), n.end())
         elif _WEAK_IRONY.search(sentence) is not None:
             for m in _PRAISED_NUMBER.finditer(sentence):
                 group = "n" if m.group("n") is not None else "m"
-                text = _blank(text, s.start() + m.start(group), s.start() + m.end(group))
-    return text
-
-
-def _blank_numbers(text: str, start: int, end: int, *, words: bool) -> str:
-    """The numbers between ``start`` and ``end`` blanked; with ``words``, the whole phrase."""
-    if words:
-        return _blank(text, start, end)
-    for n in list(_NUMBER.finditer(text, start, end)):
-        text = _blank(text, n.start(), n.end())
+                text = blank(text, s.start() + m.start(group), s.start() + m.end(group))
     return text
 
 

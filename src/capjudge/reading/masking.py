@@ -27,16 +27,13 @@ from difflib import SequenceMatcher
 
 from capjudge.reading.figurative import mask_figurative
 from capjudge.reading.numbers import WORD_VALUES
-from capjudge.reading.view import as_viewed
+from capjudge.reading.view import as_viewed, blank
 
 _WORD = re.compile(r"\w+")
 _DIGITS = re.compile(r"\d")
 MAX_GAP = 2
 """Words a quotation may drop or change between matched runs and still be one quotation."""
 
-
-def _blank(text: str, start: int, end: int) -> str:
-    return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
 
 
 def _words(text: str) -> list[tuple[str, int, int]]:
@@ -118,11 +115,11 @@ def mask_quotes(text: str, quotes: Sequence[str]) -> str:
                     end += 1
                 while start > 0 and text[start - 1] in "'\"\u201c\u2018*_([`<$":
                     start -= 1
-                text = _blank(text, start, end)
+                text = blank(text, start, end)
             answer = _words(text)
     text = _mask_quoted_fragments(text, targets)
     for start, end in counts:
-        text = _blank(text, start, end)
+        text = blank(text, start, end)
     return text
 
 
@@ -212,7 +209,7 @@ def _mask_quoted_fragments(text: str, quotes: list[list[str]]) -> str:
         if len(inner) < 2 or not any(_DIGITS.search(w) for w in inner):
             continue
         if any(_contains(q, inner) for q in quotes):
-            text = _blank(text, m.start(), m.end())
+            text = blank(text, m.start(), m.end())
     return text
 
 
@@ -246,7 +243,7 @@ def mask_rubric(text: str) -> str:
     """
     for pattern in (_RUBRIC_GROUP, _RUBRIC_WHERE, _POINT_RULE):
         for m in list(pattern.finditer(text)):
-            text = _blank(text, m.start(), m.end())
+            text = blank(text, m.start(), m.end())
     # Consecutive lines listing levels are a restated scale; one such line on its own (after a
     # blank line, or alone) may be the verdict ("4: High correctness ...").
     runs: list[list[re.Match[str]]] = []
@@ -258,7 +255,7 @@ def mask_rubric(text: str) -> str:
     for run in runs:
         if len(run) >= 2:
             for m in run:
-                text = _blank(text, m.start(), m.end())
+                text = blank(text, m.start(), m.end())
     return text
 
 
@@ -306,7 +303,7 @@ def mask_scale_points(text: str) -> str:
     """Clauses that name a point of the scale blanked: "a score of 100 needs the park too"."""
     for m in list(_SCALE_POINT.finditer(text)):
         end = _CLAUSE_END.search(text, m.end())
-        text = _blank(text, m.start(), end.start() if end else len(text))
+        text = blank(text, m.start(), end.start() if end else len(text))
     return text
 
 
@@ -321,7 +318,7 @@ def mask_hypotheticals(text: str) -> str:
         if _CONDITION_OPENING.search(sentence) is None:
             sentence = _FIRST_PERSON.sub(lambda v: " " * len(v.group(0)), sentence)
         elif _DIGITS.search(sentence):
-            text = _blank(text, m.start(), m.end())
+            text = blank(text, m.start(), m.end())
             continue
         if sentence.strip() and _HYPOTHETICAL.search(sentence) and _DIGITS.search(sentence) \
                 and not (_CORRECTION.search(sentence) and not _CONDITION.search(sentence)):
@@ -342,7 +339,7 @@ def mask_hypotheticals(text: str) -> str:
                 if stop is None or not _DIGITS.search(sentence, stop.start()):
                     start, end = start + head.end(), start + (stop.start() if stop else
                                                               len(sentence))
-            text = _blank(text, start, end)
+            text = blank(text, start, end)
     return text
 
 
@@ -480,7 +477,7 @@ def mask_negated(text: str) -> str:
     for m in list(_NEGATED.finditer(text)):
         number = re.match(r"\d+(?:\.\d+)?(?:\s*/\s*\d+)?", text[m.end():])
         if number is not None:
-            text = _blank(text, m.end(), m.end() + number.end())
+            text = blank(text, m.end(), m.end() + number.end())
     return text
 
 
@@ -513,14 +510,14 @@ _LOOKS_LIKE = re.compile(r"\b(?:format|line|output|template|sentence)\s+(?:looks
 def mask_examples(text: str) -> str:
     """Examples of the format the answer writes out, blanked (same length)."""
     for m in list(_EXAMPLE_INTRO.finditer(text)):
-        text = _blank(text, m.start("block"), m.end("block"))
+        text = blank(text, m.start("block"), m.end("block"))
     for m in list(_EXAMPLE_LINE.finditer(text)):
-        text = _blank(text, m.start(), m.end())
+        text = blank(text, m.start(), m.end())
     for m in list(_LOOKS_LIKE.finditer(text)):
-        text = _blank(text, m.start("q"), m.end("q"))
+        text = blank(text, m.start("q"), m.end("q"))
     for m in list(_EXAMPLE_SENTENCE.finditer(text)):
         if _DIGITS.search(m.group(0)):
-            text = _blank(text, m.start(), m.end())
+            text = blank(text, m.start(), m.end())
     return text
 
 
@@ -567,7 +564,7 @@ def mask_other_items(text: str) -> str:
         given = [d for d in _DIGITS.finditer(clause, 0, at)
                  if _RATED_WORD.search(clause, d.end(), at)]
         if _RATED_WORD.search(clause) and (_DIGITS.search(clause, other.end() - start) or given):
-            text = _blank(text, m.start() + start, m.start() + start + len(clause))
+            text = blank(text, m.start() + start, m.start() + start + len(clause))
     return text
 
 

@@ -120,10 +120,12 @@ def _money(text: str, n: Number) -> bool:
             is not None and not text.startswith("$", n.end))
 
 
+_RUN = re.compile(r"\d+(?:\.\d+)?(?:,\d+(?:\.\d+)?)+")
+
+
 def _listed(text: str, n: Number) -> bool:
     """Whether ``n`` is a member of a list or an array of numbers ("80,100,90", "[85,100]")."""
-    run = re.compile(r"\d+(?:\.\d+)?(?:,\d+(?:\.\d+)?)+")
-    for m in run.finditer(text, max(0, n.start - 40), min(len(text), n.end + 40)):
+    for m in _RUN.finditer(text, max(0, n.start - 40), min(len(text), n.end + 40)):
         if m.start() <= n.start and n.end <= m.end():
             members = m.group(0).count(",") + 1
             bracketed = text[m.start() - 1: m.start()] == "[" and text.startswith("]", m.end())

@@ -403,3 +403,8 @@ def answer_view(text: str) -> AnswerView:
     # Cut inside its reasoning, with nothing after it: the verdict was never written.
     return AnswerView(text or "", stripped, index, reasoning_cut=cut and not stripped.strip(),
                       had_reasoning=had)
+
+
+def blank(text: str, start: int, end: int) -> str:
+    """``text`` with ``start:end`` blanked to spaces (line breaks kept: offsets and lines hold)."""
+    return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
