@@ -392,6 +392,15 @@ KNOWN_WRONG_AG: set[str] = set()
 CORPUS_AH = _present("blind_answers_ah.json")
 KNOWN_WRONG_AH = {"AH-he-cor-stars-only"}
 
+# Corpus AI (252, a writer blind to the reader and to A-AH, asked for many voices in one answer:
+# self-consistency samples, panels and personas, debates, agent logs, other judges quoted,
+# rounds, votes), committed before it was measured with rules 34: 201/252 and 4 wrong values
+# returned as valid with the follow-up (another evaluator's 5, a cut "Reviewer 1: 4 /
+# Reviewer 2:", GPT-4's quoted cap3d lines, an annotator's value read for the consensus's
+# distribution). Rules 35: 233/252, none.
+CORPUS_AI = _present("blind_answers_ai.json")
+KNOWN_WRONG_AI: set[str] = set()
+
 
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
@@ -409,7 +418,7 @@ CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F,
              ("AB", CORPUS_AB, KNOWN_WRONG_AB, 166), ("AC", CORPUS_AC, KNOWN_WRONG_AC, 230),
              ("AD", CORPUS_AD, KNOWN_WRONG_AD, 208), ("AE", CORPUS_AE, KNOWN_WRONG_AE, 226),
              ("AF", CORPUS_AF, KNOWN_WRONG_AF, 230), ("AG", CORPUS_AG, KNOWN_WRONG_AG, 229),
-             ("AH", CORPUS_AH, KNOWN_WRONG_AH, 234)]
+             ("AH", CORPUS_AH, KNOWN_WRONG_AH, 236), ("AI", CORPUS_AI, KNOWN_WRONG_AI, 233)]
 
 
 @pytest.mark.heavy(seconds=15)

@@ -28,6 +28,7 @@ from difflib import SequenceMatcher
 from capjudge.reading.figurative import mask_figurative
 from capjudge.reading.numbers import WORD_VALUES
 from capjudge.reading.view import as_viewed, blank
+from capjudge.reading.voices import mask_voices
 
 _WORD = re.compile(r"\w+")
 _DIGITS = re.compile(r"\d")
@@ -276,6 +277,17 @@ _HYPOTHETICAL = re.compile(
     r"(?:caption|description|answer|version|response|one)|the\s+references?(?:\s+captions?)?)"
     r"\s+(?:would|could|might)\s+(?:\w+ly\s+|also\s+|still\s+)?(?:rate|score|get|earn|merit|"
     r"deserve|receive)\b", re.I)
+# A criterion's label and then a condition: "Completeness: had it named the stick, $90$",
+# "- **Accuracy:** if the animal is a fox, $40$" (group 1: the label, which stays).
+_LABELLED_CONDITION = re.compile(
+    r"(\s*(?:[-*>]\s*)?[*_]*[^\W\d_][^\W\d_ ]*(?:[ \t][^\W\d_]+){0,2}[*_]*[ \t]*[:\uff1a]"
+    r"[*_]*[ \t]*)(?:if(?![ \t,]+(?:anything|so|any|not|only|you\s+ask)\b)|had|were|unless|"
+    r"assuming|suppose|supposing)\b", re.I)
+# The other branch of a condition, after the whole conditional sentence: "; otherwise 4".
+_OTHERWISE_NEXT = re.compile(r"[ \t]*(?:otherwise|else|if\s+not)\b", re.I)
+# The other branch of a condition: "; otherwise $40$", "; or, if strict, $50$".
+_ALTERNATIVE_NEXT = re.compile(r"[ \t]*(?:otherwise|else|or|if|unless|and\s+if|but\s+if)\b",
+                               re.I)
 # A scale point, not a verdict: "a score of 100 needs the park too", "To reach 90 it would
 # need the leash": only its clause ("..., so the final score is $75$" keeps its verdict).
 _SCALE_POINT = re.compile(
@@ -315,6 +327,17 @@ def mask_hypotheticals(text: str) -> str:
     """
     for m in list(_SENTENCE.finditer(text)):
         sentence = m.group(0)
+        if (cond := _LABELLED_CONDITION.match(sentence)) is not None and _DIGITS.search(
+                sentence):
+            # "Completeness: had it mentioned the stick, $90$; as written, $65$": the label
+            # stays (its value follows the condition), the conditional clause goes, and the
+            # alternative after it ("...; otherwise $40$") with it.
+            end = m.end()
+            if _ALTERNATIVE_NEXT.match(text, end) and (
+                    nxt := _SENTENCE.match(text, end)) is not None:
+                end = nxt.end()
+            text = blank(text, m.start() + cond.end(1), end)
+            continue
         if _CONDITION_OPENING.search(sentence) is None:
             sentence = _FIRST_PERSON.sub(lambda v: " " * len(v.group(0)), sentence)
         elif _DIGITS.search(sentence):
@@ -339,6 +362,9 @@ def mask_hypotheticals(text: str) -> str:
                 if stop is None or not _DIGITS.search(sentence, stop.start()):
                     start, end = start + head.end(), start + (stop.start() if stop else
                                                               len(sentence))
+            if (start, end) == (m.start(), m.end()) and _OTHERWISE_NEXT.match(text, end) and (
+                    nxt := _SENTENCE.match(text, end)) is not None:
+                end = nxt.end()  # "If the stick counts, 3; otherwise 4.": the other branch too
             text = blank(text, start, end)
     return text
 
@@ -576,5 +602,6 @@ def mask_text(text: str, quotes: Sequence[str] = ()) -> str:
     """
     text = mask_quotes(text, [q for q in quotes if q and q.strip()])
     text = mask_examples(mask_rubric(text))
+    text = mask_voices(text)  # "Reviewer 1: 4", "GPT-4 rated this 85"
     text = mask_figurative(text)  # "a high five", "Sure, let's give it a 100 🙄"
     return mask_negated(mask_hypotheticals(mask_scale_points(mask_other_items(text))))

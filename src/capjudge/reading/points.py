@@ -61,13 +61,16 @@ def _label_name(name: str, initial: str) -> str:
 def _label(name: str, initial: str) -> re.Pattern[str]:
     """A points label: "Correctness Score (C. Score):", "C. Score:", "正确性得分（C. Score）：".
 
-    Also the value in brackets right after the label: "C. Score (3) · H. Score (1)".
+    Also the value in brackets right after the label: "C. Score (3) · H. Score (1)", and
+    right after "score" with no colon: "C. Score 4, H. Score 1".
     """
     # ("Korrektheitswert (C. Score): 3": the initials in brackets after another language's
     # name are the label; its closing bracket comes before the colon.)
     return re.compile(
         rf"{_label_name(name, initial)}(?:(?<=score)\s*\))?\s*"
         rf"(?:(?:\(\s*{initial}\.?\s*score\s*\))?[\s*_]*[:=]|"
+        # "C. Score 4, H. Score 1": the value right after "score", no colon
+        r"(?<=score[ \t])(?=\d)|"
         r"[ \t]*\((?=[ \t]*\d+(?:\.\d+)?[ \t]*\)))(?P<rest>[^\n]*)", re.I)
 
 
@@ -773,9 +776,17 @@ def _in_example(text: str, pos: int) -> bool:
         and _EXAMPLE_OPEN.match(text, opening) is not None
 
 
+# A line that gives the whole object's count after per-part ones: "Overall — C. Score: 5".
+_OVERALL_LINE = re.compile(r"[ \t>*_#-]*(?:overall|total|in\s+total|combined|whole\s+object|"
+                           r"all\s+objects|summed?|aggregate)\b", re.I)
+
+
 def _decide(name: str, text: str, values: list[tuple[float | None, str | None]],
             places: list[tuple[int, int]]) -> tuple[float | None, str | None]:
-    """One count from its labelled values: all alike, or a later one introduced as a revision.
+    """One count from its labelled values: all alike, or a later one settling them.
+
+    The later one is introduced as a revision, or is the one line for the whole object after
+    per-part lines ("Overall - C. Score: 5").
 
     Different values with nothing preferring the last (a judge that also scores its own
     rewrite, or a second caption) abstain, quoting them.
@@ -792,6 +803,10 @@ def _decide(name: str, text: str, values: list[tuple[float | None, str | None]],
     between = text[differing[-1][1][0]: last_start]
     if REVISION.search(between) or _REVISED_BLOCK.search(between):
         return last
+    line = text[text.rfind("\n", 0, last_start) + 1: last_start]
+    if _OVERALL_LINE.match(line) and not any(
+            _OVERALL_LINE.match(text[text.rfind("\n", 0, p[0]) + 1: p[0]]) for _, p in differing):
+        return last  # "Table: C. Score 3 / Chairs: C. Score 2 / Overall — C. Score: 5"
     shown = ", ".join(f"{v[0]:g}" for v, _ in readable[:4])
     return None, (f"{len({v[0] for v, _ in readable})} different {name} points ({shown}) and "
                   "nothing says which is the verdict")

@@ -26,7 +26,7 @@ from capjudge.reading.candidates import Candidate
 from capjudge.reading.contract import CONDITIONAL, REVISION, sentence_start
 from capjudge.reading.finders import counts_things, labelled_else
 from capjudge.reading.numbers import Number, numbers_in
-from capjudge.reading.vocabulary import CRITERIA, is_generic, slot_names
+from capjudge.reading.vocabulary import ANY_CRITERION, CRITERIA, is_generic, slot_names
 
 # Where the verdict's sentence ends ("." or ";" before a space, or the line's end).
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|\n")
@@ -304,6 +304,13 @@ def _rewrite_before(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None
 _OFFERED_NEXT = re.compile(r"[\s$*_`]*[.;:!\u2014\u2013-]*[\s*_`]*(?:or|maybe|perhaps|possibly|"
                            r"alternatively)\b[\s,]*(?:maybe\s+|perhaps\s+|even\s+|else\s+)?"
                            r"(?:an?\s+)?[$*_`\s]*$", re.I)
+# A later sentence that weighs another side: "On the other hand, 65 if the setting matters."
+_OTHER_HAND = re.compile(r"(?:(?<=[.!?;])\s+|\n[ \t>*_-]*)(?:on\s+the\s+other\s+hand|then\s+again|"
+                         r"alternatively|equally,|one\s+could\s+(?:also\s+)?(?:argue|say))\b",
+                         re.I)
+# A value that ends as a rating does: "65.", "65 if ...", "65/100", "65 points".
+_VALUE_ENDS = re.compile(r"[$*_`]*(?:\s*(?:[.,;:!?)\u2014\u2013]|$)|\s+(?:if|for|because|since|"
+                         r"points?|out\s+of|would|could|might|is|seems)\b|\s*/)", re.I)
 # Two values of the scale offered together ("3 or 4", "70-75", "70 to 75"), not a count of
 # things ("2-3 people") nor a fraction or a percentage.
 _HEDGE = re.compile(r"(?<![\w.,/$])[$*_`]*(?P<a>\d{1,3})[$*_`]*\s*(?:or|to|-|\u2013|~)\s*"
@@ -326,6 +333,13 @@ def hedged_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
             return (f"the verdict {n.written.strip()!r} is followed by another value "
                     f"{o.written.strip()!r} offered in its place: the answer leaves the choice "
                     "open")
+    for m in _OTHER_HAND.finditer(text, n.end):
+        for o in numbers_in(text, m.end(), _sentence_end(text, m.end()), words=False):
+            if o.value != n.value and slot.low <= o.value <= slot.high and \
+                    _VALUE_ENDS.match(text, o.end):
+                return (f"after the verdict {n.written.strip()!r} the answer turns to another "
+                        f"value ({m.group(0).strip()!r} … {o.written.strip()!r}): the choice "
+                        "is left open")
     for m in _HEDGE.finditer(text, n.end):
         a, b = int(m.group("a")), int(m.group("b"))
         if a == b or not (slot.low <= min(a, b) and max(a, b) <= slot.high):
@@ -368,6 +382,9 @@ def alternative_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
                     _QUALIFIED.match(text, o.end) and _PARALLEL.match(text, n.end, o.start))):
                 return (f"the verdict {n.written.strip()!r} has another value "
                         f"{o.written.strip()!r} set beside it: two values, nothing says which")
+    if not is_generic(slot) and slot.anchor and \
+            (later := _anchored_on_line(chosen, text, slot)) is not None:
+        return later
     for o in rivals:
         # Between the two, or right after the second ("$30$ otherwise", "50 instead").
         if (word := _ALTERNATIVE.search(text, n.end, min(o.end + 12, len(text)))) is not None:
@@ -603,6 +620,59 @@ def _anchored_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None
             return (f"after the verdict {chosen.number.written.strip()!r} the answer states "
                     f"another value in the method's delimiters ({m.group(0).strip()!r}): two "
                     "verdicts, nothing says which stands")
+    return None
+
+
+# A later value the answer itself sets aside as former or hypothetical: "(was $90$",
+# "would be $85$", "could have been $90$", "from $70$", "$85$ if it named the city".
+_SET_ASIDE_BEFORE = re.compile(r"\b(?:was|were|used\s+to\s+be|(?:would|could|might|should)"
+                               r"(?:\s+have)?\s+(?:be|been)|previously|originally|initially|earlier|formerly|"
+                               r"before|from|instead\s+of|rather\s+than|not|vs|versus|"
+                               r"compared\s+(?:to|with)|against)\b[^.;\n]{0,25}$"
+                               r"|\bvs\.[^.;\n]{0,25}$|~~[\s$]*$", re.I)
+_SET_ASIDE_AFTER = re.compile(r"[\s*_`~]*(?:~~|\b(?:if|unless|had|were|once|when|"
+                              r"before|earlier)\b)", re.I)
+# A label right before the later value, after the last separator: "| Comp $70$", ", Rel.:
+# $85$", "; 完整性：$70$" (another criterion's, abbreviated or in a language the vocabulary
+# lacks); not prose ("my heart says $70$", "as written, $65$").
+_LABEL_TAIL = re.compile(r"(?:^|[|;,/])[\s*_`]*(?:[A-Z][\w.]{0,20}(?:[ \t]+[\w.]+){0,2}[\s*_`]*"
+                         r"[:=\uff1a]?|[^\W\d_][\w.]{0,20}[\s*_`]*[:=\uff1a])[\s*_`]*$")
+# Nothing but separators between two values ("$80$ / $65$", "$80$ | $65$").
+_ONLY_SEPARATORS = re.compile(r"[\s*_`$/|,;]*")
+
+
+def _anchored_on_line(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
+    """A criterion's line that holds a second value in the method's delimiters.
+
+    "Completeness: had it mentioned the stick, $90$; as written, $65$", "my head says $60$,
+    my heart says $70$", "$100$... kidding, it repeats itself. $60$": the line gives the
+    criterion two values in the format, and nothing the rules know says which one stands (a
+    revision, a strike-through, "was", a hypothetical are masked or settled before this).
+    Another criterion's value on the same line is named ("Accuracy: $80$, Completeness:
+    $65$", "Accuracy $80$ | Completeness $60$"), or the line's header names several criteria
+    and its values follow one another ("Accuracy / Completeness: $80$ / $65$").
+    """
+    a = re.escape(slot.anchor)
+    n = chosen.number
+    line_start = text.rfind("\n", 0, n.start) + 1
+    line_end = len(text) if (e := text.find("\n", n.end)) < 0 else e
+    own = re.compile("|".join(re.escape(w) for w in slot_names(slot)), re.I)
+    header = [m.group(0).lower() for m in ANY_CRITERION.finditer(text, line_start, n.start)
+              if not own.fullmatch(m.group(0))]
+    for m in re.finditer(rf"{a}[ \t]*(\d+)[ \t]*{a}", text[n.end: line_end]):
+        value = int(m.group(1))
+        if value == n.value or not slot.low <= value <= slot.high:
+            continue
+        between = text[n.end: n.end + m.start()]
+        if ANY_CRITERION.search(between) or (header and _ONLY_SEPARATORS.fullmatch(between)) \
+                or _LABEL_TAIL.search(between):
+            return None  # the line goes on to another criterion's value
+        if _SET_ASIDE_BEFORE.search(between[-40:]) or _SET_ASIDE_AFTER.match(
+                text, n.end + m.end()):
+            continue  # "(was $90$ ...)", "(would be $85$ if ...)": the doubtful rules' business
+        return (f"the line of {slot.name} holds another value in the method's delimiters "
+                f"after {n.written.strip()!r} ({m.group(0).strip()!r}): two values, nothing "
+                "says which is the verdict")
     return None
 
 

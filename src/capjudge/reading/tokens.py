@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 34
+READING_RULES_VERSION = 35
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -128,7 +128,15 @@ people talk around a number): a value said around in other words is rejected or 
 but $100$", "hardly a 90", "better than a 3", "tempted by a 4"); numbers in fixed phrases ("a
 high five", "Ocean's 11", "one in a hundred") and in sentences marked as irony ("🙄", "/s",
 "Oh, sure", ", obviously") are blanked (:mod:`capjudge.reading.figurative`); "so 70 it is"
-settles a value; a cap3d count under a condition ("0 if that is a shadow") abstains."""
+settles a value; a cap3d count under a condition ("0 if that is a shadow") abstains. 35 (corpus
+AI, many voices in one answer): what samples, reviewers, personas, agents, rounds before the
+last, other judges and the user say is not the judge's verdict, the deciding voice's is ("Chair:
+3", "majority: 70", "Reconciled:") (:mod:`capjudge.reading.voices`); a criterion's line with a
+second value in the method's delimiters that nothing sets aside abstains ("my head says $60$, my
+heart says $70$"); a condition right after a criterion's label is blanked ("Completeness: had it
+named the stick, $90$; as written, $65$"); a later sentence that turns to another value ("On
+the other hand, 65 if ...") leaves the verdict open; "C. Score 4" with no colon is a points
+label, and a whole object's "Overall" count settles per-part ones."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""

@@ -119,6 +119,13 @@ OTHER_ASPECTS = ("coherence", "consistency", "informativeness",
 # The criteria the vocabulary knows by name (a verdict under another's name rates that one).
 CRITERIA = (*(w for w in TRANSLATIONS if w != "final score"), *OTHER_ASPECTS)
 
+# Any criterion's name, in every language the vocabulary knows ("Completeness", "完整性",
+# "Vollständigkeit"): a value after one belongs to that criterion.
+ANY_CRITERION = re.compile("|".join(
+    rf"\b{re.escape(w)}" if w.isascii() else re.escape(w)
+    for w in sorted({w for k, v in TRANSLATIONS.items() if k != "final score" for w in (k, *v)}
+                    | set(OTHER_ASPECTS), key=len, reverse=True)), re.I)
+
 # The names of a verdict as such (for a slot that is its request's only one).
 GENERIC = ("score", "final", "final score", "rating", "final rating", "overall", "overall score",
            "overall rating", "grade", "final grade", "verdict", "final verdict", "final answer",
