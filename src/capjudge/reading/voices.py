@@ -45,7 +45,9 @@ _INDEXED_ROLE = (r"(?:reviewer|annotator|rater|evaluator|grader|assessor|critic|
                  r"agent|round|iteration)[\s_#-]*(?:\d+|[A-Z]\b)")
 # The judge's own earlier voice, superseded by what follows: "Previous round: ... $74$",
 # "Previous rating: 5. Changed to 4", "Initial: 4", "Initial automated score: 88".
-_EARLIER = (r"(?:previous|prior|earlier|original|old|initial|first)(?:\s+\w+)?\s+(?:round|"
+# (Not "Original caption score:": the candidate is the original caption.)
+_EARLIER = (r"(?:previous|prior|earlier|original|old|initial|first)"
+            r"(?:\s+(?!caption|description|text|image|photo|video)\w+)?\s+(?:round|"
             r"evaluation|assessment|verdict|scores?|ratings?|review|answer|judge?ment|pass|"
             r"attempt|run|take|draft)|initial(?=[ \t]*[:\uff1a])")
 # Other models by name.
@@ -124,7 +126,7 @@ _VOICE_LEAD = re.compile(
 # "Final: ...", "# Agent: Crew Manager"); what it says follows (``rest``).
 _DECIDER_LINE = re.compile(r"^[ \t>#*_-]*(?P<name>[^\n:\uff1a]{1,50})[:\uff1a.]?(?P<rest>[^\n]*)$",
                            re.M)
-# Where a voice's block ends: a blank line, or the next heading.
+# Where a voice's block ends: a blank line.
 _BLOCK_END = re.compile(r"\n[ \t]*\n")
 # The method's criteria, in every language the vocabulary knows: a voice's line that names
 # them splits the verdict between voices ("Persona 1: Accuracy $80$ ...").
