@@ -319,6 +319,13 @@ def mask_scale_points(text: str) -> str:
     return text
 
 
+def _with_other_branch(text: str, end: int, branch: re.Pattern[str]) -> int:
+    """``end``, or past the next sentence when it opens with a condition's other ``branch``."""
+    if branch.match(text, end) and (nxt := _SENTENCE.match(text, end)) is not None:
+        return nxt.end()
+    return end
+
+
 def mask_hypotheticals(text: str) -> str:
     """Sentences that state a hypothetical or conditional score blanked.
 
@@ -332,11 +339,8 @@ def mask_hypotheticals(text: str) -> str:
             # "Completeness: had it mentioned the stick, $90$; as written, $65$": the label
             # stays (its value follows the condition), the conditional clause goes, and the
             # alternative after it ("...; otherwise $40$") with it.
-            end = m.end()
-            if _ALTERNATIVE_NEXT.match(text, end) and (
-                    nxt := _SENTENCE.match(text, end)) is not None:
-                end = nxt.end()
-            text = blank(text, m.start() + cond.end(1), end)
+            text = blank(text, m.start() + cond.end(1),
+                         _with_other_branch(text, m.end(), _ALTERNATIVE_NEXT))
             continue
         if _CONDITION_OPENING.search(sentence) is None:
             sentence = _FIRST_PERSON.sub(lambda v: " " * len(v.group(0)), sentence)
@@ -362,9 +366,9 @@ def mask_hypotheticals(text: str) -> str:
                 if stop is None or not _DIGITS.search(sentence, stop.start()):
                     start, end = start + head.end(), start + (stop.start() if stop else
                                                               len(sentence))
-            if (start, end) == (m.start(), m.end()) and _OTHERWISE_NEXT.match(text, end) and (
-                    nxt := _SENTENCE.match(text, end)) is not None:
-                end = nxt.end()  # "If the stick counts, 3; otherwise 4.": the other branch too
+            if (start, end) == (m.start(), m.end()):
+                # "If the stick counts, 3; otherwise 4.": the other branch too
+                end = _with_other_branch(text, end, _OTHERWISE_NEXT)
             text = blank(text, start, end)
     return text
 

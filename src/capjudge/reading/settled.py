@@ -656,9 +656,9 @@ def _anchored_on_line(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
     n = chosen.number
     line_start = text.rfind("\n", 0, n.start) + 1
     line_end = len(text) if (e := text.find("\n", n.end)) < 0 else e
-    own = re.compile("|".join(re.escape(w) for w in slot_names(slot)), re.I)
-    header = [m.group(0).lower() for m in ANY_CRITERION.finditer(text, line_start, n.start)
-              if not own.fullmatch(m.group(0))]
+    own = {w.lower() for w in slot_names(slot)}
+    header = any(m.group(0).lower() not in own
+                 for m in ANY_CRITERION.finditer(text, line_start, n.start))
     for m in re.finditer(rf"{a}[ \t]*(\d+)[ \t]*{a}", text[n.end: line_end]):
         value = int(m.group(1))
         if value == n.value or not slot.low <= value <= slot.high:

@@ -123,8 +123,8 @@ CRITERIA = (*(w for w in TRANSLATIONS if w != "final score"), *OTHER_ASPECTS)
 # "Vollständigkeit"): a value after one belongs to that criterion.
 ANY_CRITERION = re.compile("|".join(
     rf"\b{re.escape(w)}" if w.isascii() else re.escape(w)
-    for w in sorted({w for k, v in TRANSLATIONS.items() if k != "final score" for w in (k, *v)}
-                    | set(OTHER_ASPECTS), key=len, reverse=True)), re.I)
+    for w in sorted({w for c in CRITERIA for w in (c, *TRANSLATIONS.get(c, ()))}, key=len,
+                    reverse=True)), re.I)
 
 # The names of a verdict as such (for a slot that is its request's only one).
 GENERIC = ("score", "final", "final score", "rating", "final rating", "overall", "overall score",

@@ -29,20 +29,19 @@ import re
 from capjudge.reading.view import blank
 from capjudge.reading.vocabulary import ANY_CRITERION
 
+# The roles that speak with an index telling them apart: "Reviewer 1", "Sample 3", "Persona B".
+_INDEXED_NOUNS = (r"reviewer|annotator|rater|evaluator|grader|assessor|critic|sample|pass|run|"
+                  r"attempt|trial|draw|persona|expert|voter|panelist|panellist|juror|judge|model|"
+                  r"agent|round|iteration")
+_INDEXED_ROLE = rf"(?:{_INDEXED_NOUNS})[\s_#-]*(?:\d+|[A-Z]\b)"
 # Other evaluators by role, with the number or letter that tells them apart.
 _ROLE = (r"(?:(?:two|three|four|five|six|seven|eight|nine|ten|both|all|\d+)[\s_-]+)?"
          r"(?:(?:strict|lenient|harsh|generous|senior|junior|first|second|third|other|expert|"
          r"human|crowd|external|independent|skeptical|sceptical|optimistic|pessimistic)[\s_-]+)?"
-         r"(?:reviewer|annotator|rater|evaluator|grader|assessor|critic|advocate|defen[cs]e|"
-         r"prosecut\w*|devil['\u2019]s\s+advocate|sample|pass|run|attempt|trial|draw|persona|"
-         r"expert|worker|crowdworker|voter|votes?|tally|panelist|panellist|juror|judge|model|agent|"
-         r"round|iteration|"
+         rf"(?:{_INDEXED_NOUNS}|advocate|defen[cs]e|prosecut\w*|devil['\u2019]s\s+advocate|"
+         r"worker|crowdworker|votes?|tally|"
          r"\w+_agent|\w+_critic|\w+_reviewer|checker|counter|labeler|labeller)s?"
          r"(?:[\s_#-]*(?:\d+|[A-Z]\b|one|two|three|four|five|I{1,3}V?|IV))?")
-# A role with the index that tells it from the others: "Reviewer 1", "Sample 3", "Persona B".
-_INDEXED_ROLE = (r"(?:reviewer|annotator|rater|evaluator|grader|assessor|critic|sample|pass|run|"
-                 r"attempt|trial|draw|persona|expert|voter|panelist|panellist|juror|judge|model|"
-                 r"agent|round|iteration)[\s_#-]*(?:\d+|[A-Z]\b)")
 # The judge's own earlier voice, superseded by what follows: "Previous round: ... $74$",
 # "Previous rating: 5. Changed to 4", "Initial: 4", "Initial automated score: 88".
 # (Not "Original caption score:": the candidate is the original caption.)
