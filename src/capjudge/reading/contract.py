@@ -19,6 +19,7 @@ from capjudge.protocol import ScoreSlot
 from capjudge.reading.candidates import Candidate, Unreadable, printed_value, stands_alone
 from capjudge.reading.numbers import NUMBER_WORDS, WORD_VALUES, Number, number_at, word_value
 from capjudge.reading.scale import HEDGED, denominator
+from capjudge.reading.view import line_before, start_of_line
 from capjudge.reading.vocabulary import (
     CRITERIA,
     GENERIC,
@@ -496,7 +497,7 @@ def rates_another(text: str, n: Number) -> str | None:
     <a word>" stands between it and the number (:data:`_CARRIED`); "Frame 2 matches the
     caption: 80" and "Frame 4 shows the dog, so the final score is $85$" are the caption's.
     """
-    line_start = text.rfind("\n", 0, n.start) + 1
+    line_start = start_of_line(text, n.start)
     start = max(line_start, sentence_start(text, n.start))
     prefix = text[start: n.start]
     if (m := FOREIGN_LABEL.match(prefix)) is not None:
@@ -596,7 +597,7 @@ _CONTRAST = re.compile(r"\b(?:unlike|compared|besides|beside|than|versus|vs\.?|w
 
 def _judged(text: str, m: re.Match[str]) -> bool:
     """Whether the quotation ``m`` is introduced as the caption being judged (not offered)."""
-    line = text.rfind("\n", 0, max(text.rfind("\n", 0, m.start()), 0)) + 1
+    line = start_of_line(text, max(text.rfind("\n", 0, m.start()), 0))
     intro = text[max(line, m.start() - 80): m.start()]
     around = intro + " " + sentence_of(text, m.end())
     named = m.group(0).lower().startswith(("candidate", "generated", "given"))
@@ -755,7 +756,7 @@ def echoed_number(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
     """
     if not slot.quotes or not slot.quotes[0]:
         return None
-    line = text[text.rfind("\n", 0, chosen.number.start) + 1: chosen.number.start]
+    line = line_before(text, chosen.number.start)
     if re.search(r"[^\W\d_]", line):
         return None  # labelled or inside a sentence of its own
     caption = _words(slot.quotes[0])
@@ -878,7 +879,7 @@ def labelled_target(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
     judge was given or could rate ("Rating for the visual context:"), a measure that is not
     the caption's ("(safety)"), or the judge's certainty ("Confidence:").
     """
-    start = text.rfind("\n", 0, max(text.rfind("\n", 0, chosen.number.start), 0)) + 1
+    start = start_of_line(text, max(text.rfind("\n", 0, chosen.number.start), 0))
     label = text[start: chosen.number.start]
     written = chosen.number.written.strip()
     if (m := _CERTAINTY.search(label)) is not None:
@@ -979,12 +980,12 @@ def foreign_heading(text: str, pos: int) -> str | None:
     for _ in range(7):
         if end < 0:
             return None
-        start = text.rfind("\n", 0, end) + 1
+        start = start_of_line(text, end)
         line = text[start:end]
         if not line.strip() and not headed and text[:start].rstrip().endswith(":"):
             headed = True
             end = start - 1  # a heading, then a blank line, then the block
-            start = text.rfind("\n", 0, end) + 1
+            start = start_of_line(text, end)
             line = text[start:end]
         if not line.strip() or _CANDIDATE_LINE.search(line) or _VERDICT_HEADING.match(line):
             return None  # the block starts here, or turns to the candidate or the verdicts
@@ -1059,7 +1060,7 @@ def other_criterion(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
     """
     if (after := _aspect_after(text, chosen, slot)) is not None:
         return after
-    line_start = text.rfind("\n", 0, chosen.number.start) + 1
+    line_start = start_of_line(text, chosen.number.start)
     m = _LABEL_BEFORE.search(text, line_start, chosen.number.start)
     if m is None or matches(m.group("label"), slot):
         return None
@@ -1260,7 +1261,7 @@ def stated_twice(chosen: Candidate, own_scale: Sequence[Candidate], text: str) -
     for o in own_scale:
         if o.problem is not None or o.number.value == chosen.number.value:
             continue
-        line_start = text.rfind("\n", 0, o.number.start) + 1
+        line_start = start_of_line(text, o.number.start)
         if _SUMMARY_LINE.fullmatch(text, line_start, o.number.start) is None:
             continue
         first, second = sorted((o.number, chosen.number), key=lambda n: n.start)

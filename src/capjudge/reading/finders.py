@@ -41,6 +41,7 @@ from capjudge.reading.structure import (
     table_fields,
     xml_fields,
 )
+from capjudge.reading.view import start_of_line
 from capjudge.reading.vocabulary import (
     FINAL_WORDS,
     GENERIC,
@@ -286,7 +287,7 @@ _OTHER_MEASURE = re.compile(r"\b(?:confidence|certainty|uncertainty|probability|
 
 def _measures_other(text: str, start: int) -> bool:
     """Whether the label at ``start`` is the object of another measure on its line."""
-    return _OTHER_MEASURE.search(text, text.rfind("\n", 0, start) + 1, start) is not None
+    return _OTHER_MEASURE.search(text, start_of_line(text, start), start) is not None
 
 
 # "— actually, make that $60$", "(correction: $60$)", "... no, $60$": a value's own line
@@ -467,7 +468,7 @@ def star_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     for m in _STARS.finditer(text):
         full, places = len(m.group("full")), len(m.group("full") + m.group("empty"))
         on_scale = places == slot.high if m.group("empty") else slot.high <= 10
-        line_start = text.rfind("\n", 0, m.start()) + 1
+        line_start = start_of_line(text, m.start())
         line_end = text.find("\n", m.end())
         before = text[line_start:m.start()]
         after = text[m.end(): line_end if line_end >= 0 else len(text)]
@@ -505,7 +506,7 @@ _CLAUSE_END = re.compile(r"[.!?;,](?:\s|$)")
 
 def _is_final(text: str, pos: int) -> bool:
     """Whether the label at ``pos`` is marked final (on its line, or a heading above it)."""
-    line_start = text.rfind("\n", 0, pos) + 1
+    line_start = start_of_line(text, pos)
     line = text[line_start: text.find("\n", pos) if "\n" in text[pos:] else len(text)]
     # Its clause: "Base score 85, ... so the final score is 80" marks only the second final.
     at = pos - line_start
@@ -583,7 +584,7 @@ def labelled_else(text: str, pos: int, slot: ScoreSlot) -> bool:
     """
     if is_generic(slot):
         return False
-    label = _LINE_LABEL.match(text, text.rfind("\n", 0, pos) + 1)
+    label = _LINE_LABEL.match(text, start_of_line(text, pos))
     # ("Overall: $78$", a generic verdict's name, is contract.other_criterion's to say.)
     return label is not None and label.end() <= pos and matches(label.group("label"), slot) == 0 \
         and not matches(label.group("label"), ANY_VERDICT)
@@ -685,7 +686,7 @@ def _penalised(text: str, n: Number) -> bool:
     """Whether a penalty ("score reduction of", "Penalty:") stands right before ``n``."""
     # (Searched from the line's start: the pattern never crosses a line, and from the text's
     # start it would scan the whole answer again for every number.)
-    return _PENALTY_BEFORE.search(text, text.rfind("\n", 0, n.start) + 1, n.start) is not None
+    return _PENALTY_BEFORE.search(text, start_of_line(text, n.start), n.start) is not None
 
 
 _INDEXED_FIELD = re.compile(r"^[ \t*_#>-]*(?P<word>[^\W\d_]+(?:[ \t/][^\W\d_]+){0,3})[ \t]+$",
@@ -696,7 +697,7 @@ def _field_index(text: str, n: Number) -> bool:
     """Whether ``n`` numbers a field ("Error location 1: ...", not "Score 4: ...")."""
     if not re.match(r"[ \t]*:", text[n.end:]):
         return False
-    m = _INDEXED_FIELD.search(text, text.rfind("\n", 0, n.start) + 1, n.start)
+    m = _INDEXED_FIELD.search(text, start_of_line(text, n.start), n.start)
     return m is not None and not matches(m.group("word").split()[-1], ANY_VERDICT)
 
 
@@ -767,7 +768,7 @@ def first_integer(text: str) -> Number | None:
     # decides: "Visual context 90\nThe caption lists 3 of the 4 objects" is no 3).
     mine = [n for n in numbers if rates_another(text, n) is None]
     if len(mine) < len(numbers) and any(_CAPTION_VALUE.search(
-            text, text.rfind("\n", 0, n.start) + 1, n.start) for n in mine):
+            text, start_of_line(text, n.start), n.start) for n in mine):
         numbers = mine
     # "The caption matches frame 2 well: 80": a part's number names it.
     numbers = [n for n in numbers if not names_part(text, n)] or numbers

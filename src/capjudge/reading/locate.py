@@ -123,7 +123,7 @@ from capjudge.reading.settled import (
     own_answer,
     preferred_after,
 )
-from capjudge.reading.view import AnswerView, answer_view, normalise
+from capjudge.reading.view import AnswerView, answer_view, normalise, start_of_line
 from capjudge.reading.vocabulary import (
     CRITERIA,
     GENERIC,
@@ -220,7 +220,7 @@ _PROSE_QUOTE = re.compile(r"(?<=[^\W\d_] )(?:\"[^\"\n]{1,120}\"|\u201c[^\u201d\n
 
 def _quoted_in_prose(text: str, n: Number) -> bool:
     """Whether ``n`` stands inside a quotation the answer makes in its prose."""
-    line = text.rfind("\n", 0, n.start) + 1
+    line = start_of_line(text, n.start)
     end = text.find("\n", n.end)
     return any(q.start() < n.start and n.end < q.end()
                for q in _PROSE_QUOTE.finditer(text, line, end if end >= 0 else len(text)))
@@ -547,7 +547,7 @@ def _scored_table(text: str, row: int, label: str) -> bool:
     """
     start = row
     while start > 0:
-        above = text.rfind("\n", 0, start - 1) + 1
+        above = start_of_line(text, start - 1)
         if not text[above: start].lstrip().startswith("|"):
             break
         start = above

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from capjudge.reading.numbers import Number
+from capjudge.reading.view import start_of_line
 
 # -- owners of a label --------------------------------------------------------------------------
 
@@ -167,7 +168,7 @@ def picture_value(text: str, n: Number) -> bool:
     """Whether ``n`` is a number of the picture, or of the caption, not a rating (module doc)."""
     if n.kind != "digits":
         return False
-    line = text.rfind("\n", 0, n.start) + 1
+    line = start_of_line(text, n.start)
     shown = _SHOWN_BEFORE.search(text, line, n.start)
     return (_JOINED_AFTER.match(text, n.end) is not None
             or _JOINED_BEFORE.search(text, max(line, n.start - 5), n.start) is not None

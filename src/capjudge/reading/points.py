@@ -39,7 +39,7 @@ from capjudge.reading.numbers import NUMBER_WORDS, value_at
 from capjudge.reading.scale import uncommitted_after
 from capjudge.reading.settled import stand_in
 from capjudge.reading.structure import json_fields, table_fields, xml_fields
-from capjudge.reading.view import answer_view
+from capjudge.reading.view import answer_view, line_before, start_of_line
 from capjudge.reading.vocabulary import TRANSLATIONS, key
 
 # (A mixed number first: "2 1/2" is two and a half, partial credit the prompt allows.)
@@ -480,7 +480,7 @@ def _tallied_after(out: dict[str, tuple[float | None, str | None]], tail: str
     mark = _REVISION_MARK.search(tail)
     start = mark.end() if mark else 0
     tallies: dict[str, list[float]] = {name: [] for name in _PATTERNS}
-    for line in tail[tail.rfind("\n", 0, start) + 1:].splitlines():
+    for line in tail[start_of_line(tail, start):].splitlines():
         if _is_tally(line, found := _tallied(line)):
             for name in _PATTERNS:
                 tallies[name] += found[name]
@@ -631,7 +631,7 @@ def _without_explanations(text: str, places: list[tuple[int, int]],
     if not any(v is not None for v, _ in values):
         return places, values
     kept = [(p, v) for p, v in zip(places, values, strict=True)
-            if v[0] is not None or not _BULLET.match(text, text.rfind("\n", 0, p[0]) + 1)
+            if v[0] is not None or not _BULLET.match(text, start_of_line(text, p[0]))
             or not re.match(r"[ \t*_]*[^\W\d_]{2}", text[p[0]:])]
     return [p for p, _ in kept], [v for _, v in kept]
 
@@ -803,9 +803,9 @@ def _decide(name: str, text: str, values: list[tuple[float | None, str | None]],
     between = text[differing[-1][1][0]: last_start]
     if REVISION.search(between) or _REVISED_BLOCK.search(between):
         return last
-    line = text[text.rfind("\n", 0, last_start) + 1: last_start]
+    line = line_before(text, last_start)
     if _OVERALL_LINE.match(line) and not any(
-            _OVERALL_LINE.match(text[text.rfind("\n", 0, p[0]) + 1: p[0]]) for _, p in differing):
+            _OVERALL_LINE.match(line_before(text, p[0])) for _, p in differing):
         return last  # "Table: C. Score 3 / Chairs: C. Score 2 / Overall — C. Score: 5"
     shown = ", ".join(f"{v[0]:g}" for v, _ in readable[:4])
     return None, (f"{len({v[0] for v, _ in readable})} different {name} points ({shown}) and "

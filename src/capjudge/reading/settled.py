@@ -26,6 +26,7 @@ from capjudge.reading.candidates import Candidate
 from capjudge.reading.contract import CONDITIONAL, REVISION, sentence_start
 from capjudge.reading.finders import counts_things, labelled_else
 from capjudge.reading.numbers import Number, numbers_in
+from capjudge.reading.view import line_before, start_of_line
 from capjudge.reading.vocabulary import ANY_CRITERION, CRITERIA, is_generic, slot_names
 
 # Where the verdict's sentence ends ("." or ";" before a space, or the line's end).
@@ -127,7 +128,7 @@ def not_a_verdict(chosen: Candidate, text: str) -> str | None:
     n = chosen.number
     if (words := stand_in(text)) is not None:
         return f"the judge calls its value a stand-in ({words!r}), not a rating of the caption"
-    line_start = text.rfind("\n", 0, n.start) + 1
+    line_start = start_of_line(text, n.start)
     if (draft := _DRAFT_LABEL.search(text, line_start, n.start)) is not None:
         return (f"the judge labels {n.written.strip()!r} as not yet its verdict "
                 f"({draft.group(0).strip(' :*_`$')!r}) and gives no final one")
@@ -170,7 +171,7 @@ def band_apart(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
     if slot.high < 50:
         return None
     # Its line: "$85$, i.e. in the low seventies." ("i.e." would end a sentence).
-    start = text.rfind("\n", 0, n.start) + 1
+    start = start_of_line(text, n.start)
     end = text.find("\n", n.end) % (len(text) + 1)
     for m in _BAND.finditer(text, start, end):
         tens = int(m.group("tens")) if m.group("tens") else _DECADES[m.group("word").lower()]
@@ -247,7 +248,7 @@ def _own_rating(text: str, o: Number, slot: ScoreSlot) -> bool:
     completeness 70"); for a request's only verdict (G-VEval), none is named in the sentence.
     """
     start = sentence_start(text, o.start)
-    line = text.rfind("\n", 0, o.start) + 1
+    line = start_of_line(text, o.start)
     if _PART_LINE.match(text, start) or _PART_LINE.match(text, line):
         return False
     named = list(_CRITERION_WORD.finditer(text, max(0, o.start - 200), o.start))
@@ -613,7 +614,7 @@ def _anchored_after(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None
     for m in re.finditer(rf"{a}[ \t]*(\d+)[ \t]*{a}", text[chosen.number.end:]):
         value = int(m.group(1))
         at = chosen.number.end + m.start()
-        line = text[text.rfind("\n", 0, at) + 1: at]
+        line = line_before(text, at)
         if re.search(r"[^\W\d_][\w)\]*_` ]{0,40}[:=\uff1a|][\s*_`]*$", line):
             continue  # another criterion's labelled value ("Completeness: $70$"), a table cell
         if value != chosen.number.value and slot.low <= value <= slot.high:
@@ -654,7 +655,7 @@ def _anchored_on_line(chosen: Candidate, text: str, slot: ScoreSlot) -> str | No
     """
     a = re.escape(slot.anchor)
     n = chosen.number
-    line_start = text.rfind("\n", 0, n.start) + 1
+    line_start = start_of_line(text, n.start)
     line_end = len(text) if (e := text.find("\n", n.end)) < 0 else e
     own = {w.lower() for w in slot_names(slot)}
     header = any(m.group(0).lower() not in own

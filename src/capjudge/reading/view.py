@@ -408,3 +408,13 @@ def answer_view(text: str) -> AnswerView:
 def blank(text: str, start: int, end: int) -> str:
     """``text`` with ``start:end`` blanked to spaces (line breaks kept: offsets and lines hold)."""
     return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
+
+
+def start_of_line(text: str, pos: int) -> int:
+    """Where the line holding ``pos`` starts (the rules read a value's line as its context)."""
+    return text.rfind("\n", 0, pos) + 1
+
+
+def line_before(text: str, pos: int) -> str:
+    """The text of ``pos``'s line before it: a value's label, bullet or voice."""
+    return text[start_of_line(text, pos): pos]
