@@ -397,28 +397,44 @@ KNOWN_WRONG_AH = {"AH-he-cor-stars-only"}
 # rounds, votes), committed before it was measured with rules 34: 201/252 and 4 wrong values
 # returned as valid with the follow-up (another evaluator's 5, a cut "Reviewer 1: 4 /
 # Reviewer 2:", GPT-4's quoted cap3d lines, an annotator's value read for the consensus's
-# distribution). Rules 35: 233/252, none.
+# distribution). Rules 35: 233/252, none; rules 36: 234 (a "# Agent: Crew Manager" block).
 CORPUS_AI = _present("blind_answers_ai.json")
 KNOWN_WRONG_AI: set[str] = set()
+
+# Corpus AJ (236, a writer blind to the reader and to A-AI, asked for what decoders and serving
+# paths do to an answer: sampling typos, repetition penalties, n > 1 choices joined, guided
+# decoding, ignore_eos and stop sequences, detokenisation artefacts, echo and raw base models),
+# committed before it was measured with rules 35: 209/236 and 13 wrong values returned as valid
+# with the follow-up (split digits, a JSON key written twice, a schema's template echoed, a
+# bare "Score: 90" before "$91$", the same caption rated again, a second turn of the judge's
+# own, cap3d counts against their own tally or precision). Rules 36: 230/236. Two are known,
+# each a ruling: "Score: 4/5" before "The final score is $75$", which AJ's writer reads as two
+# verdicts and the reader, as for "Accuracy: $85$ (4/5)", as a coarse rounding of the one on
+# 0-100; and "5. Actually ... I'd say 2." under a forced first token, which AJ's writer reads as
+# open and the reader, like the writers of D and X ("Edit:", "On reflection"), as a revision,
+# off the contract, which the judge's own follow-up confirms.
+CORPUS_AJ = _present("blind_answers_aj.json")
+KNOWN_WRONG_AJ = {"AJ-gv-lora-five-point-conflicts", "AJ-he-con-forced-first-token"}
 
 
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
              ("G", CORPUS_G, KNOWN_WRONG_G, 157), ("H", CORPUS_H, KNOWN_WRONG_H, 145),
              ("I", CORPUS_I, KNOWN_WRONG_I, 138), ("J", CORPUS_J, KNOWN_WRONG_J, 136),
-             ("K", CORPUS_K, KNOWN_WRONG_K, 155), ("L", CORPUS_L, KNOWN_WRONG_L, 120),
-             ("M", CORPUS_M, KNOWN_WRONG_M, 135), ("N", CORPUS_N, KNOWN_WRONG_N, 126),
-             ("O", CORPUS_O, KNOWN_WRONG_O, 118), ("P", CORPUS_P, KNOWN_WRONG_P, 135),
+             ("K", CORPUS_K, KNOWN_WRONG_K, 155), ("L", CORPUS_L, KNOWN_WRONG_L, 121),
+             ("M", CORPUS_M, KNOWN_WRONG_M, 135), ("N", CORPUS_N, KNOWN_WRONG_N, 127),
+             ("O", CORPUS_O, KNOWN_WRONG_O, 119), ("P", CORPUS_P, KNOWN_WRONG_P, 135),
              ("Q", CORPUS_Q, KNOWN_WRONG_Q, 143), ("R", CORPUS_R, KNOWN_WRONG_R, 138),
              ("S", CORPUS_S, KNOWN_WRONG_S, 133), ("T", CORPUS_T, KNOWN_WRONG_T, 126),
              ("U", CORPUS_U, KNOWN_WRONG_U, 129), ("V", CORPUS_V, KNOWN_WRONG_V, 147),
-             ("W", CORPUS_W, KNOWN_WRONG_W, 139), ("X", CORPUS_X, KNOWN_WRONG_X, 143),
+             ("W", CORPUS_W, KNOWN_WRONG_W, 139), ("X", CORPUS_X, KNOWN_WRONG_X, 144),
              ("Y", CORPUS_Y, KNOWN_WRONG_Y, 134),
              ("Z", CORPUS_Z, KNOWN_WRONG_Z, 138), ("AA", CORPUS_AA, KNOWN_WRONG_AA, 190),
              ("AB", CORPUS_AB, KNOWN_WRONG_AB, 166), ("AC", CORPUS_AC, KNOWN_WRONG_AC, 230),
              ("AD", CORPUS_AD, KNOWN_WRONG_AD, 208), ("AE", CORPUS_AE, KNOWN_WRONG_AE, 226),
              ("AF", CORPUS_AF, KNOWN_WRONG_AF, 230), ("AG", CORPUS_AG, KNOWN_WRONG_AG, 229),
-             ("AH", CORPUS_AH, KNOWN_WRONG_AH, 236), ("AI", CORPUS_AI, KNOWN_WRONG_AI, 233)]
+             ("AH", CORPUS_AH, KNOWN_WRONG_AH, 236), ("AI", CORPUS_AI, KNOWN_WRONG_AI, 234),
+             ("AJ", CORPUS_AJ, KNOWN_WRONG_AJ, 230)]
 
 
 @pytest.mark.heavy(seconds=15)

@@ -1232,6 +1232,16 @@ _FINAL_HEADING = re.compile(r"^[ \t#>*_-]*(?:final|revised|updated|corrected)\s+
                             r"ratings?|verdicts?|evaluation|assessment)[ \t*_:]*$", re.I | re.M)
 
 
+def under_draft_heading(text: str, pos: int) -> bool:
+    """Whether ``pos`` sits in a block headed as a draft ("Draft:", "Initial scores").
+
+    The last heading line above it (a draft's or a final's) decides.
+    """
+    draft = [m.start() for m in _DRAFT_HEADING.finditer(text, 0, pos)]
+    final = [m.start() for m in _FINAL_HEADING.finditer(text, 0, pos)]
+    return bool(draft) and (not final or draft[-1] > final[-1])
+
+
 def final_after_draft(text: str, earlier: int, between: str) -> bool:
     """Whether a later value sits in a block headed final and the earlier one in a draft.
 

@@ -203,11 +203,13 @@ def structured_candidates(text: str, masked: str, slot: ScoreSlot) -> list[Candi
         if f.kind == "json" and f.name.lower() in _VALUE_WORDS and not named:
             keyed.setdefault((f.group, f.path[:-1]), []).append((f.name, len(out) - 1))
     for keys in keyed.values():
-        values = {name: out[k].number.value for name, k in keys}
-        if len(values) > 1 and len(set(values.values())) > 1:
-            # {"rating": 70, "score": 65}: one object, two verdict keys that disagree.
+        values = [(name, out[k].number.value) for name, k in keys]
+        if len({v for _, v in values}) > 1:
+            # {"rating": 70, "score": 65}: one object, two verdict keys that disagree; or one
+            # key written twice, {"score": 70, ..., "score": 75} (a loose grammar let the
+            # model go on: a parser's last-wins is not the judge's choice).
             problem = ("the JSON object has several score keys that disagree ("
-                       + ", ".join(f"{name}: {v:g}" for name, v in values.items())
+                       + ", ".join(f"{name}: {v:g}" for name, v in values)
                        + ") and nothing says which is the verdict")
             for _, k in keys:
                 out[k] = replace(out[k], problem=problem)

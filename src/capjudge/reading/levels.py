@@ -28,8 +28,49 @@ def level_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     names, rx = _names(slot)
     return [Candidate(Number(m.start(), m.end(), m.end(), float(value), m.group(0), "level"),
                       f"the rubric level {m.group(0)!r}", 0, source="level",
-                      problem=level_span(text, m.start()) or _described(text, m.start(), value))
+                      problem=level_span(text, m.start()) or _described(text, m.start(), value)
+                      or _qualified(text, m.start()))
             for m in rx.finditer(text) if (value := names.get(_key(m.group(0)))) is not None]
+
+
+# A degree word before a level's name that the rubric does not make part of one: "perfectly
+# fluent" is more than the level "Fluent" (4), "not concise" less than "Concise"; neither is a
+# level the rubric names. (A rubric's own "Very fluent" is matched whole, before this asks.)
+_DEGREE = re.compile(r"\b(?:[^\W\d_]{2,}ly|very|quite|fairly|pretty|rather|so|too|super|most|"
+                     r"more|less|not|never)[\s*_]+$", re.I)
+# Which way the degree word moves the level: to it or beyond it (away from the scale's
+# middle), below it (towards the other end), or a step at most.
+_BEYOND = re.compile(r"\b(?:perfectly|totally|completely|fully|highly|extremely|truly|really|"
+                     r"very|super|so|exceptionally|remarkably|impeccably|flawlessly|utterly|"
+                     r"absolutely|entirely|incredibly|most)[\s*_]+$", re.I)
+_SHORT_OF = re.compile(r"\b(?:not|never|barely|hardly|scarcely|less)[\s*_]+$", re.I)
+_A_STEP = re.compile(r"\b(?:mostly|largely|fairly|reasonably|somewhat|slightly|partly|"
+                     r"partially|moderately|mildly|pretty|rather)[\s*_]+$", re.I)
+
+
+def _qualified(text: str, start: int) -> str | None:
+    """Why a level named at ``start`` is qualified by a degree word, or None."""
+    m = _DEGREE.search(text, max(0, start - 30), start)
+    if m is None:
+        return None
+    return f"the level's name is qualified ({text[m.start(): start + 20].strip()!r}), no level"
+
+
+def qualified_range(text: str, level: Number, slot: ScoreSlot) -> tuple[float, float] | None:
+    """The ratings a level named with a degree word allows, or None (no such word, or unknown).
+
+    "perfectly fluent" (Fluent is 4) allows 4-5, "totally disfluent" (1) only 1, "not
+    concise" (4) 1-3, "mostly clear" (4) 3-4.
+    """
+    before = text[max(0, level.start - 30): level.start]
+    v, upper = level.value, level.value >= (slot.low + slot.high) / 2
+    if _BEYOND.search(before):
+        return (v, slot.high) if upper else (slot.low, v)
+    if _SHORT_OF.search(before):
+        return (slot.low, v - 1) if upper else (v + 1, slot.high)
+    if _A_STEP.search(before):
+        return (v - 1, v) if upper else (v, v + 1)
+    return None
 
 
 _OF_THE_SCALE = r"\s+of\s+(?:the|your|this|my|our)\s+(?:[\w-]+\s+)?scale\b"

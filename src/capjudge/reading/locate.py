@@ -78,6 +78,7 @@ from capjudge.reading.contract import (
     sentence_start,
     stated_by_candidate,
     stated_twice,
+    under_draft_heading,
 )
 from capjudge.reading.finders import (
     REFUSAL,
@@ -98,6 +99,7 @@ from capjudge.reading.levels import (
     glossed_level,
     level_candidates,
     position_candidates,
+    qualified_range,
     said_in_prose,
 )
 from capjudge.reading.masking import find_decline, mask_view
@@ -105,7 +107,9 @@ from capjudge.reading.numbers import (
     Number,
     number_at,
     numbers_in,
+    split_digits,
 )
+from capjudge.reading.runaway import rated_again_at
 from capjudge.reading.scale import (
     clean_text,
     denominator,
@@ -123,7 +127,17 @@ from capjudge.reading.settled import (
     own_answer,
     preferred_after,
 )
-from capjudge.reading.view import AnswerView, answer_view, normalise, start_of_line
+from capjudge.reading.structure import template_spans
+from capjudge.reading.view import (
+    AnswerView,
+    answer_view,
+    as_viewed,
+    line_before,
+    normalise,
+    own_next_turn,
+    start_of_line,
+    turn_ended,
+)
 from capjudge.reading.vocabulary import (
     CRITERIA,
     GENERIC,
@@ -177,11 +191,16 @@ def decide(cands: Sequence[Candidate], text: str, slot: ScoreSlot
     if vetoes:
         return Unreadable("parse_failure", f"competing readings of {slot.name}: "
                           f"{_quote(valid + vetoes)}; {vetoes[0].problem}")
+    stated = [c for c in ordered if c.problem is None]
     if len({c.number.value for c in valid}) == 1:
-        return _pick(valid, slot)
+        pick = _pick(valid, slot)
+        return _two_statements(stated, pick, text, slot) if pick.final and _unmarked_before(
+            stated, pick, text) else pick
     finals = [c for c in valid if c.final]
     if finals and len(finals) < len(valid) and len({c.number.value for c in finals}) == 1:
-        return _pick(finals, slot)
+        pick = _pick(finals, slot)
+        return _two_statements(stated, pick, text, slot) if _unmarked_before(
+            stated, pick, text) else pick
     last, before = valid[-1], valid[-2]
     between = text[before.number.end: last.number.start]
     if (REVISION.search(between) or final_after_draft(text, before.number.start, between)) \
@@ -191,6 +210,45 @@ def decide(cands: Sequence[Candidate], text: str, slot: ScoreSlot
     return Unreadable("parse_failure", f"{len({c.number.value for c in valid})} different "
                       f"values for {slot.name} and nothing says which is the verdict: "
                       f"{_quote(valid)}")
+
+
+# A verdict stated on a line of its own under a bare verdict label: "Score: 90", "**Rating:**"
+# (not a log's "score=70": a key a pipeline step printed; nor a label whose head masking
+# blanked, "Sample 1 score: 70", which leaves a run of spaces before it).
+_BARE_LABEL = re.compile(r"^[>*_#-]{0,4}[ \t]{0,2}[*_]{0,2}(?:score|rating|verdict|grade)[ \t*_]*"
+                         r"[:\-\u2013\u2014]?[ \t*_$`]*$", re.I)
+
+
+def _unmarked_before(stated: Sequence[Candidate], final: Candidate, text: str) -> bool:
+    """Whether a different verdict stated before the final one stands unmarked beside it.
+
+    "Score: 90 ... The final score is $91$" (a repetition penalty that steered the model off
+    its own digits), "**Rating:** 85 ... $80$": two statements of the verdict under bare
+    verdict labels, and "final" in the asked sentence does not say the first was a draft. A
+    revision between ("On reflection, ..."), a final block's heading between ("Final:") or a
+    draft's heading above the first ("Draft:") settles it; a value under any other label (a
+    sample's, a part's, a weighted aspect's) is left to the other rules (corpus AJ).
+    """
+    return any(c.number.start < final.number.start and not c.final
+               and c.number.value != final.number.value
+               and _BARE_LABEL.match(line_before(text, c.number.start))
+               and not REVISION.search(between := text[c.number.end: final.number.start])
+               and not _FINAL_BLOCK.search(between)
+               and not under_draft_heading(text, c.number.start) for c in stated)
+
+
+# A block headed final between the two: "Final:", "## Final verdict", "**Final answer**".
+_FINAL_BLOCK = re.compile(r"^[ \t#>*_-]*final\b[^\n\d$]{0,24}\n", re.I | re.M)
+
+
+def _two_statements(stated: Sequence[Candidate], final: Candidate, text: str, slot: ScoreSlot
+                    ) -> Unreadable:
+    """The abstention for :func:`_unmarked_before`."""
+    earlier = [c for c in stated if c.number.start < final.number.start
+               and c.number.value != final.number.value]
+    return Unreadable("parse_failure", f"2 different values for {slot.name} and nothing says "
+                      f"which is the verdict: {_quote([*earlier[-1:], final])}",
+                      printed_value(final))
 
 
 def _decide_uncut(cands: Sequence[Candidate], text: str, slot: ScoreSlot, truncated: bool,
@@ -252,6 +310,14 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     Returns:
         The located number with offsets in ``text``, or why there is none.
     """
+    if (turn := own_next_turn(text)) is not None:
+        return _two_turns(text, turn, slot, truncated)
+    # (A cut after a chat-template token cut an invented turn: the answer before it is whole.)
+    return _locate_turn(text, slot, truncated and not turn_ended(text))
+
+
+def _locate_turn(text: str, slot: ScoreSlot, truncated: bool) -> Located | Unreadable:
+    """:func:`locate` in one turn of the judge's."""
     view = answer_view(text)
     if view.reasoning_cut:
         return Unreadable("parse_failure", "reasoning cut off: the answer ended inside its "
@@ -288,10 +354,10 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
         named = [c for c in levels if not said_in_prose(cleaned, c.number)]
         chosen = decide(named or position_candidates(cleaned, slot), cleaned, slot)
     if chosen is None:
-        return _nothing(masked, cleaned, slot, truncated)
+        return _nothing(masked, cleaned, slot, truncated, view.text)
     if isinstance(chosen, Unreadable):
         return chosen
-    if (cut := _cut(masked, chosen.number, slot, truncated)) is not None:
+    if (cut := _cut(masked, chosen.number, slot, truncated) or _split(cleaned, chosen, slot)):
         return Unreadable("parse_failure", cut, printed_value(chosen))
     if (later := revised_later(chosen, phrases := rating_phrases(cleaned, slot), cleaned,
                                slot)) is not None:
@@ -305,14 +371,15 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
             return revised
         if revised is not None:
             chosen = revised
-        elif (disagree := _level_disagrees(chosen, levels, cleaned)) is not None:
+        elif (disagree := _level_disagrees(chosen, levels, cleaned, slot)) is not None:
             return disagree
     if (vetoed := _vetoed(chosen, cleaned, slot, view.text)
             or reopened(chosen, cleaned, truncated)):
         return vetoed
     if (praised := _praised_in_reasoning(view, chosen, slot)) is not None:
         return Unreadable("parse_failure", praised, printed_value(chosen))
-    if (open_ := _not_on_the_candidate(chosen, cleaned, view.text, slot)) is not None:
+    if (open_ := _not_on_the_candidate(chosen, cleaned, view.text, slot)
+            or _rated_again(view.text, cleaned, chosen, slot)) is not None:
         return Unreadable("parse_failure", open_, printed_value(chosen))
     after = cleaned[chosen.number.end:]
     why_off = off_contract(chosen, cleaned, slot, after, len({c.number.start for c in formats})
@@ -320,6 +387,56 @@ def locate(text: str, slot: ScoreSlot, *, truncated: bool = False) -> Located | 
     if why_off is not None and (low := _bottom_outside_format(chosen, cleaned, masked, slot)):
         return Unreadable("parse_failure", f"{low} ({why_off})", printed_value(chosen))
     return replace(_located(view, chosen), off_contract=why_off)
+
+
+def _split(cleaned: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
+    """Why the verdict's digits are a pair a space split ("$8 5$"), or None.
+
+    Not where the pair joined is off the slot's scale and each part on it ("5 4" on 1-5): two
+    ratings, which the other rules weigh.
+    """
+    if chosen.number.kind != "digits":
+        return None
+    split = split_digits(cleaned, chosen.number.start, slot.high if slot.kind == "score" else None)
+    return None if split is None else f"the verdict's {split}"
+
+
+def _two_turns(text: str, turn: tuple[int, int], slot: ScoreSlot, truncated: bool
+               ) -> Located | Unreadable:
+    """The reading of an answer the judge gave twice, in two turns of its own.
+
+    Each turn is read alone. Where both give a value they must agree ("$80$" then, "looking
+    again", "$60$": the judge answered the same request twice, and which answer stands is
+    nobody's guess: its first turn ended, its second was written past its end); where one
+    gives none, the other's stands.
+    """
+    first = locate(text[: turn[0]], slot)
+    second = locate(text[turn[1]:], slot, truncated=truncated)
+    if isinstance(second, Located):
+        second = replace(second, start=second.start + turn[1],
+                         digits_end=second.digits_end + turn[1])
+    if isinstance(first, Located) and isinstance(second, Located) and \
+            first.value != second.value:
+        return Unreadable("parse_failure", f"the judge answered twice, in two turns of its own "
+                          f"({first.value:g}, then {second.value:g}): nothing says which stands")
+    return first if isinstance(first, Located) or not isinstance(second, Located) else second
+
+
+def _rated_again(written: str, cleaned: str, chosen: Candidate, slot: ScoreSlot) -> str | None:
+    """Why a verdict the answer gives the same caption again, differently, leaves it open.
+
+    A base model that restated the prompt after its verdict and answered it again (see
+    :func:`~capjudge.reading.runaway.rated_again_at`): the last value on the slot's scale
+    after the restated caption is its second verdict.
+    """
+    again = rated_again_at(written, as_viewed(slot.quotes[0]) if slot.quotes else "")
+    if again is None or again <= chosen.number.end:
+        return None
+    later = [n for n in numbers_in(cleaned, again) if slot.low <= n.value <= slot.high]
+    if not later or later[-1].value == chosen.number.value:
+        return None
+    return (f"after its verdict {chosen.number.written.strip()!r} the answer rates the same "
+            f"caption again, {later[-1].written.strip()!r}: nothing says which stands")
 
 
 def _not_on_the_candidate(chosen: Candidate, cleaned: str, written: str, slot: ScoreSlot
@@ -460,15 +577,21 @@ _PART_OF_IT = re.compile(r"\b(?:although|though|but|while|whereas|rest|otherwise
                          r"of|only|first|setting|opening)\b", re.I)
 
 
-def _level_disagrees(chosen: Candidate, levels: Sequence[Candidate], text: str
-                     ) -> Unreadable | None:
+def _level_disagrees(chosen: Candidate, levels: Sequence[Candidate], text: str,
+                     slot: ScoreSlot) -> Unreadable | None:
     """The opening rating against a level the answer names later, when they differ.
 
     "5 ... so I'd put it at High Correctness (4)": they compete, and nothing says which
     stands (several levels named are the scale restated, not a verdict).
     """
-    named = [c for c in levels if c.number.start > chosen.number.end
-             and c.number.value != chosen.number.value and c.problem is None
+    def against(c: Candidate) -> bool:
+        if c.problem is None:
+            return c.number.value != chosen.number.value
+        # "5 — totally disfluent", "5 — not concise": a qualified level still has a side.
+        rng = qualified_range(text, c.number, slot)
+        return rng is not None and not rng[0] <= chosen.number.value <= rng[1]
+
+    named = [c for c in levels if c.number.start > chosen.number.end and against(c)
              and not _said_of_a_part(text, c.number)]
     if not named or len({c.number.value for c in levels}) != 1:
         return None
@@ -633,8 +756,13 @@ def _restated(chosen: Candidate, text: str, slot: ScoreSlot) -> str | None:
             "values, and nothing says which scale the first is on")
 
 
-def _nothing(masked: str, cleaned: str, slot: ScoreSlot, truncated: bool) -> Unreadable:
+def _nothing(masked: str, cleaned: str, slot: ScoreSlot, truncated: bool, written: str
+             ) -> Unreadable:
     """Why no candidate was found at all."""
+    if template_spans(written):
+        return Unreadable("parse_failure", "the answer's JSON is a schema's template echoed "
+                          "back (a placeholder such as \"string\" for its text): its numbers are "
+                          "the template's examples, and no verdict is given")
     foreign = foreign_scale(cleaned, slot)
     if foreign:
         return Unreadable("parse_failure", foreign)

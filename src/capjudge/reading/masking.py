@@ -27,6 +27,8 @@ from difflib import SequenceMatcher
 
 from capjudge.reading.figurative import mask_figurative
 from capjudge.reading.numbers import WORD_VALUES
+from capjudge.reading.runaway import runaway_start
+from capjudge.reading.structure import template_spans
 from capjudge.reading.view import as_viewed, blank
 from capjudge.reading.voices import mask_voices
 
@@ -557,6 +559,11 @@ def mask_view(text: str, quotes: Sequence[str]) -> str:
     The view rewrites markup (:func:`~capjudge.reading.view.as_viewed`): a quoted
     "$\boxed{100}$" must be looked for as the view wrote it, or it is no longer masked.
     """
+    candidate = as_viewed(quotes[0]) if quotes and quotes[0] else ""
+    if (start := runaway_start(text, candidate)) is not None:
+        text = blank(text, start, len(text))  # the judge ran on into another item
+    for start, end in template_spans(text):
+        text = blank(text, start, end)  # a schema's template echoed: its numbers are examples
     return mask_text(text, [as_viewed(q) for q in quotes if q and q.strip()])
 
 

@@ -271,3 +271,31 @@ def _worked(text: str, n: Number) -> Number:
             r"\$[ \t*_`]*$", text[:n.start]):
         return Number(n.start, pos, pos, float(value), text[n.start:pos].strip(), "arithmetic")
     return n
+
+
+# Digits a stray space split or a stream doubled ("C. Score: 5 6", "$8 5$"): 5, 6 or 56, and
+# nobody can tell which (corpus AJ). Not a mixed number ("3 1/2"), a percentage or a count
+# with its noun ("4 3-star reviews"); a third run repeating the second is a loop.
+_SPLIT = re.compile(r"(?P<a>\d+)[ \t]+(?P<b>\d+)(?![\d.]*[ \t]*-?(?:/|%|[^\W\d_]))"
+                    r"(?P<more>[ \t]+(?P=b)\b)?")
+# The first run of such a pair in a value's place: after a label's colon, a delimiter or the
+# line's start ("Score: 8 5", "$8 5$"), not a name's index ("Caption 2 85" is no pair).
+_SPLIT_BEFORE = re.compile(r"(?:^|(?<=[:=$*(\[]))[ \t]*(?P<d>\d+)[ \t]+$", re.M)
+
+
+def split_digits(text: str, start: int, top: float | None = None) -> str | None:
+    """Why the digits at ``start`` are no number: a pair split by a space, or None.
+
+    ``start`` is where the number read begins; the pair may begin there or one run before it.
+    With ``top`` (the scale's), a pair whose join is above it is two values, not one split.
+    """
+    line = text.rfind("\n", 0, start) + 1
+    before = _SPLIT_BEFORE.search(text, line, start)
+    m = _SPLIT.match(text, before.start("d") if before else start)
+    if m is None or (m.group("a") == m.group("b") and (len(m.group("a")) > 1 or m.group("more"))):
+        return None  # ("85 85", "5 5 5": a loop repeating the number, not digits split)
+    a, b = m.group("a"), m.group("b")
+    if top is not None and int(a + b) > top:
+        return None
+    return f"digits split by a space ({m.group(0)!r}): {a}, {b} or {a}{b}"
+

@@ -35,7 +35,7 @@ from capjudge.reading.contract import (
 )
 from capjudge.reading.counts_said import counts_said
 from capjudge.reading.masking import find_decline, mask_text, mask_view
-from capjudge.reading.numbers import NUMBER_WORDS, value_at
+from capjudge.reading.numbers import NUMBER_WORDS, split_digits, value_at
 from capjudge.reading.scale import uncommitted_after
 from capjudge.reading.settled import stand_in
 from capjudge.reading.structure import json_fields, table_fields, xml_fields
@@ -202,6 +202,8 @@ def _read_points(name: str, rest: str) -> tuple[float | None, str | None]:
         return None, why
     line = _BREAKDOWN.sub(" ", line).strip().strip("*_` ").strip()
     line = _NEXT_FIELD.split(line)[0]  # "2, Precision = 50%": the next field ends the value
+    if (split := split_digits(line, 0)) is not None:
+        return None, f"the {name} points are {split}"
     if (bound := _BOUNDED.match(line)) is not None:
         return None, (f"the {name} points are a bound or an approximation "
                       f"({bound.group(0).strip()!r}), not a count")
@@ -335,6 +337,7 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
     masked = mask_view(view.text, quotes)
     out: dict[str, tuple[float | None, str | None]] = {}
     last_end = 0  # where the last labelled count ends
+    first_start = len(masked)  # where the first one starts
     for name in _PATTERNS:
         # The labels with their value; else a label alone on its line ("## Correctness Score
         # (C. Score)"), the count below it.
@@ -358,6 +361,7 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
                                 "points: the number may be unfinished")
         if places:
             last_end = max(last_end, places[-1][1])
+            first_start = min(first_start, places[0][0])
         if not values:
             values = _structured_points(view.text, masked, name)
             places = [(0, 0)] * len(values)
@@ -388,6 +392,7 @@ def read_ch(text: str, quotes: Sequence[str] = (), *, truncated: bool = False
         return {name: (None, why) for name in _PATTERNS}
     # (The hedge is looked for in the answer as written: masking blanks "might be" clauses.)
     written = view.text[last_end:] if last_end else ""
+    out = _tallied_before(out, masked[:first_start] if last_end else "")
     return _left_open(_tallied_after(_withdrawn_one(_revised_after(out, written), tail), tail),
                       masked, written)
 
@@ -499,6 +504,35 @@ def _tallied_after(out: dict[str, tuple[float | None, str | None]], tail: str
     return out
 
 
+# A tally that opens its line ("C: 4, H: 1"), not one of a part ("View 1: C=2, H=0").
+_TALLY_OPENS = re.compile(r"[ \t>*_#-]*[CH][ \t]*[=:]")
+
+
+def _tallied_before(out: dict[str, tuple[float | None, str | None]], head: str
+                    ) -> dict[str, tuple[float | None, str | None]]:
+    """The counts, less one a tally before the lines gives another value for.
+
+    "C: 4, H: 1" and then the prompt's block with "C. Score: 5" (an adapter that writes its
+    own short format first): two statements of the count, and nothing says which stands (a
+    part's tally, "View 1: C=2, H=0", counts only that part). A revision mark after the
+    tally ("Edit:", "Updated counts:") makes the lines its correction.
+    """
+    tallies: dict[str, list[float]] = {name: [] for name in _PATTERNS}
+    lines = head.splitlines()
+    for i, line in enumerate(lines):
+        if _TALLY_OPENS.match(line) and _is_tally(line, found := _tallied(line)) and \
+                not _REVISION_MARK.search("\n".join(lines[i + 1:])):
+            for name in _PATTERNS:
+                tallies[name] += found[name]
+    for name in _PATTERNS:
+        value = out[name][0]
+        if value is not None and set(tallies[name]) - {value}:
+            out[name] = (None, f"before its lines the answer gives the {name} points as "
+                               f"{' and '.join(f'{v:g}' for v in sorted(set(tallies[name])))}, "
+                               f"the lines {value:g}: nothing says which stands")
+    return out
+
+
 _Counts = list[tuple[float | None, str | None]]
 
 
@@ -522,6 +556,7 @@ def _own_blocks(masked: str, places: list[tuple[int, int]], values: _Counts
 # What opens a revision after the lines: "Edit:", "Update:", "Final review:", "Updated counts:"
 # (not "Revised caption:", which brings another caption).
 _REVISION_MARK = re.compile(r"(?:^|\n)[ \t>*_#-]*(?:edit(?:ed)?|update[d]?|correction|revised?|"
+                            r"recount(?:ed|ing)?|"
                             r"final\s+(?:review|check))\b(?!\s+(?:caption|description|version|"
                             r"text))|\b(?:updated|revised|corrected|adjusted|new)\s+(?:counts?|"
                             r"scores?|points)\b", re.I)
@@ -855,6 +890,33 @@ def _on_contract(text: str, slot: ScoreSlot) -> bool:
                for written, plain in _CONTRACT_LINES)
 
 
+# The precision the answer states, on its own line: the last percentage there ("Precision
+# Score: 4/(4+1) = 80%").
+_PRECISION_LINE = re.compile(r"^[\s*_#>-]*precision\b[^\n]*", re.I | re.M)
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
+
+
+def _precision_disagrees(text: str, quotes: tuple[str, ...], truncated: bool) -> str | None:
+    """Why the answer's own precision says its counts may be misread, or None.
+
+    "H. Score: 11 ... Precision Score: 80%" beside C. Score 4: 80 % follows from 4 and 1, not
+    from 4 and 11 (a stream that doubled a digit, a model that garbled a line). The counts
+    still decide the score (the paper computes the precision from them), but they are no
+    longer the answer stated once and consistently: a second channel has to agree.
+    """
+    line = _PRECISION_LINE.search(answer_view(text).text)
+    stated = _PERCENT.findall(line.group(0)) if line else []
+    both = _read_both(text, quotes, truncated)
+    c, h = both["correctness"][0], both["hallucination"][0]
+    if not stated or c is None or h is None or c + h <= 0:
+        return None
+    p = float(stated[-1])
+    if abs(100 * c / (c + h) - p) <= 1.5:  # (a precision rounded to a whole per cent)
+        return None
+    return (f"its stated precision ({stated[-1]}%) does not follow from its counts "
+            f"({c:g}, {h:g}: {100 * c / (c + h):.1f}%)")
+
+
 def read_points_slot(text: str, slot: ScoreSlot, *, truncated: bool = False) -> SlotResult:
     """A ``points`` slot (cap3d's C. or H. count) read from the answer's text.
 
@@ -872,6 +934,9 @@ def read_points_slot(text: str, slot: ScoreSlot, *, truncated: bool = False) -> 
         return SlotResult(slot.name, slot.values, None, None, "text", "ok", None, value,
                           confirmation="unconfirmed", read_by=f"{how} (off-contract: {why})")
     if _on_contract(text, slot):
+        if (off := _precision_disagrees(text, tuple(slot.quotes), truncated)) is not None:
+            return SlotResult(slot.name, slot.values, None, None, "text", "ok", None, value,
+                              confirmation="unconfirmed", read_by=f"{how} (off-contract: {off})")
         return SlotResult(slot.name, slot.values, None, None, "text", "ok", None, value,
                           confirmation="on-contract", read_by=how)
     return SlotResult(slot.name, slot.values, None, None, "text", "ok", None, value,

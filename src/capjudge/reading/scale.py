@@ -26,8 +26,9 @@ _RANGE_BEFORE = re.compile(r"(?:\bbetween|\beither|\bfrom|\brange\s+of|\bentre|\
                            r"между|\btra)\s*(?:an?\s+)?\$?\s*$", re.I)
 # "82,5": a decimal comma (German, French, Spanish ...), not a list ("3,4,5") or thousands.
 _DECIMAL_COMMA = re.compile(r",\d{1,2}(?![\d,])")
-_FRACTION_AFTER = re.compile(r"[\s*_`$]*(?:/|\bout\s+of\b|\bof\b|\b(?:sobre|sur|de|von|auf|su|"
-                             r"di|em|en)\b)[\s*_`$]*(?=\d|" + NUMBER_WORDS.pattern + "|"
+# ("4 (out of 5), i.e. 80 out of 100": the scale in brackets is still the number's own.)
+_FRACTION_AFTER = re.compile(r"[\s*_`$]*(?:/|(?:\(\s*)?\bout\s+of\b|\bof\b|\b(?:sobre|sur|de|"
+                             r"von|auf|su|di|em|en)\b)[\s*_`$]*(?=\d|" + NUMBER_WORDS.pattern + "|"
                              + spelled_pattern().pattern + ")", re.I)
 _PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b)")
 # "70, or 75 if ...", "80, maybe 85": an alternative left open after a comma.

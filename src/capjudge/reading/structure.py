@@ -165,8 +165,13 @@ def json_fields(text: str, depth: int = 0) -> list[Field]:
         try:
             parser.obj((), 0)
         except _JsonError:
-            pos = start + 1
-            continue
+            if parser.pos < len(text) and text[parser.pos:].strip():
+                pos = start + 1
+                continue
+            # The text ended inside the object (cut at max_tokens, padding until the cut):
+            # the fields a comma closed are complete; the one being written is not.
+            parser.fields = [f for f in parser.fields
+                             if re.match(r"[\"']?\s*,", text[f.end:])]
         # An object needs a key that looks like a name: "{85}" or "{x}" in prose is not JSON.
         for f in parser.fields:
             f = replace(f, group=start)
@@ -174,6 +179,37 @@ def json_fields(text: str, depth: int = 0) -> list[Field]:
             out += _encoded_fields(text, f, depth)
         pos = parser.pos
     return out
+
+
+# A string field that is a schema's placeholder, not the judge's words: {"reasoning":
+# "string", "score": 50} is the schema's example object echoed back by guided decoding, and
+# its numbers are the example's (corpus AJ).
+_PLACEHOLDER = re.compile(r"(?:<\s*)?(?:string|str|text|\.{3}|\u2026|(?:your|the|brief|short)?\s*"
+                          r"(?:reasoning|explanation|rationale|justification|reason)"
+                          r"(?:\s+(?:here|goes\s+here))?)(?:\s*>)?|<[^<>\n]{1,40}>", re.I)
+
+
+# Keys whose value names a kind, not the judge's words: a message part's {"type": "text", ...},
+# a turn's "role", an API object's "object".
+_KINDS = frozenset({"type", "role", "kind", "object", "format", "mode", "name", "content_type",
+                    "mime_type", "media_type", "encoding"})
+
+
+def template_spans(text: str) -> list[tuple[int, int]]:
+    """The JSON objects in ``text`` that are a schema's template echoed back.
+
+    An object with a string field that is a placeholder ("string", "<your reasoning>",
+    "..."): its other values are the template's examples, not a verdict.
+    """
+    fields = json_fields(text)
+    groups = {f.group for f in fields if f.start > 0 and text[f.start - 1] in "\"'"
+              and f.name.lower() not in _KINDS and _PLACEHOLDER.fullmatch(f.value.strip())}
+    spans = []
+    for group in sorted(groups):
+        end = max(f.end for f in fields if f.group == group)
+        close = text.find("}", end)
+        spans.append((group, close + 1 if close >= 0 else end))
+    return spans
 
 
 def json_document(text: str, start: int, end: int) -> list[Field] | None:

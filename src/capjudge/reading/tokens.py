@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 35
+READING_RULES_VERSION = 36
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -136,7 +136,16 @@ second value in the method's delimiters that nothing sets aside abstains ("my he
 heart says $70$"); a condition right after a criterion's label is blanked ("Completeness: had it
 named the stick, $90$; as written, $65$"); a later sentence that turns to another value ("On
 the other hand, 65 if ...") leaves the verdict open; "C. Score 4" with no colon is a points
-label, and a whole object's "Overall" count settles per-part ones."""
+label, and a whole object's "Overall" count settles per-part ones. 36 (corpus AJ, what decoders
+do to an answer): a judge that runs on past its verdict into another caption or the prompt's own
+text is read up to there, and one that brings the candidate back to rate it again, or answers in
+a second turn of its own, with another value abstains (:mod:`capjudge.reading.runaway`); digits
+split by a space ("$8 5$", "C. Score: 5 6") abstain; a JSON key written twice with two values, or
+a schema's template echoed ({"reasoning": "string", ...}), is no verdict, and a JSON object cut
+at max_tokens keeps the fields a comma closed; a bare "Score: 90" line before "The final score
+is $91$" with nothing revising it abstains; a cap3d tally before the lines that says otherwise
+abstains, and a stated precision the counts do not give makes them off-contract; a degree word
+before a level's name ("perfectly fluent") is no level; "\u2581" is a space."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""

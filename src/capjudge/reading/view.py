@@ -55,9 +55,10 @@ INVISIBLE = _INVISIBLE
 VULGAR = {"½": 0.5, "¼": 0.25, "¾": 0.75, "⅓": 1 / 3, "⅔": 2 / 3, "⅕": 0.2, "⅖": 0.4,
           "⅗": 0.6, "⅘": 0.8, "⅙": 1 / 6, "⅚": 5 / 6, "⅛": 0.125, "⅜": 0.375, "⅝": 0.625,
           "⅞": 0.875}
-# NFKC leaves these as they are; a reader takes them for their ASCII twins.
+# NFKC leaves these as they are; a reader takes them for their ASCII twins. (SentencePiece's
+# word-start mark "\u2581" is a space a detokeniser failed to restore: "Score:\u25812".)
 _PLAIN = {"\u2044": "/", "\u2215": "/", "\u2212": "-", "\u2010": "-", "\u2011": "-",
-          "\u00d7": "x", "\u3000": " "}
+          "\u00d7": "x", "\u3000": " ", "\u2581": " "}
 
 # A superscript digit glued to what precedes it is a footnote marker ("$83$¹", "76¹", "husky²"),
 # not a digit of the number: NFKC would read "76¹" as 761 and "7¹" as 71 (corpus AC).
@@ -82,6 +83,12 @@ _TURN = re.compile(r"(?:<\|im_(?:start|end)\|>|<\|(?:eot_id|end_of_text|endoftex
                    r"start_header_id|end_header_id|user|assistant|system)\|>|"
                    r"<(?:start|end)_of_turn>|</s>|\[/?INST\])"
                    r"(?:[ \t]*(?:user|assistant|model|system)\b)?(?:<\|end_header_id\|>)?", re.I)
+# An end of turn followed at once by the judge's own next turn: "<end_of_turn>\n<start_of_turn>
+# model", "<|im_end|>\n<|im_start|>assistant", "<|eot_id|><|start_header_id|>assistant
+# <|end_header_id|>".
+_SAME_SPEAKER = re.compile(r"(?:<\|im_end\|>|<end_of_turn>|<\|eot_id\|>|<\|end\|>|</s>)\s*"
+                           r"(?:<\|im_start\|>|<start_of_turn>|<\|start_header_id\|>)[ \t]*"
+                           r"(?:assistant|model)\b(?:<\|end_header_id\|>)?", re.I)
 # "\( 82 \)", "\[82\]": the same two characters wide as "$ 82 $" would be with a space.
 _LATEX_MATH = re.compile(r"\\([(\[])(?P<body>[^\n]{0,60}?)\\([)\]])")
 # A display block over lines: "\[\n\text{The final score is } 83\n\]".
@@ -240,6 +247,36 @@ def _answer_only(text: str) -> str:
         for i in range(m.start(1), m.end(1)):
             keep[i] = True
     return "".join(c if keep[i] or c == "\n" else " " for i, c in enumerate(text))
+
+
+def own_next_turn(text: str) -> tuple[int, int] | None:
+    """Where the judge's turn ends and its own next turn's text starts, or None.
+
+    ``ignore_eos``: the judge closed its turn, then opened another of its own with no user turn
+    between (:data:`_SAME_SPEAKER`) and answered the same request again. The first turn token
+    after some content decides (a template's header before the answer is no turn).
+    """
+    pos = 0
+    while (m := _TURN.search(text, pos)) is not None:
+        if text[pos: m.start()].strip():
+            same = _SAME_SPEAKER.match(text, m.start())
+            return None if same is None else (m.start(), same.end())
+        pos = m.end()
+    return None
+
+
+def turn_ended(text: str) -> bool:
+    """Whether a chat-template token follows some content: the judge's own turn ended there.
+
+    A cut at ``max_tokens`` after it ("70 [INST] Why? [/INST] Because ...") cut the invented
+    turn, not the answer: the number before the token is finished.
+    """
+    pos = 0
+    while (m := _TURN.search(text, pos)) is not None:
+        if text[pos: m.start()].strip():
+            return True
+        pos = m.end()
+    return False
 
 
 def end_of_turn(text: str) -> str:
