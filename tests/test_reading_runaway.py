@@ -162,19 +162,28 @@ def test_cap3d_ignore_eos_block_for_an_invented_caption_is_not_read() -> None:
     assert (read["correctness"][0], read["hallucination"][0]) == (3.0, 0.0)
 
 
-@pytest.mark.parametrize(("precision", "confirmation"), [
-    ("80%", "unconfirmed"),  # follows from 4 and 1, not from the 4 and 11 written
-    ("26.7%", "on-contract"),
-    ("27%", "on-contract"),  # rounded to a whole per cent
+@pytest.mark.parametrize(("hallucination", "precision", "read"), [
+    # 80 % follows from 4 and 1: the "11" is a digit written twice (a stream's doubled chunk),
+    # and a continuation of the answer would only copy it.
+    ("11", "80%", None),
+    # 75 % follows from neither: the judge's arithmetic is off; the counts stand, off-contract.
+    ("1", "75%", "unconfirmed"),
+    ("1", "80%", "on-contract"),
+    ("1", "80.0%", "on-contract"),
+    ("11", "27%", "on-contract"),  # rounded to a whole per cent
 ])
-def test_cap3d_counts_its_own_precision_contradicts_need_a_second_channel(
-        precision: str, confirmation: str) -> None:
-    text = ("Correctness Score (C. Score): 4\nHallucination Score (H. Score): 11\n"
+def test_cap3d_counts_their_own_precision_contradicts(hallucination: str, precision: str,
+                                                     read: str | None) -> None:
+    text = ("Correctness Score (C. Score): 4\n"
+            f"Hallucination Score (H. Score): {hallucination}\n"
             f"Precision Score: {precision}\nExplanation:\nIncorrect: red.")
     for slot in points_slots("A wooden chair with a red cushion."):
-        read = read_points_slot(text, slot)
-        assert (read.printed, read.confirmation) == (
-            4.0 if slot.name == "correctness" else 11.0, confirmation)
+        result = read_points_slot(text, slot)
+        if read is None:
+            assert result.status == "parse_failure" and "written twice" in (result.reason or "")
+        else:
+            assert (result.printed, result.confirmation) == (
+                4.0 if slot.name == "correctness" else float(hallucination), read)
 
 
 def test_the_same_caption_rated_again_after_the_verdict_leaves_it_open() -> None:

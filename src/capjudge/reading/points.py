@@ -896,13 +896,16 @@ _PRECISION_LINE = re.compile(r"^[\s*_#>-]*precision\b[^\n]*", re.I | re.M)
 _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
 
 
-def _precision_disagrees(text: str, quotes: tuple[str, ...], truncated: bool) -> str | None:
-    """Why the answer's own precision says its counts may be misread, or None.
+def _precision_disagrees(text: str, quotes: tuple[str, ...], truncated: bool
+                         ) -> tuple[str, bool] | None:
+    """Why the answer's own precision says its counts may be misread, and whether they are.
 
-    "H. Score: 11 ... Precision Score: 80%" beside C. Score 4: 80 % follows from 4 and 1, not
-    from 4 and 11 (a stream that doubled a digit, a model that garbled a line). The counts
-    still decide the score (the paper computes the precision from them), but they are no
-    longer the answer stated once and consistently: a second channel has to agree.
+    "Precision Score: 75%" beside C 4 and H 1 (80 %): the judge's arithmetic, or its counts,
+    are off; the counts still decide the score (the paper computes the precision from them),
+    but they are no longer stated once and consistently: a second channel has to agree (the
+    second item False). "H. Score: 11 ... Precision Score: 80%" beside C 4: 80 % follows from
+    the count with its digit written once (4 and 1), a stream that doubled a chunk: the count
+    is damaged, and a continuation of the answer would only copy it (True).
     """
     line = _PRECISION_LINE.search(answer_view(text).text)
     stated = _PERCENT.findall(line.group(0)) if line else []
@@ -911,10 +914,19 @@ def _precision_disagrees(text: str, quotes: tuple[str, ...], truncated: bool) ->
     if not stated or c is None or h is None or c + h <= 0:
         return None
     p = float(stated[-1])
-    if abs(100 * c / (c + h) - p) <= 1.5:  # (a precision rounded to a whole per cent)
+
+    def fits(c: float, h: float) -> bool:  # (a precision rounded to a whole per cent)
+        return c + h > 0 and abs(100 * c / (c + h) - p) <= 1.5
+
+    if fits(c, h):
         return None
-    return (f"its stated precision ({stated[-1]}%) does not follow from its counts "
-            f"({c:g}, {h:g}: {100 * c / (c + h):.1f}%)")
+    why = (f"its stated precision ({stated[-1]}%) does not follow from its counts ({c:g}, "
+           f"{h:g}: {100 * c / (c + h):.1f}%)")
+    once = [(float(w[: len(w) // 2]) if len(w := f"{v:g}") % 2 == 0 and w.isdigit()
+             and w[: len(w) // 2] == w[len(w) // 2:] else v) for v in (c, h)]
+    if once != [c, h] and fits(*once):
+        return why + f"; it does from {once[0]:g} and {once[1]:g}: a digit written twice", True
+    return why, False
 
 
 def read_points_slot(text: str, slot: ScoreSlot, *, truncated: bool = False) -> SlotResult:
@@ -935,8 +947,12 @@ def read_points_slot(text: str, slot: ScoreSlot, *, truncated: bool = False) -> 
                           confirmation="unconfirmed", read_by=f"{how} (off-contract: {why})")
     if _on_contract(text, slot):
         if (off := _precision_disagrees(text, tuple(slot.quotes), truncated)) is not None:
+            if off[1]:
+                return SlotResult(slot.name, slot.values, None, None, "text", "parse_failure",
+                                  off[0])
             return SlotResult(slot.name, slot.values, None, None, "text", "ok", None, value,
-                              confirmation="unconfirmed", read_by=f"{how} (off-contract: {off})")
+                              confirmation="unconfirmed",
+                              read_by=f"{how} (off-contract: {off[0]})")
         return SlotResult(slot.name, slot.values, None, None, "text", "ok", None, value,
                           confirmation="on-contract", read_by=how)
     return SlotResult(slot.name, slot.values, None, None, "text", "ok", None, value,

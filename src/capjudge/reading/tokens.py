@@ -144,8 +144,9 @@ split by a space ("$8 5$", "C. Score: 5 6") abstain; a JSON key written twice wi
 a schema's template echoed ({"reasoning": "string", ...}), is no verdict, and a JSON object cut
 at max_tokens keeps the fields a comma closed; a bare "Score: 90" line before "The final score
 is $91$" with nothing revising it abstains; a cap3d tally before the lines that says otherwise
-abstains, and a stated precision the counts do not give makes them off-contract; a degree word
-before a level's name ("perfectly fluent") is no level; "\u2581" is a space."""
+abstains, and a stated precision the counts do not give makes them off-contract (a count it
+does give with its digits written once, "11" for 1, abstains); a degree word before a level's
+name moves it ("perfectly fluent" is 4-5, "not concise" 1-3); "\u2581" is a space."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""
