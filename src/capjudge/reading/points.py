@@ -896,7 +896,7 @@ _PRECISION_LINE = re.compile(r"^[\s*_#>-]*precision\b[^\n]*", re.I | re.M)
 _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
 
 
-def _precision_disagrees(text: str, quotes: tuple[str, ...], truncated: bool
+def _precision_disagrees(text: str, both: dict[str, tuple[float | None, str | None]]
                          ) -> tuple[str, bool] | None:
     """Why the answer's own precision says its counts may be misread, and whether they are.
 
@@ -909,7 +909,6 @@ def _precision_disagrees(text: str, quotes: tuple[str, ...], truncated: bool
     """
     line = _PRECISION_LINE.search(answer_view(text).text)
     stated = _PERCENT.findall(line.group(0)) if line else []
-    both = _read_both(text, quotes, truncated)
     c, h = both["correctness"][0], both["hallucination"][0]
     if not stated or c is None or h is None or c + h <= 0:
         return None
@@ -936,7 +935,8 @@ def read_points_slot(text: str, slot: ScoreSlot, *, truncated: bool = False) -> 
     ``confirmation`` saying whether the answer kept to the prompt's labelled lines; or a
     ``parse_failure`` with the reason (a refusal, the count missing, unreadable or ambiguous).
     """
-    value, why = _read_both(text, tuple(slot.quotes), truncated)[slot.name]
+    both = _read_both(text, tuple(slot.quotes), truncated)
+    value, why = both[slot.name]
     if value is not None and (stated := stated_by_candidate(value, f"{value:g}", slot)):
         value, why = None, stated
     if value is None:
@@ -946,7 +946,7 @@ def read_points_slot(text: str, slot: ScoreSlot, *, truncated: bool = False) -> 
         return SlotResult(slot.name, slot.values, None, None, "text", "ok", None, value,
                           confirmation="unconfirmed", read_by=f"{how} (off-contract: {why})")
     if _on_contract(text, slot):
-        if (off := _precision_disagrees(text, tuple(slot.quotes), truncated)) is not None:
+        if (off := _precision_disagrees(text, both)) is not None:
             if off[1]:
                 return SlotResult(slot.name, slot.values, None, None, "text", "parse_failure",
                                   off[0])

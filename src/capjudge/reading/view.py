@@ -249,6 +249,19 @@ def _answer_only(text: str) -> str:
     return "".join(c if keep[i] or c == "\n" else " " for i, c in enumerate(text))
 
 
+def _turn_after_content(text: str) -> re.Match[str] | None:
+    """The first chat-template token that follows some content (the judge's turn ends there).
+
+    Tokens before any content are a template's own header, with its role word.
+    """
+    pos = 0
+    while (m := _TURN.search(text, pos)) is not None:
+        if text[pos: m.start()].strip():
+            return m
+        pos = m.end()
+    return None
+
+
 def own_next_turn(text: str) -> tuple[int, int] | None:
     """Where the judge's turn ends and its own next turn's text starts, or None.
 
@@ -256,13 +269,9 @@ def own_next_turn(text: str) -> tuple[int, int] | None:
     between (:data:`_SAME_SPEAKER`) and answered the same request again. The first turn token
     after some content decides (a template's header before the answer is no turn).
     """
-    pos = 0
-    while (m := _TURN.search(text, pos)) is not None:
-        if text[pos: m.start()].strip():
-            same = _SAME_SPEAKER.match(text, m.start())
-            return None if same is None else (m.start(), same.end())
-        pos = m.end()
-    return None
+    m = _turn_after_content(text)
+    same = None if m is None else _SAME_SPEAKER.match(text, m.start())
+    return None if m is None or same is None else (m.start(), same.end())
 
 
 def turn_ended(text: str) -> bool:
@@ -271,12 +280,7 @@ def turn_ended(text: str) -> bool:
     A cut at ``max_tokens`` after it ("70 [INST] Why? [/INST] Because ...") cut the invented
     turn, not the answer: the number before the token is finished.
     """
-    pos = 0
-    while (m := _TURN.search(text, pos)) is not None:
-        if text[pos: m.start()].strip():
-            return True
-        pos = m.end()
-    return False
+    return _turn_after_content(text) is not None
 
 
 def end_of_turn(text: str) -> str:
@@ -285,12 +289,11 @@ def end_of_turn(text: str) -> str:
     Tokens before any content (a template's own header, with its role word) are blanked and
     the answer read after them.
     """
-    pos = 0
-    while (m := _TURN.search(text, pos)) is not None:
-        if text[pos: m.start()].strip():
-            return _blank(text, m.start(), len(text))
-        text, pos = _blank(text, m.start(), m.end()), m.end()
-    return text
+    m = _turn_after_content(text)
+    end = len(text) if m is None else m.start()
+    for header in reversed(list(_TURN.finditer(text, 0, end))):
+        text = _blank(text, header.start(), header.end())
+    return text if m is None else _blank(text, end, len(text))
 
 
 # Markdown and HTML strikethrough: text the judge deleted ("~~$85$~~ $74$").
