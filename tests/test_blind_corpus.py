@@ -416,6 +416,15 @@ KNOWN_WRONG_AI: set[str] = set()
 CORPUS_AJ = _present("blind_answers_aj.json")
 KNOWN_WRONG_AJ = {"AJ-gv-lora-five-point-conflicts", "AJ-he-con-forced-first-token"}
 
+# Corpus AK (237, a writer blind to the reader and to A-AJ, asked for a deployment that imposes
+# its own style or genre: personas, memos with a summary line, tweets, verse, code, SQL,
+# receipts, report cards, schema.org JSON-LD, "never print numerals"), committed before it was
+# measured with rules 36: 199/237 and 4 wrong values returned as valid with the follow-up (a
+# memo's "Summary: ..., 85/100" and a TL;DR beside another verdict, a limerick's committed
+# rating beside the label line), 197 and 11 without it. Rules 37: 213/237, none.
+CORPUS_AK = _present("blind_answers_ak.json")
+KNOWN_WRONG_AK: set[str] = set()
+
 
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
@@ -434,7 +443,7 @@ CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F,
              ("AD", CORPUS_AD, KNOWN_WRONG_AD, 208), ("AE", CORPUS_AE, KNOWN_WRONG_AE, 226),
              ("AF", CORPUS_AF, KNOWN_WRONG_AF, 230), ("AG", CORPUS_AG, KNOWN_WRONG_AG, 229),
              ("AH", CORPUS_AH, KNOWN_WRONG_AH, 236), ("AI", CORPUS_AI, KNOWN_WRONG_AI, 234),
-             ("AJ", CORPUS_AJ, KNOWN_WRONG_AJ, 230)]
+             ("AJ", CORPUS_AJ, KNOWN_WRONG_AJ, 230), ("AK", CORPUS_AK, KNOWN_WRONG_AK, 213)]
 
 
 @pytest.mark.heavy(seconds=15)

@@ -89,6 +89,9 @@ def test_reading_stops_where_the_answer_runs_on(text: str, slot: object, expecte
     # Two statements of the verdict, the first not marked as a draft.
     ("The skateboarder matches.\n\nScore: 90\n\nThe final score is $91$.", None),
     ("**Rating:** 85\nThe caption misses the ball. The final score is $80$.", None),
+    ("Verdict: 70\nThe caption misses the ball. The final score is $75$.", None),
+    # ... or a second bare statement after the asked sentence.
+    ("The caption misses the ball. The final score is $91$.\nScore: 90", None),
     # A degree word that puts the level on the other side of the rating.
     ("5 — totally disfluent.", FLUENCY),
     ("5 — barely fluent.", FLUENCY),
@@ -109,6 +112,7 @@ def test_damaged_or_doubled_verdicts_abstain(text: str, slot: object) -> None:
     ("Initial score: 70\nOn closer look the dog is brown.\nFinal score: 75", None, 75.0),
     ("Score: 70. Wait, the dog is brown. Final score: 75", None, 75.0),
     ("Score: 80\n\nThe final score is $80$.", None, 80.0),
+    ("The caption misses the ball. The final score is $80$.\nScore: 80", None, 80.0),
     ("Draft:\nScore: 90\n\nFinal:\nThe caption misses the ball. The final score is $80$.",
      None, 80.0),
     ("Sample 1 score: 70\nThe caption misses the ball. The final score is $80$.", None, 80.0),

@@ -1255,10 +1255,11 @@ def final_after_draft(text: str, earlier: int, between: str) -> bool:
 
 
 # A line that states the answer's verdict in short ("TL;DR: 85/100", "Verdict - 85 out of 100",
-# "**Total: 65/100**" under a breakdown).
+# "**Total: 65/100**" under a breakdown, "Summary: strong caption, 85/100." as a house style's
+# opening line asks, "In short: a good caption at 85 out of 100.").
 _SUMMARY_LINE = re.compile(r"[ \t>*_#-]*(?:tl;?\s?dr|summary|verdict|bottom\s+line|in\s+short|"
                            r"overall|score|rating|total|sum)\b[^:\n]{0,20}[:\-\u2013\u2014]"
-                           r"[ \t*_`$]*", re.I)
+                           r"(?:[^\n:.!?]{0,60}[ \t,;\u2013\u2014-])?[ \t*_`$]*", re.I)
 
 
 def stated_twice(chosen: Candidate, own_scale: Sequence[Candidate], text: str) -> str | None:

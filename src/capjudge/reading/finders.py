@@ -94,7 +94,8 @@ _SCORE_LABEL = re.compile(r"\b(?:score|rating|rate|rated)\b[^\n\d]{0,24}?(?=[-]?
 
 # -- 3. structure ------------------------------------------------------------------------------
 
-_VALUE_WORDS = frozenset({"score", "value", "rating", "points", "point", "grade", "result"})
+_VALUE_WORDS = frozenset({"score", "value", "rating", "points", "point", "grade", "result",
+                          "ratingvalue", "scorevalue"})
 
 
 def _field_rank(f: Field, slot: ScoreSlot) -> int:
@@ -301,12 +302,16 @@ _LINE_FIX = re.compile(r"\b(?:actually|correction|make\s+(?:that|it)|change\s+(?
 
 # "Score ⇒ 70", "Score -> 70", "Score → 70": an arrow from the label to its value.
 _ARROW = r"(?:-+>|=+>|[\u2192\u21d2\u21e8\u27f6\u27f9\u2794\u279c\u27a1\u2b95])"
+# "my final score's sixty-eight, thus": "'s" joins a label to a value that ends its clause
+# (not "the score's 0-100 range").
+_CLAUSE_VALUE = (r"[ \t*_$]*(?:\d+|" + NUMBER_WORDS.pattern + r")[ \t*_$]*(?:[.!,;)]|\n|$)")
 _SEPARATOR = (r"(?:\s*\([^()\n]{0,40}\))?" + _MARKUP
               # ("最终得分为72分", "最終スコアは72点", "최종 점수는 72점": the copula, or the
               # topic particle, joined to the label: CJK scripts have no word boundary.)
-              + r"(?:" + _ARROW + r"|[:=]|\b(?:is|ist|es|est|era|war|è|é)\b|\bof\b|\bwould\s+be\b|"
+              + r"(?:" + _ARROW + r"|[:=]|\b(?:is|ist|es|est|era|war|è|é)\b|"
+              r"['\u2019]s\b(?=" + _CLAUSE_VALUE + r")|\bof\b|\bwould\s+be\b|"
               r"[ \t]*(?:[为為是]|は|[는은])|"
-              r"\u2014|\u2013|-(?!\d))?"
+              r"\u2014|\u2013|-(?!\d)|[ \t]*\.{3,}[ \t]*(?=\d))?"
               + _MARKUP + _LATEX_OPEN + r"\$?" + _MARKUP + _DECORATION)
 
 
@@ -343,13 +348,24 @@ def label_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
                     text, n.end) or picture_value(text, n):
                 continue  # "The screenshot's rating is 4/5", "a total of 17.00", "60点ではなく"
             if rank == 1 and not re.search(r"[:=\u2014\u2013$*-]|\b(?:is|ist|es|est|of|be)\b|"
-                                           r"[为為是]|は|[는은]|" + _ARROW,
+                                           r"[为為是]|は|[는은]|[ \t]{3,}|\t|\.{3,}|" + _ARROW,
                                            m.group(0)):
+                # ("RATING        77", "Score ...... 85": a column's gap or dot leaders stand
+                # for the colon.)
                 continue  # "Overall 3 objects ...": a generic word without a separator
-            label = re.sub(r"[\s*_`:$\\{]+$", "", m.group(0)).strip()
+            label = re.sub(r"[\s*_`:$\\{.]+$", "", m.group(0)).strip()
             out.append(make_candidate(text, n, f"label {label!r}", rank, slot,
                                   _is_final(text, m.start()), source="label"))
     return out
+
+
+# An article before a number that is the whole rating: "A four.", "A solid 5 out of 5 —" (not
+# "A four-legged chair", "A two-dog scene": the word goes on).
+_ARTICLE_RATING = re.compile(r"an?[ \t]+(?:(?:solid|firm|clear|strong|weak|low|high|generous|"
+                             r"modest|fair|good|decent)[ \t]+)?(?=(?:\d+|"
+                             + NUMBER_WORDS.pattern + r")[ \t*_]*(?:[.!,;:)\u2014\u2013]|"
+                             r"[ \t]-[ \t]|out[ \t]+of\b|/|$))",
+                             re.I)
 
 
 def opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
@@ -359,7 +375,12 @@ def opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     m = re.match(r"[\s*_`#>:\[(]*", text)
     start = m.end() if m else 0
     n = value_at(text, start)
-    if n is None or (n.kind in ("digits", "roman") and re.match(r"[.)][*_]*\s+\D", text[n.end:])) \
+    a = _ARTICLE_RATING.match(text, start) if n is None else None
+    article = a is not None
+    if a is not None:
+        n = value_at(text, a.end())  # "A four. The sentence is easy to follow."
+    if n is None or (n.kind in ("digits", "roman") and not article
+                     and re.match(r"[.)][*_]*\s+\D", text[n.end:])) \
             or _summed(text, n) or _counted_opening(text, n) or rubric_entry(text, n) \
             or picture_value(text, n):
         # A list marker ("1. The caption ..."), not a rating ("Seventy-five. ..."); the first
@@ -431,11 +452,11 @@ def _counted_opening(text: str, n: Number) -> bool:
                               or _COUNT_GOES_ON.match(text, m.end()) is not None)
 
 
-_ALONE = re.compile(r"^[ \t>#*_`\[(]*\$?(?=\d)", re.M)
+_ALONE = re.compile(r"^[ \t>#*_`\[(]*\$?(?=\d|[^\W\d_])", re.M)
 
 
 def standalone_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
-    """Lines holding nothing but a number ("85", "**4**"), for a slot that is the verdict.
+    """Lines holding nothing but a number ("85", "**4**", "Seventy-four."), for a verdict slot.
 
     A bare answer is its number; several such lines that disagree ("70", "75", "70" from a
     model in a loop) are competing verdicts.
@@ -592,6 +613,26 @@ def labelled_else(text: str, pos: int, slot: ScoreSlot) -> bool:
         and not matches(label.group("label"), ANY_VERDICT)
 
 
+# A fenced block in a programming language (not ```json or a bare fence, which may hold the
+# verdict itself).
+_CODE_FENCE = re.compile(r"^[ \t]*```[ \t]*(?P<lang>python|py|javascript|js|typescript|ts|sql|"
+                         r"bash|sh|shell|zsh|r|julia|java|c|cpp|c\+\+|go|rust|ruby|php|"
+                         r"matlab|scala|kotlin|swift)[ \t]*$", re.I | re.M)
+
+
+# Inside a call's brackets, up to the number: "range(0, ", "np.clip(x, ".
+_CALL_OPEN = re.compile(r"[A-Za-z_][\w.]*\([^()\n]*$")
+
+
+def _in_code(text: str, pos: int) -> str | None:
+    """The language of the fenced code block that holds ``pos``, or None."""
+    fences = list(_CODE_FENCE.finditer(text, 0, pos))
+    if not fences:
+        return None
+    last = fences[-1]
+    return None if "```" in text[last.end(): pos] else last.group("lang")
+
+
 def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     """Rating phrases, the anchor, or (first-integer slots) the first number."""
     out = rating_phrases(text, slot)
@@ -608,8 +649,14 @@ def phrase_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
         # answer opens with is the prompt's format, and competes.
         settled = [c for c in out if not _UNSETTLED.search(sentence_of(text, c.number.start))]
         if first is not None and not (settled and re.search(r"[^\W\d_]", text[:first.start])):
-            out.append(make_candidate(text, first, "the first number (VisCE² §3 reading)", 0,
-                                  slot, source="phrase"))
+            c = make_candidate(text, first, "the first number (VisCE² §3 reading)", 0, slot,
+                               source="phrase")
+            if c.problem is None and (lang := _in_code(text, first.start)) is not None \
+                    and _CALL_OPEN.search(text, start_of_line(text, first.start), first.start):
+                # ("for r in range(0, 101, 10):" is a loop's bound, not a rating.)
+                c = replace(c, problem=f"the first number is an argument of a call in the "
+                            f"answer's {lang} code ({first.written.strip()!r}), not a rating")
+            out.append(c)
         elif not has_number(text):
             # No digit anywhere: a verdict's generic label with its value spelled out in
             # another language ("Note : quatre sur cinq", "Puntuación: cuatro de cinco").

@@ -216,25 +216,33 @@ def decide(cands: Sequence[Candidate], text: str, slot: ScoreSlot
 # (not a log's "score=70": a key a pipeline step printed; nor a label whose head masking
 # blanked, "Sample 1 score: 70", which leaves a run of spaces before it).
 _BARE_LABEL = re.compile(r"^[>*_#-]{0,4}[ \t]{0,2}[*_]{0,2}(?:score|rating|verdict|grade)[ \t*_]*"
-                         r"[:\-\u2013\u2014]?[ \t*_$`]*$", re.I)
+                         r"(?:[:\-\u2013\u2014]|\.{3,})?[ \t*_$`]*$", re.I)
 
 
 def _unmarked_before(stated: Sequence[Candidate], final: Candidate, text: str) -> bool:
-    """Whether a different verdict stated before the final one stands unmarked beside it.
+    """Whether a different verdict stated under a bare verdict label stands unmarked beside it.
 
     "Score: 90 ... The final score is $91$" (a repetition penalty that steered the model off
-    its own digits), "**Rating:** 85 ... $80$": two statements of the verdict under bare
-    verdict labels, and "final" in the asked sentence does not say the first was a draft. A
-    revision between ("On reflection, ..."), a final block's heading between ("Final:") or a
-    draft's heading above the first ("Draft:") settles it; a value under any other label (a
-    sample's, a part's, a weighted aspect's) is left to the other rules (corpus AJ).
+    its own digits), "**Rating:** 85 ... $80$", "Verdict: 70 ... $75$": two statements of the
+    verdict under bare verdict labels, and "final" in the asked sentence does not say the
+    first was a draft. A revision between ("On reflection, ..."), a final block's heading
+    between ("Final:") or a draft's heading above the first ("Draft:") settles it; a value
+    under any other label (a sample's, a part's, a weighted aspect's) is left to the other
+    rules (corpus AJ). After the final statement, a bare "Score: 90" line is a second verdict
+    whatever stands between: the asked sentence ends the answer, and nothing says which of
+    the two the judge meant (a revision after it would take back the "final" one).
     """
-    return any(c.number.start < final.number.start and not c.final
-               and c.number.value != final.number.value
-               and _BARE_LABEL.match(line_before(text, c.number.start))
-               and not REVISION.search(between := text[c.number.end: final.number.start])
-               and not _FINAL_BLOCK.search(between)
-               and not under_draft_heading(text, c.number.start) for c in stated)
+    for c in stated:
+        if c.number.value == final.number.value or not _BARE_LABEL.match(
+                line_before(text, c.number.start)):
+            continue
+        if c.number.start > final.number.start:
+            return True
+        between = text[c.number.end: final.number.start]
+        if not REVISION.search(between) and not _FINAL_BLOCK.search(between) \
+                and not under_draft_heading(text, c.number.start):
+            return True
+    return False
 
 
 # A block headed final between the two: "Final:", "## Final verdict", "**Final answer**".
@@ -244,10 +252,11 @@ _FINAL_BLOCK = re.compile(r"^[ \t#>*_-]*final\b[^\n\d$]{0,24}\n", re.I | re.M)
 def _two_statements(stated: Sequence[Candidate], final: Candidate, text: str, slot: ScoreSlot
                     ) -> Unreadable:
     """The abstention for :func:`_unmarked_before`."""
-    earlier = [c for c in stated if c.number.start < final.number.start
-               and c.number.value != final.number.value]
+    other = [c for c in stated if c.number.value != final.number.value
+             and _BARE_LABEL.match(line_before(text, c.number.start))]
+    pair = sorted([other[-1], final], key=lambda c: c.number.start) if other else [final]
     return Unreadable("parse_failure", f"2 different values for {slot.name} and nothing says "
-                      f"which is the verdict: {_quote([*earlier[-1:], final])}",
+                      f"which is the verdict: {_quote(pair)}",
                       printed_value(final))
 
 
@@ -376,7 +385,8 @@ def _locate_turn(text: str, slot: ScoreSlot, truncated: bool) -> Located | Unrea
     if (vetoed := _vetoed(chosen, cleaned, slot, view.text)
             or reopened(chosen, cleaned, truncated)):
         return vetoed
-    if (praised := _praised_in_reasoning(view, chosen, slot)) is not None:
+    if (praised := _praised_in_reasoning(view, chosen, slot)
+            or _changed_by_code(chosen, cleaned)) is not None:
         return Unreadable("parse_failure", praised, printed_value(chosen))
     if (open_ := _not_on_the_candidate(chosen, cleaned, view.text, slot)
             or _rated_again(view.text, cleaned, chosen, slot)) is not None:
@@ -384,7 +394,8 @@ def _locate_turn(text: str, slot: ScoreSlot, truncated: bool) -> Located | Unrea
     after = cleaned[chosen.number.end:]
     why_off = off_contract(chosen, cleaned, slot, after, len({c.number.start for c in formats})
                            ) or doubtful(chosen, cleaned, slot, view.text)
-    if why_off is not None and (low := _bottom_outside_format(chosen, cleaned, masked, slot)):
+    if why_off is not None and (low := _bottom_outside_format(chosen, cleaned, masked, slot)
+                                or _committed_before(chosen, phrases, cleaned, slot)):
         return Unreadable("parse_failure", f"{low} ({why_off})", printed_value(chosen))
     return replace(_located(view, chosen), off_contract=why_off)
 
@@ -466,8 +477,7 @@ def _competing(chosen: Candidate, cleaned: str, masked: str, own_scale: Sequence
     as "a 5-point scale" that the value fits.
     """
     if (conflict := _conflict(chosen, cleaned, slot) or (
-            stated_twice(chosen, own_scale, masked)
-            if chosen.rank == 2 and slot.name in GENERIC else None)) is not None:
+            stated_twice(chosen, own_scale, masked) if is_generic(slot) else None)) is not None:
         return Unreadable("parse_failure", conflict, printed_value(chosen))
     if (later := later_rating(chosen, phrases, cleaned, slot)) is not None:
         return Unreadable("parse_failure", f"2 different values for {slot.name} and nothing "
@@ -522,6 +532,63 @@ def _vetoed(chosen: Candidate, cleaned: str, slot: ScoreSlot, written: str
                               f"{chosen.number.written.strip()!r} the answer moves it to "
                               f"{moved.group('n')} only as a possibility "
                               f"({' '.join(moved.group(0).split())!r})", printed_value(chosen))
+    return None
+
+
+# A variable the code changes after its value is read: "score = 80" ... "score += 5".
+_ASSIGNED = re.compile(r"(?:^|[\s;(])(?P<name>[A-Za-z_]\w*)[ \t]*=[ \t]*$", re.M)
+
+
+def _changed_by_code(chosen: Candidate, text: str) -> str | None:
+    """Why a value assigned in code is not the code's last word on it, or None.
+
+    "fluency = 5" then "fluency -= 1  # missing article": the value the answer ends with is
+    worked out, not written; the reader reads what is written, so it does not stand.
+    """
+    if chosen.source != "label":
+        return None
+    head = _ASSIGNED.search(text, start_of_line(text, chosen.number.start), chosen.number.start)
+    if head is None:
+        return None
+    name = re.escape(head.group("name"))
+    later = re.search(rf"(?<![\w.]){name}[ \t]*(?:[-+*/%]|//|\*\*)=(?!=)[^\n]*", text[
+        chosen.number.end:])
+    if later is None:
+        return None
+    return (f"the code changes {head.group('name')!r} after assigning it "
+            f"{chosen.number.written.strip()!r} ({later.group(0).strip()[:40]!r}): the value "
+            "it ends with is worked out, not written")
+
+
+# A sentence of the judge's own that commits a rating and ends there: "I'd happily give it a
+# four.", "I rate it 70!" (not "as a photograph I'd give it 40 - but ...", "it seems to deserve
+# a 90: ...", "Does it deserve 90?", nor a rating under a condition or a first impression).
+_COMMITTING = re.compile(r"(?:^|(?<=[.!?\n]))[ \t*_>-]*(?:[Ss]o[, \t]+)?I(?:['\u2019]d|['\u2019]ll|"
+                         r"[ \t]+(?:would|will))?(?:[ \t]+[a-z]+ly)?[ \t]+(?:give|rate|score|"
+                         r"award|grade)[ \t]+(?:it|this(?:[ \t]+(?:caption|one))?)[ \t]+"
+                         r"(?:an?[ \t]+)?$")
+_SENTENCE_ENDS = re.compile(r"[ \t*_]*(?:(?:/|out[ \t]+of)[ \t]*\w+[ \t*_]*)?[.!](?:\s|$)")
+
+
+def _committed_before(chosen: Candidate, phrases: Sequence[Candidate], text: str,
+                      slot: ScoreSlot) -> str | None:
+    r"""An off-contract reading after a sentence that commits another rating, or None.
+
+    "I'd happily give it a four.\n\nScore: 3": the judge states two ratings, each in a
+    sentence of its own, and nothing between says the second revises the first.
+    """
+    for p in phrases:
+        n = p.number
+        if n.start >= chosen.number.start or n.value == chosen.number.value \
+                or p.problem is not None or not slot.low <= n.value <= slot.high:
+            continue
+        if _COMMITTING.search(text, start_of_line(text, n.start), n.start) is None \
+                or _SENTENCE_ENDS.match(text, n.end) is None \
+                or REVISION.search(text, n.end, chosen.number.start):
+            continue
+        return (f"2 different values for {slot.name} and nothing says which is the verdict: "
+                f"{n.written.strip()!r} (a sentence that commits it) and "
+                f"{chosen.number.written.strip()!r} ({chosen.how})")
     return None
 
 

@@ -235,6 +235,25 @@ _RUBRIC_WHERE = re.compile(
     r"\b(?:where|with)\s+\d+\s+(?:is|means|=|being)\b[^.\n]*?\band\s+\d+\s+"
     r"(?:is|means|=|being)\b[^.,;)\n]*", re.I)
 _POINT_RULE = re.compile(r"\b(?:one|1|a)\s+point\s+(?:for|per)\s+(?:each|every)\b[^\n]*", re.I)
+# A structure's key for a bound of the scale: schema.org's "bestRating": 100 and
+# "worstRating": 0, "max_score": 5, "scoreMin": 1 (its value is the scale, not a rating).
+_BOUND_KEY = re.compile(r"[\"'](?:(?:best|worst|max(?:imum)?|min(?:imum)?|highest|lowest|top|"
+                        r"bottom)[ _-]?(?:rating|score|value|possible)?|(?:rating|score)[ _-]?"
+                        r"(?:max(?:imum)?|min(?:imum)?|best|worst|scale|range))[\"'][ \t]*:[ \t]*"
+                        r"(?=-?\d)", re.I)
+# A lookup table from scale points to words, as code writes it: {1: "Ambiguous", 2: ...,
+# 5: "Very Clear"} or {0: 'unrelated', 50: 'partly right', 100: 'perfect'} (a verdict's object
+# names its value by a key, {"score": 4}; a mapping keyed by the points themselves chooses none).
+_MAPPING = re.compile(r"\{[^{}]{0,800}\}")
+_NUMBER_KEY = re.compile(r"(?:^|[{,])\s*(\d+)\s*:\s*(?:\"[^\"\n]*\"|'[^'\n]*')\s*(?=,|\}|$)")
+_ANY_KEY = re.compile(r"(?:^|[{,])\s*[^\s,{}:][^,{}:]*:")
+
+
+def _point_mapping(group: str) -> bool:
+    """Whether a braced group maps three or more rising scale points to words, and only that."""
+    points = [int(m.group(1)) for m in _NUMBER_KEY.finditer(group)]
+    return len(points) >= 3 and points == sorted(set(points)) \
+        and len(_ANY_KEY.findall(group)) == len(points)
 
 
 def mask_rubric(text: str) -> str:
@@ -242,10 +261,19 @@ def mask_rubric(text: str) -> str:
 
     "(1 = Very Low ..., 5 = Extremely High ...)", "where 1 is poor and 5 is excellent", two or
     more consecutive lines listing the scale's levels ("- 1 Very Low Correctness: ..."), "one
-    point for each correct attribute ...".
+    point for each correct attribute ...", a code mapping from the points to their words
+    (``{1: "Ambiguous", ..., 5: "Very Clear"}``), a structure's bound of the scale
+    (``"bestRating": 100``).
     """
     for pattern in (_RUBRIC_GROUP, _RUBRIC_WHERE, _POINT_RULE):
         for m in list(pattern.finditer(text)):
+            text = blank(text, m.start(), m.end())
+    for m in list(_BOUND_KEY.finditer(text)):
+        number = re.match(r"-?\d+(?:\.\d+)?", text[m.end():])
+        if number is not None:
+            text = blank(text, m.end(), m.end() + number.end())
+    for m in list(_MAPPING.finditer(text)):
+        if _point_mapping(m.group(0)):
             text = blank(text, m.start(), m.end())
     # Consecutive lines listing levels are a restated scale; one such line on its own (after a
     # blank line, or alone) may be the verdict ("4: High correctness ...").
@@ -498,7 +526,8 @@ _NEGATED = re.compile(
     r"beyond|tempted\s+(?:by|to\s+give(?:\s+it)?)))"
     r"(?:\s+(?:rate|rated|give|given|score|scored|assign|award|be|a|an|it|this|that|the|"
     r"caption|text|as|quite|even|worth|deserve|deserves|deserving|of|merit|merits|"
-    r"really|get|gets|receive|full|perfect))*\s*\$?\s*(?=\d)", re.I)
+    # ("I wouldn't go as low as 2", "not so high as 90".)
+    r"really|get|gets|receive|full|perfect|go|going|so|low|high|far))*\s*\$?\s*(?=\d)", re.I)
 
 
 def mask_negated(text: str) -> str:

@@ -55,7 +55,11 @@ def _label_name(name: str, initial: str) -> str:
     # a word: "- Correct: chair, black" lists attributes).
     names = (name, *(w for w in TRANSLATIONS[name] if not w.isascii()))
     words = "|".join(sorted({re.escape(w) for w in names}, key=len, reverse=True))
-    return rf"(?:(?<![A-Za-z])(?:{words}){_SCORE_WORDS}|\b{initial}[._]?\s*score)"
+    # ("Hallucinations: 3": the plural names the count too, before a number; "There are no
+    # hallucinations: all match" is prose.)
+    plural = r"(?:(?<=n)s(?=[\s*_]*[:=][\s*_`$]*\d))?"
+    return (rf"(?:(?<![A-Za-z])(?<!\bno )(?<!\bNo )(?<!\bNO )(?:{words}){plural}{_SCORE_WORDS}|"
+            rf"\b{initial}[._-]?\s*score)")
 
 
 def _label(name: str, initial: str) -> re.Pattern[str]:
@@ -66,9 +70,11 @@ def _label(name: str, initial: str) -> re.Pattern[str]:
     """
     # ("Korrektheitswert (C. Score): 3": the initials in brackets after another language's
     # name are the label; its closing bracket comes before the colon.)
+    # ("Puntuación de corrección (C): 5": the bare initial in brackets; "Correctness (C. Score)
+    # ..... 5 pts": a report's dot leaders stand for the colon.)
     return re.compile(
         rf"{_label_name(name, initial)}(?:(?<=score)\s*\))?\s*"
-        rf"(?:(?:\(\s*{initial}\.?\s*score\s*\))?[\s*_]*[:=]|"
+        rf"(?:(?:\(\s*{initial}(?:\.?\s*score)?\s*\))?(?:[\s*_]*[:=]|[ \t]*\.{{3,}}[ \t]*(?=\d))|"
         # "C. Score 4, H. Score 1": the value right after "score", no colon
         r"(?<=score[ \t])(?=\d)|"
         r"[ \t]*\((?=[ \t]*\d+(?:\.\d+)?[ \t]*\)))(?P<rest>[^\n]*)", re.I)
@@ -731,8 +737,9 @@ def _heading(name: str, initial: str) -> re.Pattern[str]:
 
 _HEADINGS = {"correctness": _heading("correctness", "c"),
              "hallucination": _heading("hallucination", "h")}
-# "CS=3, HS=1, P=75%": the next field on the line ends a value.
-_NEXT_FIELD = re.compile(r"[,;|]\s*[A-Za-z][\w. ]{0,20}[:=]")
+# "CS=3, HS=1, P=75%", "C-SCORE: 6. H-SCORE: 0. PRECISION: 100 PCT.": the next field on the
+# line ends a value.
+_NEXT_FIELD = re.compile(r"(?:[,;|]|\.(?=[ \t]))\s*[A-Za-z][\w. -]{0,20}[:=]")
 _THINGS = r"(?:attributes?|details?|elements?|features?|items?|facts?|properties|objects?)"
 # The counts under other words: "Correct attributes: 4", "Hallucinated details: None", and
 # the initials with S for score ("CS=3, HS=1"; upper case only: "cs" is no label).

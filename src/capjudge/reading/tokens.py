@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 36
+READING_RULES_VERSION = 37
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -146,7 +146,17 @@ at max_tokens keeps the fields a comma closed; a bare "Score: 90" line before "T
 is $91$" with nothing revising it abstains; a cap3d tally before the lines that says otherwise
 abstains, and a stated precision the counts do not give makes them off-contract (a count it
 does give with its digits written once, "11" for 1, abstains); a degree word before a level's
-name moves it ("perfectly fluent" is 4-5, "not concise" 1-3); "\u2581" is a space."""
+name moves it ("perfectly fluent" is 4-5, "not concise" 1-3); "\u2581" is a space. 37 (corpus
+AK, a deployment's own style or genre): a summary or TL;DR line that states another value on the
+scale anywhere on it ("Summary: strong caption, 85/100.") abstains beside any reading; a sentence
+that commits a rating ("I'd happily give it a four.") before an off-contract one that says
+otherwise abstains; "my final score's sixty-eight" is a label; a bare "Verdict: 70" before, or
+"Score: 90" after, the asked sentence abstains; a code variable changed after it is read
+("score += 5") abstains; a code mapping from scale points to words is a restated rubric; a line
+holding only a number word ("Seventy-four.") and an article before an opening one ("A four.")
+read; schema.org's "ratingValue" is a verdict key; a column gap or dot leaders stand for a
+label's colon; cap3d labels with the bare initial ("corrección (C)"), "C-SCORE", dot leaders,
+the plural "Hallucinations: 3" and fields a full stop separates read."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""

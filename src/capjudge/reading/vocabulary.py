@@ -194,8 +194,10 @@ def is_generic(slot: ScoreSlot) -> bool:
 
 _SUFFIXES = ("", "score", "rating", "points", "point", "value", "grade", "评分", "得分", "分数",
              "スコア", "점수", "puntuación", "note", "punktzahl", "punteggio")
+# (schema.org's Rating names its value "ratingValue", beside "bestRating" and "worstRating".)
 _GENERIC_KEYS = frozenset({key(g) for g in GENERIC} | {"final" + key(g) for g in GENERIC}
-                          | {"overall" + key(g) for g in GENERIC})
+                          | {"overall" + key(g) for g in GENERIC}
+                          | {key(g) + "value" for g in GENERIC})
 
 
 def _forms(name: str) -> set[str]:
