@@ -375,11 +375,10 @@ def opening_candidates(text: str, slot: ScoreSlot) -> list[Candidate]:
     m = re.match(r"[\s*_`#>:\[(]*", text)
     start = m.end() if m else 0
     n = value_at(text, start)
-    a = _ARTICLE_RATING.match(text, start) if n is None else None
-    article = a is not None
-    if a is not None:
-        n = value_at(text, a.end())  # "A four. The sentence is easy to follow."
-    if n is None or (n.kind in ("digits", "roman") and not article
+    article = _ARTICLE_RATING.match(text, start) if n is None else None
+    if article is not None:
+        n = value_at(text, article.end())  # "A four. The sentence is easy to follow."
+    if n is None or (n.kind in ("digits", "roman") and article is None
                      and re.match(r"[.)][*_]*\s+\D", text[n.end:])) \
             or _summed(text, n) or _counted_opening(text, n) or rubric_entry(text, n) \
             or picture_value(text, n):

@@ -194,13 +194,13 @@ def decide(cands: Sequence[Candidate], text: str, slot: ScoreSlot
     stated = [c for c in ordered if c.problem is None]
     if len({c.number.value for c in valid}) == 1:
         pick = _pick(valid, slot)
-        return _two_statements(stated, pick, text, slot) if pick.final and _unmarked_before(
-            stated, pick, text) else pick
+        other = _unmarked_other(stated, pick, text) if pick.final else None
+        return pick if other is None else _two_statements(other, pick, slot)
     finals = [c for c in valid if c.final]
     if finals and len(finals) < len(valid) and len({c.number.value for c in finals}) == 1:
         pick = _pick(finals, slot)
-        return _two_statements(stated, pick, text, slot) if _unmarked_before(
-            stated, pick, text) else pick
+        other = _unmarked_other(stated, pick, text)
+        return pick if other is None else _two_statements(other, pick, slot)
     last, before = valid[-1], valid[-2]
     between = text[before.number.end: last.number.start]
     if (REVISION.search(between) or final_after_draft(text, before.number.start, between)) \
@@ -219,8 +219,9 @@ _BARE_LABEL = re.compile(r"^[>*_#-]{0,4}[ \t]{0,2}[*_]{0,2}(?:score|rating|verdi
                          r"(?:[:\-\u2013\u2014]|\.{3,})?[ \t*_$`]*$", re.I)
 
 
-def _unmarked_before(stated: Sequence[Candidate], final: Candidate, text: str) -> bool:
-    """Whether a different verdict stated under a bare verdict label stands unmarked beside it.
+def _unmarked_other(stated: Sequence[Candidate], final: Candidate, text: str
+                    ) -> Candidate | None:
+    """A different verdict stated under a bare verdict label, unmarked beside the final one.
 
     "Score: 90 ... The final score is $91$" (a repetition penalty that steered the model off
     its own digits), "**Rating:** 85 ... $80$", "Verdict: 70 ... $75$": two statements of the
@@ -230,31 +231,29 @@ def _unmarked_before(stated: Sequence[Candidate], final: Candidate, text: str) -
     under any other label (a sample's, a part's, a weighted aspect's) is left to the other
     rules (corpus AJ). After the final statement, a bare "Score: 90" line is a second verdict
     whatever stands between: the asked sentence ends the answer, and nothing says which of
-    the two the judge meant (a revision after it would take back the "final" one).
+    the two the judge meant (a revision after it would take back the "final" one). Of
+    several, the last is quoted.
     """
+    found = None
     for c in stated:
         if c.number.value == final.number.value or not _BARE_LABEL.match(
                 line_before(text, c.number.start)):
             continue
-        if c.number.start > final.number.start:
-            return True
         between = text[c.number.end: final.number.start]
-        if not REVISION.search(between) and not _FINAL_BLOCK.search(between) \
-                and not under_draft_heading(text, c.number.start):
-            return True
-    return False
+        if c.number.start > final.number.start or (
+                not REVISION.search(between) and not _FINAL_BLOCK.search(between)
+                and not under_draft_heading(text, c.number.start)):
+            found = c
+    return found
 
 
 # A block headed final between the two: "Final:", "## Final verdict", "**Final answer**".
 _FINAL_BLOCK = re.compile(r"^[ \t#>*_-]*final\b[^\n\d$]{0,24}\n", re.I | re.M)
 
 
-def _two_statements(stated: Sequence[Candidate], final: Candidate, text: str, slot: ScoreSlot
-                    ) -> Unreadable:
-    """The abstention for :func:`_unmarked_before`."""
-    other = [c for c in stated if c.number.value != final.number.value
-             and _BARE_LABEL.match(line_before(text, c.number.start))]
-    pair = sorted([other[-1], final], key=lambda c: c.number.start) if other else [final]
+def _two_statements(other: Candidate, final: Candidate, slot: ScoreSlot) -> Unreadable:
+    """The abstention for :func:`_unmarked_other`."""
+    pair = sorted([other, final], key=lambda c: c.number.start)
     return Unreadable("parse_failure", f"2 different values for {slot.name} and nothing says "
                       f"which is the verdict: {_quote(pair)}",
                       printed_value(final))
@@ -385,9 +384,9 @@ def _locate_turn(text: str, slot: ScoreSlot, truncated: bool) -> Located | Unrea
     if (vetoed := _vetoed(chosen, cleaned, slot, view.text)
             or reopened(chosen, cleaned, truncated)):
         return vetoed
-    if (praised := _praised_in_reasoning(view, chosen, slot)
+    if (not_it := _praised_in_reasoning(view, chosen, slot)
             or _changed_by_code(chosen, cleaned)) is not None:
-        return Unreadable("parse_failure", praised, printed_value(chosen))
+        return Unreadable("parse_failure", not_it, printed_value(chosen))
     if (open_ := _not_on_the_candidate(chosen, cleaned, view.text, slot)
             or _rated_again(view.text, cleaned, chosen, slot)) is not None:
         return Unreadable("parse_failure", open_, printed_value(chosen))

@@ -240,7 +240,7 @@ _POINT_RULE = re.compile(r"\b(?:one|1|a)\s+point\s+(?:for|per)\s+(?:each|every)\
 _BOUND_KEY = re.compile(r"[\"'](?:(?:best|worst|max(?:imum)?|min(?:imum)?|highest|lowest|top|"
                         r"bottom)[ _-]?(?:rating|score|value|possible)?|(?:rating|score)[ _-]?"
                         r"(?:max(?:imum)?|min(?:imum)?|best|worst|scale|range))[\"'][ \t]*:[ \t]*"
-                        r"(?=-?\d)", re.I)
+                        r"(?P<n>-?\d+(?:\.\d+)?)", re.I)
 # A lookup table from scale points to words, as code writes it: {1: "Ambiguous", 2: ...,
 # 5: "Very Clear"} or {0: 'unrelated', 50: 'partly right', 100: 'perfect'} (a verdict's object
 # names its value by a key, {"score": 4}; a mapping keyed by the points themselves chooses none).
@@ -269,9 +269,7 @@ def mask_rubric(text: str) -> str:
         for m in list(pattern.finditer(text)):
             text = blank(text, m.start(), m.end())
     for m in list(_BOUND_KEY.finditer(text)):
-        number = re.match(r"-?\d+(?:\.\d+)?", text[m.end():])
-        if number is not None:
-            text = blank(text, m.end(), m.end() + number.end())
+        text = blank(text, m.start("n"), m.end("n"))
     for m in list(_MAPPING.finditer(text)):
         if _point_mapping(m.group(0)):
             text = blank(text, m.start(), m.end())

@@ -56,9 +56,9 @@ def _label_name(name: str, initial: str) -> str:
     names = (name, *(w for w in TRANSLATIONS[name] if not w.isascii()))
     words = "|".join(sorted({re.escape(w) for w in names}, key=len, reverse=True))
     # ("Hallucinations: 3": the plural names the count too, before a number; "There are no
-    # hallucinations: all match" is prose.)
+    # hallucinations: all match" is prose. Every pattern built on this is case-blind.)
     plural = r"(?:(?<=n)s(?=[\s*_]*[:=][\s*_`$]*\d))?"
-    return (rf"(?:(?<![A-Za-z])(?<!\bno )(?<!\bNo )(?<!\bNO )(?:{words}){plural}{_SCORE_WORDS}|"
+    return (rf"(?:(?<![A-Za-z])(?<!\bno )(?:{words}){plural}{_SCORE_WORDS}|"
             rf"\b{initial}[._-]?\s*score)")
 
 
