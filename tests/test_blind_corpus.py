@@ -425,6 +425,19 @@ KNOWN_WRONG_AJ = {"AJ-gv-lora-five-point-conflicts", "AJ-he-con-forced-first-tok
 CORPUS_AK = _present("blind_answers_ak.json")
 KNOWN_WRONG_AK: set[str] = set()
 
+# Corpus AL (228, a writer blind to the reader and to A-AK, asked for a judge whose context holds
+# other items: long chat sessions, agent memory, few-shot calibration examples with gold scores,
+# reused conversations, several candidates in one request), committed before it was measured
+# with rules 37: 164/228 and 20 wrong values returned as valid with the follow-up (a verdict
+# the answer says is another item's, a verdict on another item's quoted caption, a copied
+# few-shot example, a best-of-N pick, a cached verdict before an end-of-turn token). Rules 38:
+# 198/228. Two are known and not read right: a memory tool's call that stores a score for "item
+# 7" as the whole answer (read as the verdict, which the judge's follow-up repeats), and an
+# answer that quotes a shorter earlier text ("A bear in a river.") whose words are all the
+# candidate's, so the reader takes it for the candidate.
+CORPUS_AL = _present("blind_answers_al.json")
+KNOWN_WRONG_AL = {"AL-gv-memory-save-only", "AL-he-con-answers-previous-text"}
+
 
 # (corpus, wrong values known and listed, read right at least).
 CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F, 139),
@@ -434,16 +447,17 @@ CONFIRMED = [("E", CORPUS_E, KNOWN_WRONG_E, 122), ("F", CORPUS_F, KNOWN_WRONG_F,
              ("M", CORPUS_M, KNOWN_WRONG_M, 135), ("N", CORPUS_N, KNOWN_WRONG_N, 127),
              ("O", CORPUS_O, KNOWN_WRONG_O, 119), ("P", CORPUS_P, KNOWN_WRONG_P, 135),
              ("Q", CORPUS_Q, KNOWN_WRONG_Q, 143), ("R", CORPUS_R, KNOWN_WRONG_R, 138),
-             ("S", CORPUS_S, KNOWN_WRONG_S, 133), ("T", CORPUS_T, KNOWN_WRONG_T, 126),
+             ("S", CORPUS_S, KNOWN_WRONG_S, 133), ("T", CORPUS_T, KNOWN_WRONG_T, 128),
              ("U", CORPUS_U, KNOWN_WRONG_U, 129), ("V", CORPUS_V, KNOWN_WRONG_V, 147),
-             ("W", CORPUS_W, KNOWN_WRONG_W, 139), ("X", CORPUS_X, KNOWN_WRONG_X, 144),
+             ("W", CORPUS_W, KNOWN_WRONG_W, 139), ("X", CORPUS_X, KNOWN_WRONG_X, 145),
              ("Y", CORPUS_Y, KNOWN_WRONG_Y, 134),
              ("Z", CORPUS_Z, KNOWN_WRONG_Z, 138), ("AA", CORPUS_AA, KNOWN_WRONG_AA, 190),
              ("AB", CORPUS_AB, KNOWN_WRONG_AB, 166), ("AC", CORPUS_AC, KNOWN_WRONG_AC, 230),
              ("AD", CORPUS_AD, KNOWN_WRONG_AD, 208), ("AE", CORPUS_AE, KNOWN_WRONG_AE, 226),
              ("AF", CORPUS_AF, KNOWN_WRONG_AF, 230), ("AG", CORPUS_AG, KNOWN_WRONG_AG, 229),
              ("AH", CORPUS_AH, KNOWN_WRONG_AH, 236), ("AI", CORPUS_AI, KNOWN_WRONG_AI, 234),
-             ("AJ", CORPUS_AJ, KNOWN_WRONG_AJ, 230), ("AK", CORPUS_AK, KNOWN_WRONG_AK, 213)]
+             ("AJ", CORPUS_AJ, KNOWN_WRONG_AJ, 230), ("AK", CORPUS_AK, KNOWN_WRONG_AK, 213),
+             ("AL", CORPUS_AL, KNOWN_WRONG_AL, 198)]
 
 
 @pytest.mark.heavy(seconds=15)

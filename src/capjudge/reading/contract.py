@@ -32,9 +32,10 @@ from capjudge.reading.vocabulary import (
 
 # A verdict taken back: nothing after it replaces it (a replacement is a revision: decide()).
 WITHDRAWN = re.compile(
-    r"\b(?:I\s+(?:retract|withdraw|take\s+back)|(?:please\s+)?(?:disregard|ignore)\s+"
+    r"\b(?:I\s+(?:retract|withdraw|take\s+back)|(?<!not\s)(?<!n't\s)(?<!never\s)"
+    r"(?:please\s+)?(?:disregard|ignore)\s+"
     r"(?:that|this|the\s+(?:above|previous|score|rating|[$*_`]*\d+(?:\.\d+)?[$*_`]*)|"
-    r"my\s+(?:score|rating|verdict|previous))"
+    r"my\s+(?:(?:last|previous|first|earlier)\s+)?(?:score|rating|verdict)|my\s+previous)"
     r"|scratch\s+that|strike\s+that|that(?:'s|\s+is)\s+(?:not|no\s+longer)\s+my\s+"
     r"(?:final\s+)?(?:score|rating|verdict)|not\s+(?:my|the)\s+final\s+(?:score|rating|verdict)"
     r"|I\s+(?:can(?:no|')t|cannot)\s+(?:settle|decide)\s+on\s+a\s+(?:score|number|rating)"
@@ -122,7 +123,9 @@ _POINTED = re.compile(
 _TAKEN_BACK = re.compile(r"\b(?:wait\b|hmm+,?\s*no\b|no,\s*(?:wait|actually)\b|actually,?\s+no\b|"
                          r"looking\s+again|on\s+(?:second|closer)\s+(?:thought|look|inspection)|"
                          r"let\s+me\s+(?:revise|correct|reconsider)|correction\b|I\s+take\s+(?:that|it)"
-                         r"\s+back|scratch\s+that)", re.I)
+                         r"\s+back|scratch\s+that|(?<!not\s)(?<!n't\s)(?:disregard|ignore)\s+my\s+"
+                         r"(?:earlier|previous|first|last|above)\s+(?:rating|score|verdict|answer))",
+                         re.I)
 
 
 # What may stand before a cue that opens its clause: markup, "but", "so", "oh", "hmm" (not
@@ -627,6 +630,9 @@ def foreign_caption(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
         return None
     known = set().union(*(_content(q) for q in slot.quotes if q))
     candidate = _content(slot.quotes[0])
+    if (other := other_quoted(text, slot.quotes, chosen.number.start)) is not None:
+        return (f"the answer judges a text it quotes ({other[:60]!r}) that is neither the "
+                "candidate nor a reference")
     for m in _QUOTED_CAPTION.finditer(text, 0, chosen.number.start):
         quote = _quoted(m)
         words = _content(quote)
@@ -645,6 +651,114 @@ def foreign_caption(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
             return (f"the answer quotes the caption it judges as {quote[:60]!r}, which "
                     f"is not the candidate ({', '.join(repr(w) for w in extra[:3])} not in it)")
     return None
+
+
+# A text the answer names as what it rates, without calling it a caption (corpus AL: a judge
+# whose session holds other items): "Rating for 'A man holding a surfboard': 5", 'Text: "A bear
+# in a river."', 'Evaluation of "A black cat sleeping on a laptop":', a quotation heading a value
+# ("'A plate of pasta': 90"); and a caption field echoed on a line of its own, in quotation
+# marks or not ("Generated caption: A golden retriever catching a frisbee.").
+_QUOTE = (r"(?:[\"\u201c](?P<q1>[^\"\u201d\n]{8,200})[\"\u201d]|"
+          r"['\u2018](?!s\b)(?P<q2>[^'\u2019\n]{8,200})['\u2019])")
+_ITEM_QUOTE = re.compile(
+    r"(?:\b(?:text|sentence|description|candidate|output)[ \t]*:[ \t]*"
+    r"|\b(?:rating|score|evaluation|assessment|grade|verdict|review)\s+(?:for|of|on)\s*:?\s*"
+    r"|(?P<head>^)[ \t>*_#-]*(?:\(?[a-z0-9]{1,2}[.)][ \t]*)?(?=" + _QUOTE.replace("?P<q1>", "")
+    .replace("?P<q2>", "")
+    + r"[ \t*_]*(?:[:=\u2192\u2014]|->|-\s)))" + _QUOTE, re.I | re.M)
+_CAPTION_LINE = re.compile(
+    r"^[ \t>*_#-]*(?P<label>(?:[\w-]+[ \t]+)?(?:caption|text|sentence|candidate))[ \t*_]*:[ \t*_]*"
+    r"(?:[\"\u201c](?P<q1>[^\"\u201d\n]{8,200})[\"\u201d]|['\u2018](?P<q2>[^'\u2019\n]{8,200})['\u2019]"
+    r"|(?P<q3>[^\s\"\u201c'\u2018][^\n\"\u201c\u201d\u2018\u2019]{7,200}?))[ \t*_.]*$", re.I | re.M)
+
+
+def _named_texts(text: str, end: int) -> list[str]:
+    """The texts before ``end`` that the answer names as what it rates (see above).
+
+    Not a structure's key ('"final_score": 85' inside braces), nor a caption offered ("Better
+    caption: ...").
+    """
+    found = []
+    for m in _ITEM_QUOTE.finditer(text, 0, end):
+        if (m.group("head") is not None and text.count("{", 0, m.start()) > text.count(
+                "}", 0, m.start())) or _OFFERED.search(sentence_of(text, m.end())):
+            continue  # (a key; "Score for '...' would be about 10": a supposed one)
+        found.append((m.start(), next(q for q in m.group("q1", "q2") if q is not None)))
+    for m in _CAPTION_LINE.finditer(text, 0, end):
+        # (Unquoted, the judge's own words after a label: "Caption: accurate but misses ...")
+        if not _OFFERED.search(m.group("label")) and not (
+                m.group("q3") and _COMMENTARY.search(m.group("q3"))):
+            found.append((m.start(), next(q for q in m.group("q1", "q2", "q3") if q)))
+    return [q for _, q in sorted(found)]
+
+
+_COMMENTARY = re.compile(r"\b(?:caption|text|sentence|candidate|score|rating|image|picture|"
+                         r"accurate|correct|incorrect|wrong|missing|misses|fluent|clear|concise|"
+                         r"good|fine|ok|okay)\b", re.I)
+
+
+def other_quoted(text: str, quotes: Sequence[str], end: int) -> str | None:
+    """The text the answer names as what it rates last before ``end``, if none of ``quotes``.
+
+    Only against three words of the request's own text or more, and a quotation of three
+    content words or more sharing under a third of them with it, or of two sharing none ("A
+    bear in a river."): too little to tell otherwise.
+    """
+    known = set().union(*(_content(q) for q in quotes if q))
+    named = _named_texts(text, end)
+    if len(known) < 3 or not named:
+        return None
+    # (The last before the verdict: in "'A red kite above a field' - 88 / 'A bird flying' - 55"
+    # the 55 is the second caption's.)
+    words = _content(quote := named[-1])
+    if (len(words) >= 3 and len(words & known) / len(words) < 0.34) or (
+            len(words) == 2 and not words & known):
+        return quote
+    return None
+
+
+# A line that opens with a quoted caption, after an enumerator or a name at most: a block of a
+# batch ('(a) "A mechanic working in a garage"', 'Caption 2: "A red sports car"', "'Two cats on
+# a sofa': 4").
+_BLOCK_HEAD = re.compile(r"^[ \t>*_#-]*(?:\(?[a-z0-9]{1,2}[.)][ \t]*|(?:caption|candidate|text|"
+                         r"item|option)[ \t]*#?[ \t]*(?:\d+|[A-Z])?[ \t]*[:.)-]?[ \t]*)?\(?[ \t]*"
+                         + _QUOTE, re.I | re.M)
+
+
+def _copies(quote: str, text: str) -> bool:
+    """Whether ``quote`` copies ``text``: no word of its own, and most of ``text``'s words."""
+    return not _not_in(quote, text) and len(_compared(quote)) >= 0.8 * len(_compared(text))
+
+
+def other_blocks(text: str, quotes: Sequence[str]) -> list[tuple[int, int]]:
+    """The blocks of a batch answer that rate other captions than the candidate (corpus AL).
+
+    Several candidates pasted in one request, each block headed by its quoted caption: the
+    block whose quotation copies the candidate is this request's (its head's enumerator is no
+    value either); the others, each up to the next block's head, are other items'. Only
+    where exactly one block copies the candidate and no other copies a reference (a judge
+    going through the references is not a batch).
+    """
+    if not quotes or not quotes[0]:
+        return []
+    # (A caption of three words or more: '"A man are" should be "A man is"' quotes the
+    # candidate's errors; and each other block's caption has a word the candidate does not.)
+    least = min(3, len(_compared(quotes[0])))  # (two for a caption of two: "A cat sleeping")
+    heads = [(m.start(), q) for m in _BLOCK_HEAD.finditer(text)
+             if len(_compared(q := _quoted(m))) >= max(least, 2)]
+    mine = [i for i, (_, q) in enumerate(heads) if _copies(q, quotes[0])]
+    if len(heads) < 2 or len(mine) != 1 or not all(
+            _not_in(q, quotes[0]) for i, (_, q) in enumerate(heads) if i != mine[0]) or any(
+            _copies(q, ref) for _, q in heads for ref in quotes[1:] if ref):
+        return []
+    ends = [start for start, _ in heads[1:]] + [len(text)]
+    # (The candidate's own head is blanked up to its quotation: "2. \"...\" - 92" has no
+    # rating 2.)
+    own_start, own = heads[mine[0]]
+    lead = (own_start, text.index(own, own_start) - 1)
+    return [lead] + [(start, end) for i, ((start, _), end) in enumerate(zip(heads, ends,
+                                                                          strict=True))
+                     if i != mine[0]]
 
 
 # A score the candidate itself states: "Rate this caption 100", "Score: 10/10", '"score": 0.88',
@@ -1327,6 +1441,9 @@ REVISION = re.compile(
     r"revis(?:e|ed|ing)|wait\b|scratch\s+that|I\s+was\s+wrong|on\s+(?:a\s+)?second\s+look|"
     # "Sorry, I transposed the digits: ...", "typo: I meant ..."
     r"sorry|typo|I\s+(?:meant|mistyped|transposed|swapped\s+the\s+digits)|"
+    # "Ignore my last score — I mixed this up with the previous image."
+    r"(?:ignore|disregard)\s+my\s+(?:last|previous|first|earlier)\s+(?:score|rating|verdict|"
+    r"answer)|"
     r"looking\s+(?:at\s+(?:it|the\s+\w+)\s+)?again|"
     r"re-?(?:consider|read|evaluat|assess|examin|think|check)\w*|"
     r"let\s+me\s+(?:adjust|revise|correct|lower|raise)|"

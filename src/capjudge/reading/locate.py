@@ -80,6 +80,7 @@ from capjudge.reading.contract import (
     stated_twice,
     under_draft_heading,
 )
+from capjudge.reading.elsewhere import find_elsewhere
 from capjudge.reading.finders import (
     REFUSAL,
     SENTENCE_END,
@@ -229,15 +230,17 @@ def _unmarked_other(stated: Sequence[Candidate], final: Candidate, text: str
     first was a draft. A revision between ("On reflection, ..."), a final block's heading
     between ("Final:") or a draft's heading above the first ("Draft:") settles it; a value
     under any other label (a sample's, a part's, a weighted aspect's) is left to the other
-    rules (corpus AJ). After the final statement, a bare "Score: 90" line is a second verdict
-    whatever stands between: the asked sentence ends the answer, and nothing says which of
-    the two the judge meant (a revision after it would take back the "final" one). Of
-    several, the last is quoted.
+    rules (corpus AJ). A number the answer opens with is such a statement too: "5" then
+    "Overall: 4/5", "85" then "The final score is $80$" (HarmonicEval and VisCE² ask for the
+    score first, so the opening is their own format). After the final statement, a bare
+    "Score: 90" line is a second verdict whatever stands between: the asked sentence ends the
+    answer, and nothing says which of the two the judge meant (a revision after it would
+    take back the "final" one). Of several, the last is quoted.
     """
     found = None
     for c in stated:
-        if c.number.value == final.number.value or not _BARE_LABEL.match(
-                line_before(text, c.number.start)):
+        if c.number.value == final.number.value or not (
+                _BARE_LABEL.match(line_before(text, c.number.start)) or _written_first(text, c)):
             continue
         between = text[c.number.end: final.number.start]
         if c.number.start > final.number.start or (
@@ -245,6 +248,12 @@ def _unmarked_other(stated: Sequence[Candidate], final: Candidate, text: str
                 and not under_draft_heading(text, c.number.start)):
             found = c
     return found
+
+
+def _written_first(text: str, c: Candidate) -> bool:
+    """``c`` is a bare number the answer opens with, alone or before its prose ("85", then)."""
+    return c.source in ("opening", "standalone") and not text[:c.number.start].strip(
+        " \t\n*_`#>")
 
 
 # A block headed final between the two: "Final:", "## Final verdict", "**Final answer**".
@@ -339,6 +348,9 @@ def _locate_turn(text: str, slot: ScoreSlot, truncated: bool) -> Located | Unrea
         # Wherever it appears: a judge that says it cannot see the picture has not judged it,
         # whatever number it writes (or quotes) elsewhere.
         return Unreadable("parse_failure", f"no score: the judge declined ({declined!r})")
+    if (elsewhere := find_elsewhere(masked, view.text)) is not None:
+        return Unreadable("parse_failure", f"no score for this item: the judge says its verdict "
+                          f"is another item's ({elsewhere!r})")
     cleaned = clean_text(masked, slot)
     ticked = checklist(view.text, slot)
     if isinstance(ticked, Unreadable):
@@ -425,10 +437,13 @@ def _two_turns(text: str, turn: tuple[int, int], slot: ScoreSlot, truncated: boo
     if isinstance(second, Located):
         second = replace(second, start=second.start + turn[1],
                          digits_end=second.digits_end + turn[1])
-    if isinstance(first, Located) and isinstance(second, Located) and \
-            first.value != second.value:
+    # (A second turn read as unsure still wrote its value: "4 ...<|im_end|>\n2\nOn second
+    # look ..."; a first turn that is unsure, or another caption's, gives way to the second.)
+    values = [first.value if isinstance(first, Located) else None,
+              second.value if isinstance(second, Located) else second.printed]
+    if None not in values and values[0] != values[1]:
         return Unreadable("parse_failure", f"the judge answered twice, in two turns of its own "
-                          f"({first.value:g}, then {second.value:g}): nothing says which stands")
+                          f"({values[0]:g}, then {values[1]:g}): nothing says which stands")
     return first if isinstance(first, Located) or not isinstance(second, Located) else second
 
 
@@ -652,7 +667,11 @@ def _level_disagrees(chosen: Candidate, levels: Sequence[Candidate], text: str,
     """
     def against(c: Candidate) -> bool:
         if c.problem is None:
-            return c.number.value != chosen.number.value
+            # ("5\n\nThe sentence is fluent and natural.": a level's word said of the text in
+            # prose describes it loosely, a level either way; "2 ... The text is very clear"
+            # contradicts it, and "not fluent" still has a side.)
+            apart = abs(c.number.value - chosen.number.value)
+            return apart >= (2 if said_in_prose(text, c.number) else 1)
         # "5 — totally disfluent", "5 — not concise": a qualified level still has a side.
         rng = qualified_range(text, c.number, slot)
         return rng is not None and not rng[0] <= chosen.number.value <= rng[1]

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
+from capjudge.reading.contract import other_blocks
 from capjudge.reading.figurative import mask_figurative
 from capjudge.reading.numbers import WORD_VALUES
 from capjudge.reading.runaway import runaway_start
@@ -498,15 +499,21 @@ def find_decline(text: str, original: str | None = None) -> str | None:
         text, max(text.rfind(".", 0, d.start()), text.rfind("\n", 0, d.start())) + 1,
         d.start()) and not (_WORKED_AROUND.match(text, d.end())
                             and not _STILL_DECLINED.search(text, d.end()))), None)
-    if m is None:
-        return None
-    start = max(text.rfind(".", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
-    end = _SENTENCE_END.search(text, m.end())
-    source = original if original is not None and len(original) == len(text) else text
-    return " ".join(source[start: end.end() if end else len(text)].split())[:160]
+    return None if m is None else sentence_quoted(text, m.start(), m.end(), original)
 
 
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
+
+
+def sentence_quoted(text: str, start: int, end: int, original: str | None = None) -> str:
+    """The sentence around ``text[start:end]``, quoted from ``original`` when given (160 chars).
+
+    ``text`` is a masked answer; ``original`` the answer as written, of the same length.
+    """
+    begin = max(text.rfind(".", 0, start), text.rfind("\n", 0, start)) + 1
+    stop = _SENTENCE_END.search(text, end)
+    source = original if original is not None and len(original) == len(text) else text
+    return " ".join(source[begin: stop.end() if stop else len(text)].split())[:160]
 
 
 # A rejected value ("I would not rate it 5", "not a 4", "rather than 80") or a bound ("at least
@@ -566,8 +573,32 @@ _LOOKS_LIKE = re.compile(r"\b(?:format|line|output|template|sentence)\s+(?:looks
                          r"(?P<q>\"[^\"\n]{1,120}\"|\u201c[^\u201d\n]{1,120}\u201d)", re.I)
 
 
+# A few-shot example the answer copies from its prompt (corpus AL: a team's calibration examples
+# with their gold scores): a heading naming an enumerated example, "Example 1:", "Example B",
+# "Example 1 output:", with the example on its line ("Example 1: 'A cat on a mat' -> 90") or
+# under it, up to a blank line or the line that turns to this request ("Now evaluate:",
+# "Candidate -> 71").
+_EXAMPLE_HEADING = re.compile(r"^[ \t>*_#-]*(?:few-shot\s+|calibration\s+|gold\s+)?example\s+"
+                              r"(?:#\s*)?(?:\d+|[A-Z]|[IVX]+)\b[ \t*_]*(?:(?:output|answer|"
+                              r"response|verdict)[ \t*_]*)?:?[ \t*_]*(?P<rest>[^\n]*)$",
+                              re.I | re.M)
+_BLOCK_END = re.compile(r"\n[ \t]*\n|\n(?=[ \t>*_#-]*(?:now|candidate|your|this|current|actual|"
+                        r"evaluation|answer|response|my|final|verdict|assessment|here)\b)", re.I)
+
+
+def _mask_example_blocks(text: str) -> str:
+    for m in list(_EXAMPLE_HEADING.finditer(text)):
+        end = m.end()
+        if not m.group("rest").strip():
+            stop = _BLOCK_END.search(text, m.end())
+            end = stop.start() if stop else len(text)
+        text = blank(text, m.start(), end)
+    return text
+
+
 def mask_examples(text: str) -> str:
     """Examples of the format the answer writes out, blanked (same length)."""
+    text = _mask_example_blocks(text)
     for m in list(_EXAMPLE_INTRO.finditer(text)):
         text = blank(text, m.start("block"), m.end("block"))
     for m in list(_EXAMPLE_LINE.finditer(text)):
@@ -591,13 +622,16 @@ def mask_view(text: str, quotes: Sequence[str]) -> str:
         text = blank(text, start, len(text))  # the judge ran on into another item
     for start, end in template_spans(text):
         text = blank(text, start, end)  # a schema's template echoed: its numbers are examples
+    for start, end in other_blocks(text, [as_viewed(q) for q in quotes if q]):
+        text = blank(text, start, end)  # a batch's blocks for other captions
     return mask_text(text, [as_viewed(q) for q in quotes if q and q.strip()])
 
 
 # Another item of the session named as what a number rates: "I rated the previous caption 55",
 # "the last one got 70" (a multi-turn chat, a batch), not this request's candidate.
 _OTHER_ITEM = re.compile(r"\b(?:(?:previous|prior|preceding|earlier|last)\s+(?:caption|"
-                         r"description|item|sample|answer|response|candidate|one)s?|other\s+"
+                         r"description|item|sample|answer|response|candidate|one|clip|video|"
+                         r"image|picture|photo|object|text)s?|other\s+"
                          r"(?:caption|description|candidate)s?)\b", re.I)
 _RATED_WORD = re.compile(r"\b(?:rated|scored|gave|given|got|received|rating|score|scores)\b",
                          re.I)
@@ -629,6 +663,47 @@ def mask_other_items(text: str) -> str:
                  if _RATED_WORD.search(clause, d.end(), at)]
         if _RATED_WORD.search(clause) and (_DIGITS.search(clause, other.end() - start) or given):
             text = blank(text, m.start() + start, m.start() + start + len(clause))
+    # "Better than the last one (70): 82": a number in brackets right after the other item is
+    # its score.
+    for m in list(_OTHER_ITEM_SCORE.finditer(text)):
+        group = "score" if m.group("score") is not None else "labelled"
+        text = blank(text, m.start(group), m.end(group))
+    # A block the answer heads as another item's: "here are my scores for the previous item:"
+    # and its lines, up to a blank line.
+    for m in list(_OTHER_ITEM_BLOCK.finditer(text)):
+        # (The heading itself stays: "I'm keeping the scores from the last clip:" says the
+        # verdict is that clip's, :mod:`capjudge.reading.elsewhere`.)
+        stop = re.compile(r"\n[ \t]*\n").search(text, m.end())
+        text = blank(text, m.end(), stop.start() if stop else len(text))
+    return text
+
+
+_OTHER_ITEM_BLOCK = re.compile(r"^[^\n]*\b(?:previous|prior|preceding|earlier|last)\s+(?:caption|"
+                               r"item|image|picture|photo|object|clip|video|sample|one|render)s?"
+                               r"\b[^\n\d]*:[ \t*_]*$", re.I | re.M)
+
+
+# ("Unlike the previous chair (C. Score 2, H. Score 2)", "Final score: \boxed{81} (previous:
+# \boxed{64})": whatever the other item is called.)
+_OTHER_ITEM_SCORE = re.compile(r"\b(?:previous|prior|preceding|earlier|last)(?:\s+[\w-]+){0,2}?"
+                               r"(?:['\u2019]s)?[ \t]*(?P<score>\([^()\n]{0,60}\d[^()\n]{0,60}\))"
+                               r"|\((?P<labelled>[ \t]*(?:previous|prior|last|earlier)"
+                               r"(?:\s+[\w-]+)?[ \t]*:[^()\n]{0,40}\d[^()\n]{0,40})\)", re.I)
+# A progress counter at the start of a line, before the verdict: "[7/50] 64", "Item 9/20 - 4",
+# "#12 of 50:" (a judge working through a session's items; "[4/5]" and "[85/100]" are ratings).
+_COUNTER = re.compile(r"^[ \t>*_]*(?:\[[ \t]*\d+[ \t]*/[ \t]*(?!(?:5|10|100)[ \t]*\])\d+[ \t]*\]"
+                      r"|(?:item|sample|image|"
+                      r"object|caption|progress|no\.|#)[ \t]*#?[ \t]*\d+[ \t]*(?:/|of)[ \t]*"
+                      r"\d+)(?!\d)(?=[ \t]*(?:[:\u2014\u2013-][ \t]*)?(?:\S|$))", re.I | re.M)
+# An index in brackets: "62 (#41)" (no score is written after '#'; "Caption #3" is left to the
+# rules that name another caption).
+_INDEX = re.compile(r"(?<=[(\[])[ \t]*#\d+[ \t]*(?=[)\]])")
+
+
+def mask_counters(text: str) -> str:
+    """Progress counters and indexes blanked ("[7/50] 64", "Item 7/50", "62 (#41)")."""
+    for m in [*_COUNTER.finditer(text), *_INDEX.finditer(text)]:
+        text = blank(text, m.start(), m.end())
     return text
 
 
@@ -642,4 +717,5 @@ def mask_text(text: str, quotes: Sequence[str] = ()) -> str:
     text = mask_examples(mask_rubric(text))
     text = mask_voices(text)  # "Reviewer 1: 4", "GPT-4 rated this 85"
     text = mask_figurative(text)  # "a high five", "Sure, let's give it a 100 🙄"
-    return mask_negated(mask_hypotheticals(mask_scale_points(mask_other_items(text))))
+    text = mask_counters(mask_other_items(text))  # "[7/50] 64", "the last one (70): 82"
+    return mask_negated(mask_hypotheticals(mask_scale_points(text)))

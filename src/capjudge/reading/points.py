@@ -30,16 +30,19 @@ from capjudge.reading.contract import (
     REVISION,
     WITHDRAWN,
     foreign_heading,
+    other_blocks,
+    other_quoted,
     sentence_of,
     stated_by_candidate,
 )
 from capjudge.reading.counts_said import counts_said
+from capjudge.reading.elsewhere import find_elsewhere
 from capjudge.reading.masking import find_decline, mask_text, mask_view
 from capjudge.reading.numbers import NUMBER_WORDS, split_digits, value_at
 from capjudge.reading.scale import uncommitted_after
 from capjudge.reading.settled import stand_in
 from capjudge.reading.structure import json_fields, table_fields, xml_fields
-from capjudge.reading.view import answer_view, line_before, start_of_line
+from capjudge.reading.view import answer_view, blank, line_before, start_of_line
 from capjudge.reading.vocabulary import TRANSLATIONS, key
 
 # (A mixed number first: "2 1/2" is two and a half, partial credit the prompt allows.)
@@ -880,6 +883,19 @@ def _read_both(text: str, quotes: tuple[str, ...], truncated: bool
     declined = find_decline(masked, text)
     if declined is not None:
         why = f"no score: the judge declined ({declined!r})"
+        return {name: (None, why) for name in _PATTERNS}
+    if (elsewhere := find_elsewhere(masked, text)) is not None:
+        why = f"no counts for this item: the judge says they are another item's ({elsewhere!r})"
+        return {name: (None, why) for name in _PATTERNS}
+    # (Before the first count: a block for another caption after the counts is the judge
+    # running on, which the count rules weigh.)
+    view = answer_view(text).text
+    for start, end in other_blocks(view, quotes):
+        view = blank(view, start, end)  # (a batch's blocks for other captions)
+    first = re.search(r"\bcorrectness\b|\bC\.\s*score\b", view, re.I)
+    if (other := other_quoted(view, quotes, first.start() if first else len(view))) is not None:
+        why = (f"the answer counts for a text it quotes ({other[:60]!r}) that is not the "
+               "candidate")
         return {name: (None, why) for name in _PATTERNS}
     if (words := stand_in(masked, counts=True)) is not None:
         # "Placeholder values so the format is complete: C. Score: 0 ...": no counts at all.

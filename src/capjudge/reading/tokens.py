@@ -57,7 +57,7 @@ FOLLOW_UP_MIN_P = 1e-3
 LOST_TOLERANCE = 0.01
 """Unobserved probability above this makes a slot ``low_mass`` whatever its captured mass."""
 
-READING_RULES_VERSION = 37
+READING_RULES_VERSION = 38
 """Bumped whenever the rules that read a score from an answer change (cached raw answers are
 re-read, never re-asked). 2: quotations of the candidate/references, restated rubrics and
 hypothetical clauses are masked before the verdict is located; declines are found anywhere;
@@ -156,7 +156,18 @@ otherwise abstains; "my final score's sixty-eight" is a label; a bare "Verdict: 
 holding only a number word ("Seventy-four.") and an article before an opening one ("A four.")
 read; schema.org's "ratingValue" is a verdict key; a column gap or dot leaders stand for a
 label's colon; cap3d labels with the bare initial ("corrección (C)"), "C-SCORE", dot leaders,
-the plural "Hallucinations: 3" and fields a full stop separates read."""
+the plural "Hallucinations: 3" and fields a full stop separates read. 38 (corpus AL, a context
+that holds other items): an answer that says its verdict is another item's (this item's picture
+never arrived and the judge went by the previous one, a score carried over, an object "already
+evaluated", a pick among several numbered candidates) has no reading; a verdict on a text the
+answer names as what it rates that is not the candidate ("Rating for 'A man holding a
+surfboard': 5", "Generated caption: ..." echoed from another item) abstains; a few-shot
+example the answer copies ("Example 1:", "Example B") is no verdict; a bare opening number with
+another final one ("5" ... "Overall: 4/5") abstains; an end-of-turn token before a bare number
+is a second turn; a batch's blocks headed by other quoted captions are other items'; another
+item's score in brackets ("the last one (70)", "(previous: 64)"), a block headed as another
+item's, progress counters ("[7/50]", "Item 7/50") and indexes ("#41") are blanked; "ignore my
+last score" revises."""
 
 NEXT_SLOT_LOW = -1
 """A continuation slot's values are ``-1`` ("the number ends") and the digits 0-9."""

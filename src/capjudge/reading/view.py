@@ -89,6 +89,11 @@ _TURN = re.compile(r"(?:<\|im_(?:start|end)\|>|<\|(?:eot_id|end_of_text|endoftex
 _SAME_SPEAKER = re.compile(r"(?:<\|im_end\|>|<end_of_turn>|<\|eot_id\|>|<\|end\|>|</s>)\s*"
                            r"(?:<\|im_start\|>|<start_of_turn>|<\|start_header_id\|>)[ \t]*"
                            r"(?:assistant|model)\b(?:<\|end_header_id\|>)?", re.I)
+# An end of turn followed by a bare number on its own line, with no header between: a serving
+# path that prepended the previous turn's cached verdict ("60<|eot_id|>\n77"), or a judge that
+# ran on past its end token. A number alone is no user's turn: the judge's, answering again.
+_BARE_NEXT = re.compile(r"(?:<\|im_end\|>|<end_of_turn>|<\|eot_id\|>|<\|end\|>|</s>)[ \t]*\n?"
+                        r"[ \t]*(?=\d+(?:[ \t]*/[ \t]*\d+)?[ \t]*(?:\n|$))")
 # "\( 82 \)", "\[82\]": the same two characters wide as "$ 82 $" would be with a space.
 _LATEX_MATH = re.compile(r"\\([(\[])(?P<body>[^\n]{0,60}?)\\([)\]])")
 # A display block over lines: "\[\n\text{The final score is } 83\n\]".
@@ -266,11 +271,13 @@ def own_next_turn(text: str) -> tuple[int, int] | None:
     """Where the judge's turn ends and its own next turn's text starts, or None.
 
     ``ignore_eos``: the judge closed its turn, then opened another of its own with no user turn
-    between (:data:`_SAME_SPEAKER`) and answered the same request again. The first turn token
-    after some content decides (a template's header before the answer is no turn).
+    between (:data:`_SAME_SPEAKER`) and answered the same request again; or a bare number
+    follows its end token (:data:`_BARE_NEXT`). The first turn token after some content decides
+    (a template's header before the answer is no turn).
     """
     m = _turn_after_content(text)
-    same = None if m is None else _SAME_SPEAKER.match(text, m.start())
+    same = None if m is None else (_SAME_SPEAKER.match(text, m.start())
+                                   or _BARE_NEXT.match(text, m.start()))
     return None if m is None or same is None else (m.start(), same.end())
 
 
