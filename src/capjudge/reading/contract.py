@@ -525,9 +525,11 @@ def rates_another(text: str, n: Number) -> str | None:
 
 # "The caption 'A man surfing a large wave at sunset' accurately describes ...": the caption
 # the judge says it judges, quoted.
+# A quotation of eight characters or more, in double or single marks, straight or curly.
+_QUOTE = (r"(?:[\"\u201c](?P<q1>[^\"\u201d\n]{8,200})[\"\u201d]|"
+          r"['\u2018](?!s\b)(?P<q2>[^'\u2019\n]{8,200})['\u2019])")
 _QUOTED_CAPTION = re.compile(r"\b(?:candidate\s+|generated\s+|given\s+)?caption\s*[:,]?\s*"
-                             r"(?:[\"\u201c](?P<q1>[^\"\u201d\n]{8,200})[\"\u201d]|"
-                             r"['\u2018](?!s\b)(?P<q2>[^'\u2019\n]{8,200})['\u2019])", re.I)
+                             + _QUOTE, re.I)
 # (A double quotation mark closes a double one, straight or curly, a single one a single: in
 # "the caption's first sentence ... (\"respond with ...\")" the possessive opens nothing.)
 
@@ -537,7 +539,8 @@ _STOP = frozenset({"the", "and", "with", "from", "that", "this", "for", "are", "
 
 
 def _quoted(m: re.Match[str]) -> str:
-    return next(q for q in m.group("q1", "q2") if q is not None)
+    """The quotation a match of :data:`_QUOTE` (or of :data:`_CAPTION_LINE`) holds."""
+    return next(q for k in ("q1", "q2", "q3") if (q := m.groupdict().get(k)) is not None)
 
 
 _NUMBER_WORDS = {w: str(v) for w, v in WORD_VALUES.items()}
@@ -628,11 +631,11 @@ def foreign_caption(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
     """
     if not slot.quotes or not slot.quotes[0]:
         return None
-    known = set().union(*(_content(q) for q in slot.quotes if q))
-    candidate = _content(slot.quotes[0])
     if (other := other_quoted(text, slot.quotes, chosen.number.start)) is not None:
         return (f"the answer judges a text it quotes ({other[:60]!r}) that is neither the "
                 "candidate nor a reference")
+    known = set().union(*(_content(q) for q in slot.quotes if q))
+    candidate = _content(slot.quotes[0])
     for m in _QUOTED_CAPTION.finditer(text, 0, chosen.number.start):
         quote = _quoted(m)
         words = _content(quote)
@@ -658,8 +661,6 @@ def foreign_caption(text: str, chosen: Candidate, slot: ScoreSlot) -> str | None
 # in a river."', 'Evaluation of "A black cat sleeping on a laptop":', a quotation heading a value
 # ("'A plate of pasta': 90"); and a caption field echoed on a line of its own, in quotation
 # marks or not ("Generated caption: A golden retriever catching a frisbee.").
-_QUOTE = (r"(?:[\"\u201c](?P<q1>[^\"\u201d\n]{8,200})[\"\u201d]|"
-          r"['\u2018](?!s\b)(?P<q2>[^'\u2019\n]{8,200})['\u2019])")
 _ITEM_QUOTE = re.compile(
     r"(?:\b(?:text|sentence|description|candidate|output)[ \t]*:[ \t]*"
     r"|\b(?:rating|score|evaluation|assessment|grade|verdict|review)\s+(?:for|of|on)\s*:?\s*"
@@ -668,8 +669,8 @@ _ITEM_QUOTE = re.compile(
     + r"[ \t*_]*(?:[:=\u2192\u2014]|->|-\s)))" + _QUOTE, re.I | re.M)
 _CAPTION_LINE = re.compile(
     r"^[ \t>*_#-]*(?P<label>(?:[\w-]+[ \t]+)?(?:caption|text|sentence|candidate))[ \t*_]*:[ \t*_]*"
-    r"(?:[\"\u201c](?P<q1>[^\"\u201d\n]{8,200})[\"\u201d]|['\u2018](?P<q2>[^'\u2019\n]{8,200})['\u2019]"
-    r"|(?P<q3>[^\s\"\u201c'\u2018][^\n\"\u201c\u201d\u2018\u2019]{7,200}?))[ \t*_.]*$", re.I | re.M)
+    r"(?:" + _QUOTE + r"|(?P<q3>[^\s\"\u201c'\u2018][^\n\"\u201c\u201d\u2018\u2019]{7,200}?))"
+    r"[ \t*_.]*$", re.I | re.M)
 
 
 def _named_texts(text: str, end: int) -> list[str]:
@@ -683,12 +684,12 @@ def _named_texts(text: str, end: int) -> list[str]:
         if (m.group("head") is not None and text.count("{", 0, m.start()) > text.count(
                 "}", 0, m.start())) or _OFFERED.search(sentence_of(text, m.end())):
             continue  # (a key; "Score for '...' would be about 10": a supposed one)
-        found.append((m.start(), next(q for q in m.group("q1", "q2") if q is not None)))
+        found.append((m.start(), _quoted(m)))
     for m in _CAPTION_LINE.finditer(text, 0, end):
         # (Unquoted, the judge's own words after a label: "Caption: accurate but misses ...")
         if not _OFFERED.search(m.group("label")) and not (
                 m.group("q3") and _COMMENTARY.search(m.group("q3"))):
-            found.append((m.start(), next(q for q in m.group("q1", "q2", "q3") if q)))
+            found.append((m.start(), _quoted(m)))
     return [q for _, q in sorted(found)]
 
 
@@ -743,9 +744,9 @@ def other_blocks(text: str, quotes: Sequence[str]) -> list[tuple[int, int]]:
         return []
     # (A caption of three words or more: '"A man are" should be "A man is"' quotes the
     # candidate's errors; and each other block's caption has a word the candidate does not.)
-    least = min(3, len(_compared(quotes[0])))  # (two for a caption of two: "A cat sleeping")
+    least = max(2, min(3, len(_compared(quotes[0]))))  # (two for "A cat sleeping")
     heads = [(m.start(), q) for m in _BLOCK_HEAD.finditer(text)
-             if len(_compared(q := _quoted(m))) >= max(least, 2)]
+             if len(_compared(q := _quoted(m))) >= least]
     mine = [i for i, (_, q) in enumerate(heads) if _copies(q, quotes[0])]
     if len(heads) < 2 or len(mine) != 1 or not all(
             _not_in(q, quotes[0]) for i, (_, q) in enumerate(heads) if i != mine[0]) or any(

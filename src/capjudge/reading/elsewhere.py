@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+from capjudge.reading.contract import sentence_start
 from capjudge.reading.masking import sentence_quoted
 
 _MEDIA = (r"(?:images?|pictures?|photos?|photographs?|renders?|renderings?|frames?|videos?|"
@@ -98,7 +99,6 @@ def find_elsewhere(text: str, original: str | None = None) -> str | None:
     if _PREVIOUS_ITEM.search(text):
         found += [*_MISSING.finditer(text)]
     for m in sorted(found, key=lambda m: m.start()):
-        start = max(text.rfind(".", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
-        if not _NOT.search(text, start, m.start()):
+        if not _NOT.search(text, sentence_start(text, m.start(), ".\n"), m.start()):
             return sentence_quoted(text, m.start(), m.end(), original)
     return None

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
-from capjudge.reading.contract import other_blocks
+from capjudge.reading.contract import other_blocks, sentence_start
 from capjudge.reading.figurative import mask_figurative
 from capjudge.reading.numbers import WORD_VALUES
 from capjudge.reading.runaway import runaway_start
@@ -496,9 +496,9 @@ def find_decline(text: str, original: str | None = None) -> str | None:
     # (Nor one the judge works around: "I can't see the video itself, but the references give
     # enough to judge.")
     m = next((d for d in _DECLINE.finditer(text) if not _SUPPOSED.search(
-        text, max(text.rfind(".", 0, d.start()), text.rfind("\n", 0, d.start())) + 1,
-        d.start()) and not (_WORKED_AROUND.match(text, d.end())
-                            and not _STILL_DECLINED.search(text, d.end()))), None)
+        text, sentence_start(text, d.start(), ".\n"), d.start()) and not (
+            _WORKED_AROUND.match(text, d.end()) and not _STILL_DECLINED.search(text, d.end()))),
+             None)
     return None if m is None else sentence_quoted(text, m.start(), m.end(), original)
 
 
@@ -510,7 +510,7 @@ def sentence_quoted(text: str, start: int, end: int, original: str | None = None
 
     ``text`` is a masked answer; ``original`` the answer as written, of the same length.
     """
-    begin = max(text.rfind(".", 0, start), text.rfind("\n", 0, start)) + 1
+    begin = sentence_start(text, start, ".\n")
     stop = _SENTENCE_END.search(text, end)
     source = original if original is not None and len(original) == len(text) else text
     return " ".join(source[begin: stop.end() if stop else len(text)].split())[:160]
@@ -582,7 +582,9 @@ _EXAMPLE_HEADING = re.compile(r"^[ \t>*_#-]*(?:few-shot\s+|calibration\s+|gold\s
                               r"(?:#\s*)?(?:\d+|[A-Z]|[IVX]+)\b[ \t*_]*(?:(?:output|answer|"
                               r"response|verdict)[ \t*_]*)?:?[ \t*_]*(?P<rest>[^\n]*)$",
                               re.I | re.M)
-_BLOCK_END = re.compile(r"\n[ \t]*\n|\n(?=[ \t>*_#-]*(?:now|candidate|your|this|current|actual|"
+_BLANK_LINE = r"\n[ \t]*\n"
+_BLANK = re.compile(_BLANK_LINE)
+_BLOCK_END = re.compile(_BLANK_LINE + r"|\n(?=[ \t>*_#-]*(?:now|candidate|your|this|current|actual|"
                         r"evaluation|answer|response|my|final|verdict|assessment|here)\b)", re.I)
 
 
@@ -622,14 +624,16 @@ def mask_view(text: str, quotes: Sequence[str]) -> str:
         text = blank(text, start, len(text))  # the judge ran on into another item
     for start, end in template_spans(text):
         text = blank(text, start, end)  # a schema's template echoed: its numbers are examples
-    for start, end in other_blocks(text, [as_viewed(q) for q in quotes if q]):
+    viewed = [as_viewed(q) if q else "" for q in quotes]  # (in place: the first is the candidate)
+    for start, end in other_blocks(text, viewed):
         text = blank(text, start, end)  # a batch's blocks for other captions
-    return mask_text(text, [as_viewed(q) for q in quotes if q and q.strip()])
+    return mask_text(text, [v for v, q in zip(viewed, quotes, strict=True) if q and q.strip()])
 
 
 # Another item of the session named as what a number rates: "I rated the previous caption 55",
 # "the last one got 70" (a multi-turn chat, a batch), not this request's candidate.
-_OTHER_ITEM = re.compile(r"\b(?:(?:previous|prior|preceding|earlier|last)\s+(?:caption|"
+_PRIOR = r"(?:previous|prior|preceding|earlier|last)"
+_OTHER_ITEM = re.compile(r"\b(?:" + _PRIOR + r"\s+(?:caption|"
                          r"description|item|sample|answer|response|candidate|one|clip|video|"
                          r"image|picture|photo|object|text)s?|other\s+"
                          r"(?:caption|description|candidate)s?)\b", re.I)
@@ -673,19 +677,19 @@ def mask_other_items(text: str) -> str:
     for m in list(_OTHER_ITEM_BLOCK.finditer(text)):
         # (The heading itself stays: "I'm keeping the scores from the last clip:" says the
         # verdict is that clip's, :mod:`capjudge.reading.elsewhere`.)
-        stop = re.compile(r"\n[ \t]*\n").search(text, m.end())
+        stop = _BLANK.search(text, m.end())
         text = blank(text, m.end(), stop.start() if stop else len(text))
     return text
 
 
-_OTHER_ITEM_BLOCK = re.compile(r"^[^\n]*\b(?:previous|prior|preceding|earlier|last)\s+(?:caption|"
+_OTHER_ITEM_BLOCK = re.compile(r"^[^\n]*\b" + _PRIOR + r"\s+(?:caption|"
                                r"item|image|picture|photo|object|clip|video|sample|one|render)s?"
                                r"\b[^\n\d]*:[ \t*_]*$", re.I | re.M)
 
 
 # ("Unlike the previous chair (C. Score 2, H. Score 2)", "Final score: \boxed{81} (previous:
 # \boxed{64})": whatever the other item is called.)
-_OTHER_ITEM_SCORE = re.compile(r"\b(?:previous|prior|preceding|earlier|last)(?:\s+[\w-]+){0,2}?"
+_OTHER_ITEM_SCORE = re.compile(r"\b" + _PRIOR + r"(?:\s+[\w-]+){0,2}?"
                                r"(?:['\u2019]s)?[ \t]*(?P<score>\([^()\n]{0,60}\d[^()\n]{0,60}\))"
                                r"|\((?P<labelled>[ \t]*(?:previous|prior|last|earlier)"
                                r"(?:\s+[\w-]+)?[ \t]*:[^()\n]{0,40}\d[^()\n]{0,40})\)", re.I)
